@@ -1,0 +1,602 @@
+//! [`Client`]: one ZooKeeper session shared by any number of threads and locks, behind a
+//! blocking facade over the async `zookeeper-client` crate.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use zookeeper_client as zk;
+
+use crate::error::{Error, Result};
+use crate::node::Protocol;
+use crate::runtime::{self, Outcome, Signal};
+
+/// Options of a [`Client`].
+///
+/// ```
+/// use std::time::Duration;
+/// let opts = zklock::Options::default()
+///     .session_timeout(Duration::from_secs(6))
+///     .holder_id("worker-7");
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub(crate) session_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) holder_id: Option<String>,
+    pub(crate) protocol: Protocol,
+    pub(crate) auth: Vec<(String, Vec<u8>)>,
+    pub(crate) reconnect_on_expiry: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            session_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            holder_id: None,
+            protocol: Protocol::Curator,
+            auth: Vec::new(),
+            reconnect_on_expiry: true,
+        }
+    }
+}
+
+impl Options {
+    /// The session timeout asked of the server (default 10 s). Locks of a dead client are
+    /// released by the server after about this long.
+    pub fn session_timeout(mut self, t: Duration) -> Self {
+        self.session_timeout = t;
+        self
+    }
+    /// How long [`Client::connect`] waits for a session (default 10 s).
+    pub fn connect_timeout(mut self, t: Duration) -> Self {
+        self.connect_timeout = t;
+        self
+    }
+    /// The text stored in this client's lock nodes (default `<hostname>:<pid>`).
+    pub fn holder_id(mut self, id: impl Into<String>) -> Self {
+        self.holder_id = Some(id.into());
+        self
+    }
+    /// The node-naming protocol of locks made from this client (default Curator).
+    pub fn protocol(mut self, p: Protocol) -> Self {
+        self.protocol = p;
+        self
+    }
+    /// Adds authentication, e.g. `("digest", "user:password")`; replayed on every reconnect.
+    pub fn auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
+        self.auth.push((scheme.into(), auth.into()));
+        self
+    }
+    /// Whether the next call after a session expiry opens a fresh session by itself (default
+    /// true). Locks of the expired session stay lost either way.
+    pub fn reconnect_on_expiry(mut self, on: bool) -> Self {
+        self.reconnect_on_expiry = on;
+        self
+    }
+}
+
+/// The state of the client's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// Connected: locks held are held.
+    Connected,
+    /// Disconnected, the session may survive: holding is uncertain until it reconnects or expires.
+    Suspended,
+    /// The session expired: every lock it held is lost. A new session may follow.
+    Expired,
+    /// The client was closed.
+    Closed,
+}
+
+impl SessionState {
+    /// Expired or Closed: the session will never come back.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, SessionState::Expired | SessionState::Closed)
+    }
+}
+
+/// A change of session state, as given to listeners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionEvent {
+    /// The new state.
+    pub state: SessionState,
+    /// The session's id.
+    pub session_id: i64,
+    /// Which session of this client (0 for the first, +1 for each fresh session after expiry).
+    pub generation: u64,
+}
+
+type Listener = Arc<dyn Fn(&SessionEvent) + Send + Sync>;
+
+/// One ZooKeeper session (one `zookeeper-client` client). Locks keep the session they were
+/// taken in, so a lock of an expired session can never be taken for held in a newer one.
+pub(crate) struct Session {
+    pub(crate) zk: zk::Client,
+    pub(crate) id: i64,
+    pub(crate) generation: u64,
+    state: Mutex<SessionState>,
+    cv: Condvar,
+    pub(crate) client: Weak<Inner>,
+}
+
+impl Session {
+    pub(crate) fn state(&self) -> SessionState {
+        *self.state.lock()
+    }
+
+    /// Waits until the session is terminal or `deadline`; returns the state then.
+    pub(crate) fn wait_terminal(&self, deadline: Option<Instant>) -> SessionState {
+        let mut st = self.state.lock();
+        while !st.is_terminal() {
+            match deadline {
+                Some(d) => {
+                    if self.cv.wait_until(&mut st, d).timed_out() {
+                        break;
+                    }
+                }
+                None => self.cv.wait(&mut st),
+            }
+        }
+        *st
+    }
+
+    fn set_state(&self, s: SessionState) -> bool {
+        let mut st = self.state.lock();
+        if *st == s || st.is_terminal() {
+            return false;
+        }
+        *st = s;
+        self.cv.notify_all();
+        true
+    }
+
+    /// The error for a call on a session that has ended.
+    pub(crate) fn ended_error(&self) -> Option<Error> {
+        match self.state() {
+            SessionState::Expired => Some(Error::SessionExpired),
+            SessionState::Closed => Some(Error::Closed),
+            _ => None,
+        }
+    }
+
+    /// The default deadline of one call: the session timeout from now (calls made while
+    /// disconnected are queued by the crate until reconnect or expiry).
+    pub(crate) fn call_deadline(&self) -> Instant {
+        Instant::now() + self.zk.session_timeout().max(Duration::from_millis(500))
+    }
+
+    /// Blocks on one ZooKeeper reply until `deadline`.
+    pub(crate) fn wait<T>(
+        &self,
+        fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
+        deadline: Instant,
+    ) -> Result<T> {
+        self.wait_raw(fut, deadline).map_err(|e| self.map_err(e))
+    }
+
+    /// Like [`Session::wait`] but keeps the crate's error (so recipes can tell `NoNode` from
+    /// `NodeExists`); a missed deadline is `ConnectionLoss`.
+    pub(crate) fn wait_raw<T>(
+        &self,
+        fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
+        deadline: Instant,
+    ) -> std::result::Result<T, zk::Error> {
+        match runtime::call(fut, deadline) {
+            Some(Ok(v)) => Ok(v),
+            Some(Err(e)) => {
+                if matches!(e, zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed) {
+                    self.map_err(e.clone());
+                }
+                Err(e)
+            }
+            None => Err(zk::Error::ConnectionLoss),
+        }
+    }
+
+    pub(crate) fn map_err(&self, e: zk::Error) -> Error {
+        let e = Error::from(e);
+        if e.is_session_end() {
+            // The crate saw the end before our state task: record it now.
+            let s = if e == Error::Closed { SessionState::Closed } else { SessionState::Expired };
+            if let Some(inner) = self.client.upgrade() {
+                inner.on_state(self, s);
+            } else {
+                self.set_state(s);
+            }
+        }
+        e
+    }
+
+    /// Waits for a one-shot watch to fire, the session to end, `signal` to be cancelled, or
+    /// `deadline`. Disconnection alone does not wake: the crate re-arms watches on reconnect.
+    pub(crate) fn wait_watch(
+        &self,
+        watcher: zk::OneshotWatcher,
+        deadline: Option<Instant>,
+        signal: &Arc<Signal>,
+    ) -> Outcome<zk::WatchedEvent> {
+        runtime::block_on(watcher.changed(), deadline, signal, true)
+    }
+}
+
+pub(crate) struct Inner {
+    hosts: String,
+    servers: Vec<SocketAddr>,
+    pub(crate) options: Options,
+    pub(crate) holder_id: String,
+    protocol: AtomicU8,
+    current: Mutex<Option<Arc<Session>>>,
+    connect_lock: Mutex<()>,
+    generation: AtomicU64,
+    state: Mutex<(SessionState, i64, u64)>,
+    state_cv: Condvar,
+    listeners: Mutex<Vec<(u64, Listener)>>,
+    next_listener: AtomicU64,
+    events: Mutex<Option<std::sync::mpsc::Sender<SessionEvent>>>,
+}
+
+/// One ZooKeeper session, shared by any number of threads and locks (`Send + Sync`, cheap to
+/// clone). Every call blocks the calling thread, never longer than its timeout plus the
+/// session timeout.
+///
+/// ```no_run
+/// use zklock::{Client, Options, SessionState};
+/// let client = Client::connect("127.0.0.1:2181/myapp", Options::default())?;
+/// assert_eq!(client.state(), SessionState::Connected);
+/// client.add_listener(|ev| log::info!("session is now {:?}", ev.state));
+/// # Ok::<(), zklock::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("hosts", &self.inner.hosts)
+            .field("state", &self.state())
+            .field("session_id", &format_args!("{:#x}", self.session_id()))
+            .finish()
+    }
+}
+
+fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
+    let list = match hosts.find('/') {
+        Some(i) => {
+            crate::path::validate_path(&hosts[i..])
+                .map_err(|e| Error::invalid(format!("bad chroot in host list {hosts:?}: {e}")))?;
+            &hosts[..i]
+        }
+        None => hosts,
+    };
+    if list.trim().is_empty() {
+        return Err(Error::invalid(format!("host list {hosts:?} names no server")));
+    }
+    let mut out = Vec::new();
+    for h in list.split(',') {
+        let h = h.trim();
+        let (host, port) = match h.rsplit_once(':') {
+            Some((host, port)) => (host, port),
+            None => (h, "2181"),
+        };
+        let port: u16 = port
+            .parse()
+            .map_err(|_| Error::invalid(format!("bad port in host {h:?} of host list {hosts:?}")))?;
+        if host.is_empty() {
+            return Err(Error::invalid(format!("empty host name in host list {hosts:?}")));
+        }
+        match (host, port).to_socket_addrs() {
+            Ok(addrs) => out.extend(addrs),
+            Err(e) => log::warn!("cannot resolve {h}: {e}"),
+        }
+    }
+    Ok(out)
+}
+
+impl Client {
+    /// Connects to ZooKeeper. `hosts` is `host:port[,host:port...][/chroot]`. Blocks until the
+    /// session is established or the connect timeout passes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed host list; [`Error::ConnectionLoss`] when no
+    /// server answered in time; [`Error::SessionExpired`] when authentication failed.
+    pub fn connect(hosts: &str, options: Options) -> Result<Client> {
+        let servers = parse_hosts(hosts)?;
+        if options.session_timeout < Duration::from_millis(100) {
+            return Err(Error::invalid("session timeout below 100 ms"));
+        }
+        let holder_id = options
+            .holder_id
+            .clone()
+            .unwrap_or_else(|| format!("{}:{}", crate::sys::hostname(), std::process::id()));
+        let inner = Arc::new(Inner {
+            hosts: hosts.to_string(),
+            servers,
+            protocol: AtomicU8::new(options.protocol as u8),
+            options,
+            holder_id,
+            current: Mutex::new(None),
+            connect_lock: Mutex::new(()),
+            generation: AtomicU64::new(0),
+            state: Mutex::new((SessionState::Suspended, 0, 0)),
+            state_cv: Condvar::new(),
+            listeners: Mutex::new(Vec::new()),
+            next_listener: AtomicU64::new(0),
+            events: Mutex::new(None),
+        });
+        let client = Client { inner };
+        client.new_session(None)?;
+        Ok(client)
+    }
+
+    /// Opens a fresh session (after expiry, or to start over). Locks of the old session are lost.
+    pub fn reconnect(&self) -> Result<()> {
+        let old = self.inner.current.lock().clone();
+        self.new_session(old.map(|s| s.generation))
+    }
+
+    fn new_session(&self, replacing: Option<u64>) -> Result<()> {
+        let _g = self.inner.connect_lock.lock();
+        if let Some(gen) = replacing {
+            // Someone else replaced it while we waited.
+            if let Some(cur) = self.inner.current.lock().as_ref() {
+                if cur.generation != gen && !cur.state().is_terminal() {
+                    return Ok(());
+                }
+            }
+        }
+        if self.inner.state.lock().0 == SessionState::Closed && replacing.is_some() {
+            return Err(Error::Closed);
+        }
+        let opts = &self.inner.options;
+        let mut connector = zk::Client::connector()
+            .with_session_timeout(opts.session_timeout)
+            .with_connection_timeout(opts.session_timeout.min(opts.connect_timeout));
+        for (scheme, auth) in &opts.auth {
+            connector = connector.with_auth(scheme, auth);
+        }
+        let deadline = Instant::now() + opts.connect_timeout;
+        let hosts = self.inner.hosts.clone();
+        let fut = runtime::enter(|| connector.connect(&hosts));
+        let zk = match runtime::enter(|| runtime::call(fut, deadline)) {
+            Some(Ok(zk)) => zk,
+            Some(Err(zk::Error::BadArguments(m))) => {
+                return Err(Error::invalid(format!("host list {hosts:?}: {m}")))
+            }
+            Some(Err(zk::Error::AuthFailed)) => {
+                return Err(Error::ZooKeeper("authentication failed".into()))
+            }
+            Some(Err(e)) => {
+                return Err(Error::ConnectionLoss(format!(
+                    "cannot connect to {hosts}: {e}"
+                )))
+            }
+            None => {
+                return Err(Error::ConnectionLoss(format!(
+                    "no ZooKeeper session with {hosts} within {:?}",
+                    opts.connect_timeout
+                )))
+            }
+        };
+        crate::sys::set_nodelay_to(&self.inner.servers);
+        let generation = match replacing {
+            None => 0,
+            Some(_) => self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1,
+        };
+        let session = Arc::new(Session {
+            id: zk.session_id().0,
+            generation,
+            state: Mutex::new(SessionState::Connected),
+            cv: Condvar::new(),
+            client: Arc::downgrade(&self.inner),
+            zk,
+        });
+        log::info!("zklock session {:#x} (generation {generation}) connected to {hosts}", session.id);
+        // Follow the session's state on the runtime thread: only flags and notifications
+        // happen there; listeners run on their own thread.
+        let mut watcher = session.zk.state_watcher();
+        let weak = Arc::downgrade(&session);
+        let servers = self.inner.servers.clone();
+        runtime::spawn(async move {
+            loop {
+                let s = watcher.changed().await;
+                let Some(session) = weak.upgrade() else { return };
+                let ours = match s {
+                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                        // A reconnect opened a new socket: set the option again.
+                        crate::sys::set_nodelay_to(&servers);
+                        SessionState::Connected
+                    }
+                    zk::SessionState::Disconnected => SessionState::Suspended,
+                    zk::SessionState::Expired | zk::SessionState::AuthFailed => SessionState::Expired,
+                    zk::SessionState::Closed => SessionState::Closed,
+                };
+                match session.client.upgrade() {
+                    Some(inner) => inner.on_state(&session, ours),
+                    None => {
+                        session.set_state(ours);
+                    }
+                }
+                if ours.is_terminal() {
+                    return;
+                }
+            }
+        });
+        *self.inner.current.lock() = Some(session.clone());
+        self.inner.publish(&session, SessionState::Connected);
+        Ok(())
+    }
+
+    /// The current session, opening a fresh one first if it expired and the policy says so.
+    pub(crate) fn session(&self) -> Result<Arc<Session>> {
+        let cur = self.inner.current.lock().clone();
+        match cur {
+            None => Err(Error::Closed),
+            Some(s) => match s.state() {
+                SessionState::Expired if self.inner.options.reconnect_on_expiry => {
+                    self.new_session(Some(s.generation))?;
+                    self.inner.current.lock().clone().ok_or(Error::Closed)
+                }
+                SessionState::Expired => Err(Error::SessionExpired),
+                SessionState::Closed => Err(Error::Closed),
+                _ => Ok(s),
+            },
+        }
+    }
+
+    /// The session state now.
+    pub fn state(&self) -> SessionState {
+        self.inner.state.lock().0
+    }
+
+    /// The current session's id (0 before the first session).
+    pub fn session_id(&self) -> i64 {
+        self.inner.state.lock().1
+    }
+
+    /// Which session of this client is current (0 for the first).
+    pub fn generation(&self) -> u64 {
+        self.inner.state.lock().2
+    }
+
+    /// The holder id stored in this client's lock nodes.
+    pub fn holder_id(&self) -> &str {
+        &self.inner.holder_id
+    }
+
+    /// The default naming protocol of locks made from this client.
+    pub fn protocol(&self) -> Protocol {
+        match self.inner.protocol.load(Ordering::Relaxed) {
+            1 => Protocol::Kazoo,
+            _ => Protocol::Curator,
+        }
+    }
+
+    /// Sets the naming protocol of locks made after this call.
+    pub fn set_protocol(&self, p: Protocol) {
+        self.inner.protocol.store(p as u8, Ordering::Relaxed);
+    }
+
+    /// The session timeout asked for.
+    pub fn session_timeout(&self) -> Duration {
+        self.inner.options.session_timeout
+    }
+
+    /// Waits until the state satisfies `pred` or `timeout` passes; returns the state then.
+    pub fn wait_for_state(&self, timeout: Duration, pred: impl Fn(SessionState) -> bool) -> SessionState {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.inner.state.lock();
+        while !pred(st.0) {
+            if self.inner.state_cv.wait_until(&mut st, deadline).timed_out() {
+                break;
+            }
+        }
+        st.0
+    }
+
+    /// Calls `f` on every change of session state, on a dedicated thread (never on the I/O
+    /// thread), so `f` may call the client. Returns an id for [`Client::remove_listener`].
+    pub fn add_listener(&self, f: impl Fn(&SessionEvent) + Send + Sync + 'static) -> u64 {
+        let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
+        self.inner.listeners.lock().push((id, Arc::new(f)));
+        self.inner.ensure_dispatcher();
+        id
+    }
+
+    /// Removes a listener.
+    pub fn remove_listener(&self, id: u64) {
+        self.inner.listeners.lock().retain(|(i, _)| *i != id);
+    }
+
+    /// Adds authentication to the session now (and to every later reconnect).
+    pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> Result<()> {
+        let s = self.session()?;
+        s.wait(s.zk.auth(scheme, auth), s.call_deadline())
+    }
+
+    /// Closes the session: its lock nodes are deleted by the server at once (once every lock
+    /// made from this client has been dropped or released). Later calls return [`Error::Closed`].
+    pub fn close(&self) {
+        let s = self.inner.current.lock().take();
+        if let Some(s) = s {
+            self.inner.on_state(&s, SessionState::Closed);
+        }
+    }
+
+    /// Whether TCP_NODELAY is set on this process's sockets to the servers (one entry per socket).
+    #[doc(hidden)]
+    pub fn socket_nodelay(&self) -> Vec<bool> {
+        self.inner.servers.iter().flat_map(|s| crate::sys::nodelay_to(*s)).collect()
+    }
+
+    /// Creates `path`'s missing ancestors (and `path` itself if `include_self`) as container nodes.
+    pub(crate) fn create_parents(&self, session: &Session, path: &str, deadline: Instant) -> Result<()> {
+        let opts = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
+        let mut prefix = String::new();
+        for seg in path[1..].split('/') {
+            prefix.push('/');
+            prefix.push_str(seg);
+            match session.wait(session.zk.create(&prefix, &[], &opts), deadline) {
+                Ok(_) | Err(Error::ZooKeeper(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn on_state(&self, session: &Session, s: SessionState) {
+        if !session.set_state(s) {
+            return;
+        }
+        log::info!("zklock session {:#x}: {s:?}", session.id);
+        let is_current = self.current.lock().as_ref().map(|c| c.generation) == Some(session.generation)
+            || s == SessionState::Closed;
+        if is_current {
+            self.publish(session, s);
+        }
+    }
+
+    fn publish(&self, session: &Session, s: SessionState) {
+        {
+            let mut st = self.state.lock();
+            *st = (s, session.id, session.generation);
+            self.state_cv.notify_all();
+        }
+        let ev = SessionEvent { state: s, session_id: session.id, generation: session.generation };
+        if let Some(tx) = self.events.lock().as_ref() {
+            let _ = tx.send(ev);
+        }
+    }
+
+    fn ensure_dispatcher(self: &Arc<Self>) {
+        let mut ev = self.events.lock();
+        if ev.is_some() {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<SessionEvent>();
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("zklock-listeners".into())
+            .spawn(move || {
+                while let Ok(e) = rx.recv() {
+                    let Some(inner) = weak.upgrade() else { return };
+                    let ls: Vec<Listener> = inner.listeners.lock().iter().map(|(_, l)| l.clone()).collect();
+                    drop(inner);
+                    for l in ls {
+                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(&e))).is_err() {
+                            log::error!("a zklock session listener panicked");
+                        }
+                    }
+                }
+            })
+            .expect("spawn the zklock-listeners thread");
+        *ev = Some(tx);
+    }
+}

@@ -1,0 +1,1 @@
+//! The C API. See `include/zklock.h`.

@@ -1,0 +1,140 @@
+//! Lock-node naming per protocol (Curator / kazoo), sequence parsing, and the unique id that
+//! lets a create that lost its reply find its node again (Curator's "protected" mode).
+
+/// How lock nodes are named, so that other ZooKeeper clients can share a lock path.
+///
+/// Whatever the protocol, zklock orders contenders by the *superset* rule: every child whose
+/// name ends in a (possibly signed) 10-digit sequence number is a contender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Apache Curator's `InterProcessMutex` / `InterProcessReadWriteLock` names
+    /// (`_c_<uuid>-lock-<seq>`, `_c_<uuid>-__WRIT__<seq>`, `_c_<uuid>-__READ__<seq>`).
+    #[default]
+    Curator,
+    /// Python kazoo's `Lock` / `WriteLock` / `ReadLock` names
+    /// (`<hex>__lock__<seq>`, `<hex>__rlock__<seq>`).
+    Kazoo,
+}
+
+/// What a participant's node stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Exclusive lock (mutex).
+    Lock,
+    /// Exclusive half of a read-write lock.
+    Write,
+    /// Shared half of a read-write lock.
+    Read,
+}
+
+/// A fresh unique id of one acquire attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AttemptId(uuid::Uuid);
+
+impl AttemptId {
+    pub(crate) fn new() -> AttemptId {
+        AttemptId(uuid::Uuid::new_v4())
+    }
+
+    /// The text of the id as it appears in the node name under `protocol`.
+    pub(crate) fn text(&self, protocol: Protocol) -> String {
+        match protocol {
+            Protocol::Curator => self.0.hyphenated().to_string(),
+            Protocol::Kazoo => self.0.simple().to_string(),
+        }
+    }
+
+    /// The node name prefix (before the server appends the sequence number).
+    pub(crate) fn prefix(&self, protocol: Protocol, kind: Kind) -> String {
+        let id = self.text(protocol);
+        match (protocol, kind) {
+            (Protocol::Curator, Kind::Lock) => format!("_c_{id}-lock-"),
+            (Protocol::Curator, Kind::Write) => format!("_c_{id}-__WRIT__"),
+            (Protocol::Curator, Kind::Read) => format!("_c_{id}-__READ__"),
+            (Protocol::Kazoo, Kind::Lock | Kind::Write) => format!("{id}__lock__"),
+            (Protocol::Kazoo, Kind::Read) => format!("{id}__rlock__"),
+        }
+    }
+}
+
+/// The sequence number at the end of a child's name: `-?\d{10}` (or 19 digits for 64-bit
+/// sequences), parsed as an integer. `None` for names that are not contenders.
+pub(crate) fn sequence(name: &str) -> Option<i64> {
+    let b = name.as_bytes();
+    let digits = b.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+    if digits < 10 {
+        return None;
+    }
+    let digits = if digits >= 19 { 19 } else { 10 };
+    let start = b.len() - digits;
+    let mut value: i64 = name[start..].parse().ok()?;
+    // A '-' right before the digits is a sign when it follows a non-alphanumeric character
+    // (kazoo's `__lock__-0000000001` after wrap-around); after a letter or digit it is a separator
+    // (Curator's `lock-0000000001`, the C recipe's `x-<session>-0000000001`).
+    if start >= 2 && b[start - 1] == b'-' && !b[start - 2].is_ascii_alphanumeric() {
+        value = -value;
+    }
+    Some(value)
+}
+
+/// Whether a contender's node is a reader (shared) under any protocol we know.
+pub(crate) fn is_reader(name: &str) -> bool {
+    name.contains("__READ__") || name.contains("__rlock__")
+}
+
+/// A contender: a child of the lock path with a sequence number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Contender {
+    pub(crate) name: String,
+    pub(crate) seq: i64,
+}
+
+/// The contenders among `children`, in queue order (by sequence number as an integer, then name).
+pub(crate) fn contenders(children: Vec<String>) -> Vec<Contender> {
+    let mut v: Vec<Contender> = children
+        .into_iter()
+        .filter_map(|name| sequence(&name).map(|seq| Contender { name, seq }))
+        .collect();
+    v.sort_by(|a, b| a.seq.cmp(&b.seq).then_with(|| a.name.cmp(&b.name)));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sequences_of_every_peer() {
+        assert_eq!(sequence("_c_0f8a-lock-0000000042"), Some(42));
+        assert_eq!(sequence("abcdef__lock__0000000007"), Some(7));
+        assert_eq!(sequence("abcdef__rlock__0000000010"), Some(10));
+        assert_eq!(sequence("x-72057594037927936-0000000003"), Some(3));
+        assert_eq!(sequence("_c_u-__WRIT__0000000100"), Some(100));
+        assert_eq!(sequence("k__lock__-2147483647"), Some(-2147483647));
+        assert_eq!(sequence("leases"), None);
+        assert_eq!(sequence("lock-123"), None);
+    }
+
+    #[test]
+    fn orders_by_number_not_text() {
+        let c = contenders(vec![
+            "b__lock__0000000010".into(),
+            "_c_a-lock-0000000009".into(),
+            "locks".into(),
+            "x-1-0000000002".into(),
+        ]);
+        let names: Vec<_> = c.iter().map(|c| c.seq).collect();
+        assert_eq!(names, vec![2, 9, 10]);
+    }
+
+    #[test]
+    fn names_match_the_peers() {
+        let id = AttemptId::new();
+        let c = id.prefix(Protocol::Curator, Kind::Lock);
+        assert!(c.starts_with("_c_") && c.ends_with("-lock-") && c.len() == 3 + 36 + 6);
+        let k = id.prefix(Protocol::Kazoo, Kind::Read);
+        assert!(k.ends_with("__rlock__") && k.len() == 32 + 9);
+        assert!(is_reader(&format!("{k}0000000001")));
+        assert!(!is_reader(&id.prefix(Protocol::Kazoo, Kind::Write)));
+    }
+}

@@ -1,0 +1,472 @@
+//! The lock recipes, and the machinery they share: a participant's node in a lock's queue,
+//! the acquire loop (create, list, watch the one node that blocks us, wait), cleanup that
+//! never leaves an orphan, release, the truth about holding, and fencing tokens.
+
+mod mutex;
+mod semaphore_mutex;
+mod simple_lock;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zookeeper_client as zk;
+
+pub use mutex::{Mutex, MutexGuard};
+pub use semaphore_mutex::{SemaphoreMutex, SemaphoreMutexGuard};
+pub use simple_lock::{SimpleLock, SimpleLockGuard};
+
+use crate::client::{Client, Session, SessionState};
+use crate::error::{Error, Result};
+use crate::node::{self, AttemptId, Contender, Kind, Protocol};
+use crate::runtime::Outcome;
+use crate::wait::CancelToken;
+
+/// Whether a lock is held, as far as this process can know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldState {
+    /// Held, and the session is connected.
+    Held,
+    /// Held when last connected; the connection is down and the session may or may not survive.
+    Uncertain,
+    /// It was held, but its session ended: another process may hold it now.
+    Lost,
+    /// Not held.
+    NotHeld,
+}
+
+/// One contender in a lock's queue, as [`Mutex::participants`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Participant {
+    /// The node's name (a child of the lock path).
+    pub node: String,
+    /// The sequence number the server gave it (queue order).
+    pub sequence: i64,
+    /// The holder id stored in the node (empty if the node had no UTF-8 data).
+    pub holder_id: String,
+    /// Whether this participant holds the lock now.
+    pub is_holder: bool,
+    /// Whether it is a reader (shared) node of a read-write lock.
+    pub is_reader: bool,
+}
+
+/// A node this process holds a lock with.
+#[derive(Clone)]
+pub(crate) struct HeldNode {
+    pub(crate) session: Arc<Session>,
+    pub(crate) node: String,
+    pub(crate) token: i64,
+}
+
+impl std::fmt::Debug for HeldNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldNode").field("node", &self.node).field("token", &self.token).finish()
+    }
+}
+
+impl HeldNode {
+    pub(crate) fn state(&self) -> HoldState {
+        match self.session.state() {
+            SessionState::Connected => HoldState::Held,
+            SessionState::Suspended => HoldState::Uncertain,
+            SessionState::Expired | SessionState::Closed => HoldState::Lost,
+        }
+    }
+
+    /// Deletes the node, retrying on connection loss until it is gone or the session ends.
+    /// `Err(LockLost)` when the session ended before the release (the server already removed
+    /// the node). On `Err(ConnectionLoss)` the node may still exist; calling again retries.
+    pub(crate) fn release(&self) -> Result<()> {
+        if self.session.state().is_terminal() {
+            return Err(Error::LockLost);
+        }
+        let budget = Instant::now() + self.session.zk.session_timeout() * 2;
+        match delete_node(&self.session, &self.node, budget) {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_session_end() => Err(Error::LockLost),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Release for `Drop`: like [`HeldNode::release`], but hands an unfinished delete to the
+    /// background so the node never outlives the session's connection trouble.
+    pub(crate) fn release_or_background(&self) {
+        if let Err(e) = self.release() {
+            if e.is_connection_loss() {
+                background_delete(self.session.clone(), self.node.clone());
+            }
+        }
+    }
+
+    /// Blocks until the lock is lost (the session ended) or `timeout`; true if lost.
+    pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        self.session
+            .wait_terminal(timeout.map(|t| Instant::now() + t))
+            .is_terminal()
+    }
+
+    /// Calls `f` once when this hold's session ends (at once if it already has). Returns the
+    /// listener id, for [`Client::remove_listener`].
+    pub(crate) fn on_lost(&self, client: &Client, f: impl FnOnce() + Send + 'static) -> u64 {
+        let f = Arc::new(parking_lot::Mutex::new(Some(f)));
+        let fire = {
+            let f = f.clone();
+            move || {
+                if let Some(f) = f.lock().take() {
+                    f()
+                }
+            }
+        };
+        let session = Arc::downgrade(&self.session);
+        let fire2 = fire.clone();
+        let id = client.add_listener(move |_| {
+            if session.upgrade().map_or(true, |s| s.state().is_terminal()) {
+                fire2()
+            }
+        });
+        if self.session.state().is_terminal() {
+            fire();
+        }
+        id
+    }
+}
+
+/// The earlier contender a participant must wait for, if any, and whether it is the only
+/// contender ahead that blocks it.
+pub(crate) type Blocker = fn(&[Contender], usize) -> Option<(usize, bool)>;
+
+/// Exclusive: blocked by the immediate predecessor; it is the only blocker iff it is first.
+pub(crate) fn exclusive_blocker(_: &[Contender], idx: usize) -> Option<(usize, bool)> {
+    if idx == 0 {
+        None
+    } else {
+        Some((idx - 1, idx == 1))
+    }
+}
+
+/// One kind of participant at one lock path: what an acquire needs to know.
+#[derive(Clone)]
+pub(crate) struct Queue {
+    pub(crate) client: Client,
+    pub(crate) path: String,
+    pub(crate) protocol: Protocol,
+    pub(crate) kind: Kind,
+    pub(crate) blocker: Blocker,
+    /// Whether the NodeDeleted of a sole blocker means "held" without listing again (see
+    /// recipes.md: only where no node can appear with a lower number than ours).
+    pub(crate) fast_handoff: bool,
+}
+
+fn ephemeral_sequential() -> zk::CreateOptions<'static> {
+    zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all())
+}
+
+fn min_deadline(a: Option<Instant>, b: Instant) -> Instant {
+    match a {
+        Some(a) if a < b => a,
+        _ => b,
+    }
+}
+
+/// How one acquire attempt ended.
+pub(crate) enum Acquired {
+    Held(HeldNode),
+    /// Not acquired (busy for try-once, or the deadline passed); nothing left behind.
+    NotAcquired,
+}
+
+impl Queue {
+    pub(crate) fn new(client: &Client, path: &str, protocol: Protocol, kind: Kind, blocker: Blocker, fast: bool) -> Result<Queue> {
+        crate::path::validate_path(path)?;
+        Ok(Queue {
+            client: client.clone(),
+            path: path.to_string(),
+            protocol,
+            kind,
+            blocker,
+            fast_handoff: fast,
+        })
+    }
+
+    fn child(&self, name: &str) -> String {
+        format!("{}/{}", self.path, name)
+    }
+
+    /// Creates our node and lists the queue, pipelined: both requests leave before we wait for
+    /// either, so this costs one round trip. Returns (our node name, czxid, children).
+    fn create_and_list(
+        &self,
+        session: &Arc<Session>,
+        id: &AttemptId,
+        deadline: Option<Instant>,
+    ) -> Result<(String, i64, Vec<String>)> {
+        let prefix = id.prefix(self.protocol, self.kind);
+        let full_prefix = self.child(&prefix);
+        let data = self.client.holder_id().as_bytes();
+        let opts = ephemeral_sequential();
+        let mut parents_made = false;
+        loop {
+            let d = min_deadline(deadline, session.call_deadline());
+            let create = session.zk.create(&full_prefix, data, &opts);
+            let list = session.zk.list_children(&self.path);
+            match session.wait_raw(create, d) {
+                Ok((stat, seq)) => {
+                    let name = format!("{prefix}{seq}");
+                    let children = match session.wait_raw(list, d) {
+                        Ok(c) => c,
+                        Err(_) => self.list(session, deadline)?,
+                    };
+                    return Ok((name, stat.czxid, children));
+                }
+                Err(zk::Error::NoNode) if !parents_made => {
+                    drop(list);
+                    self.client.create_parents(session, &self.path, d)?;
+                    parents_made = true;
+                }
+                Err(zk::Error::ConnectionLoss) | Err(zk::Error::Timeout) | Err(zk::Error::UnexpectedError(_)) => {
+                    drop(list);
+                    // The create may have been applied although its reply was lost: find our node
+                    // by its unique id before creating again (never two nodes for one attempt).
+                    match self.find_own(session, id, deadline)? {
+                        Some((name, czxid)) => {
+                            let children = self.list(session, deadline)?;
+                            return Ok((name, czxid, children));
+                        }
+                        None => continue,
+                    }
+                }
+                Err(e) => return Err(session.map_err(e)),
+            }
+        }
+    }
+
+    fn list(&self, session: &Session, deadline: Option<Instant>) -> Result<Vec<String>> {
+        loop {
+            let d = min_deadline(deadline, session.call_deadline());
+            match session.wait_raw(session.zk.list_children(&self.path), d) {
+                Ok(c) => return Ok(c),
+                Err(zk::Error::NoNode) => return Ok(Vec::new()),
+                Err(zk::Error::ConnectionLoss) if deadline.map_or(true, |dl| Instant::now() < dl) => {
+                    if let Some(e) = session.ended_error() {
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(session.map_err(e)),
+            }
+        }
+    }
+
+    /// Looks for the node of attempt `id` (after a create whose reply was lost). Adopts it only
+    /// if its owner is our session.
+    fn find_own(&self, session: &Arc<Session>, id: &AttemptId, deadline: Option<Instant>) -> Result<Option<(String, i64)>> {
+        let needle = id.text(self.protocol);
+        loop {
+            if let Some(e) = session.ended_error() {
+                return Err(e);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                // We cannot tell whether the create was applied: make sure it is removed later.
+                background_delete_attempt(session, self.path.clone(), needle);
+                return Err(Error::ConnectionLoss("could not confirm the lock node before the deadline".into()));
+            }
+            let children = match self.list(session, deadline) {
+                Ok(c) => c,
+                Err(e) if e.is_connection_loss() => continue,
+                Err(e) => return Err(e),
+            };
+            let Some(name) = children.into_iter().find(|c| c.contains(&needle)) else {
+                return Ok(None);
+            };
+            let d = min_deadline(deadline, session.call_deadline());
+            match session.wait_raw(session.zk.check_stat(&self.child(&name)), d) {
+                Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
+                    log::info!("adopted lock node {name} after a lost create reply");
+                    return Ok(Some((name, stat.czxid)));
+                }
+                Ok(_) => return Ok(None),
+                Err(zk::Error::ConnectionLoss) => continue,
+                Err(e) => return Err(session.map_err(e)),
+            }
+        }
+    }
+
+    /// The acquire loop. `deadline`: None waits forever; `try_once`: never waits.
+    pub(crate) fn acquire(
+        &self,
+        deadline: Option<Instant>,
+        try_once: bool,
+        cancel: &CancelToken,
+    ) -> Result<Acquired> {
+        let session = self.client.session()?;
+        let reg = cancel.register();
+        let id = AttemptId::new();
+        let (mut name, mut token, mut children) = self.create_and_list(&session, &id, deadline)?;
+        loop {
+            let queue = node::contenders(children);
+            let Some(idx) = queue.iter().position(|c| c.name == name) else {
+                // Our node is gone although the session lives (deleted by hand): queue again.
+                if let Some(e) = session.ended_error() {
+                    return Err(e);
+                }
+                log::warn!("lock node {name} vanished; queueing again");
+                (name, token, children) = self.create_and_list(&session, &id, deadline)?;
+                continue;
+            };
+            let Some((w, sole)) = (self.blocker)(&queue, idx) else {
+                return Ok(Acquired::Held(HeldNode { session: session.clone(), node: self.child(&name), token }));
+            };
+            if try_once {
+                self.cleanup(&session, &name);
+                return Ok(Acquired::NotAcquired);
+            }
+            let target = self.child(&queue[w].name);
+            let d = min_deadline(deadline, session.call_deadline());
+            let watched = match session.wait_raw(session.zk.check_and_watch_stat(&target), d) {
+                Ok((Some(_), watcher)) => Some(watcher),
+                Ok((None, _)) => None,
+                Err(zk::Error::ConnectionLoss) => None,
+                Err(e) => {
+                    self.cleanup(&session, &name);
+                    return Err(session.map_err(e));
+                }
+            };
+            if let Some(watcher) = watched {
+                match session.wait_watch(watcher, deadline, &reg.signal) {
+                    Outcome::Ready(ev) => match ev.event_type {
+                        zk::EventType::NodeDeleted if self.fast_handoff && sole => {
+                            return Ok(Acquired::Held(HeldNode { session: session.clone(), node: self.child(&name), token }));
+                        }
+                        zk::EventType::Session if ev.session_state.is_terminated() => {
+                            return Err(session.ended_error().unwrap_or(Error::SessionExpired));
+                        }
+                        _ => {}
+                    },
+                    Outcome::TimedOut => {
+                        self.cleanup(&session, &name);
+                        return Ok(Acquired::NotAcquired);
+                    }
+                    Outcome::Cancelled => {
+                        self.cleanup(&session, &name);
+                        return Err(Error::Cancelled);
+                    }
+                }
+            } else if deadline.is_some_and(|dl| Instant::now() >= dl) {
+                self.cleanup(&session, &name);
+                return Ok(Acquired::NotAcquired);
+            }
+            children = match self.list(&session, deadline) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.cleanup(&session, &name);
+                    return Err(e);
+                }
+            };
+        }
+    }
+
+    /// Deletes our node of a failed attempt: now if possible, else in the background until the
+    /// session ends.
+    fn cleanup(&self, session: &Arc<Session>, name: &str) {
+        let node = self.child(name);
+        let budget = Instant::now() + session.zk.session_timeout();
+        if let Err(e) = delete_node(session, &node, budget) {
+            if e.is_connection_loss() {
+                background_delete(session.clone(), node);
+            }
+        }
+    }
+
+    /// The queue: every contender with its holder id, in order; `holders` says how many of the
+    /// first contenders hold (given the queue).
+    pub(crate) fn participants(&self, holds: impl Fn(&[Contender], usize) -> bool) -> Result<Vec<Participant>> {
+        let session = self.client.session()?;
+        let queue = node::contenders(self.list(&session, None)?);
+        let d = session.call_deadline();
+        let futs: Vec<_> = queue.iter().map(|c| session.zk.get_data(&self.child(&c.name))).collect();
+        let mut out = Vec::with_capacity(queue.len());
+        for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
+            let holder_id = match session.wait_raw(f, d) {
+                Ok((data, _)) => String::from_utf8(data).unwrap_or_default(),
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(session.map_err(e)),
+            };
+            out.push(Participant {
+                node: c.name.clone(),
+                sequence: c.seq,
+                holder_id,
+                is_holder: holds(&queue, i),
+                is_reader: node::is_reader(&c.name),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Deletes `node`, retrying on connection loss until `budget`; gone or session ended is success
+/// of a kind (the node no longer exists): Ok / the session error.
+pub(crate) fn delete_node(session: &Session, node: &str, budget: Instant) -> Result<()> {
+    loop {
+        match session.wait_raw(session.zk.delete(node, None), session.call_deadline().min(budget)) {
+            Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+            Err(zk::Error::ConnectionLoss) | Err(zk::Error::UnexpectedError(_)) | Err(zk::Error::Timeout) => {
+                if let Some(e) = session.ended_error() {
+                    return Err(e);
+                }
+                if Instant::now() >= budget {
+                    return Err(Error::ConnectionLoss(format!("could not delete {node} in time")));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(session.map_err(e)),
+        }
+    }
+}
+
+fn retriable(e: &zk::Error) -> bool {
+    matches!(e, zk::Error::ConnectionLoss | zk::Error::UnexpectedError(_) | zk::Error::Timeout)
+}
+
+/// Deletes `node` in the background, until it is gone or the session ends.
+pub(crate) fn background_delete(session: Arc<Session>, node: String) {
+    log::warn!("deleting {node} in the background");
+    crate::runtime::spawn(async move {
+        loop {
+            match session.zk.delete(&node, None).await {
+                Err(e) if retriable(&e) && !session.state().is_terminal() => {
+                    async_io::Timer::after(Duration::from_millis(100)).await;
+                }
+                _ => return,
+            }
+        }
+    });
+}
+
+/// Finds and deletes the node of attempt `needle` under `path` in the background, until done
+/// or the session ends (a create whose outcome we could not learn in time).
+fn background_delete_attempt(session: &Arc<Session>, path: String, needle: String) {
+    let session = session.clone();
+    crate::runtime::spawn(async move {
+        loop {
+            match session.zk.list_children(&path).await {
+                Ok(children) => {
+                    if let Some(n) = children.iter().find(|c| c.contains(&needle)) {
+                        let node = format!("{path}/{n}");
+                        loop {
+                            match session.zk.delete(&node, None).await {
+                                Err(e) if retriable(&e) && !session.state().is_terminal() => {
+                                    async_io::Timer::after(Duration::from_millis(100)).await;
+                                }
+                                _ => return,
+                            }
+                        }
+                    }
+                    return;
+                }
+                Err(e) if retriable(&e) && !session.state().is_terminal() => {
+                    async_io::Timer::after(Duration::from_millis(100)).await;
+                }
+                Err(_) => return,
+            }
+        }
+    });
+}

@@ -1,0 +1,197 @@
+//! The non-reentrant mutex that any thread may release (Curator's
+//! `InterProcessSemaphoreMutex` semantics, on the fair queue protocol).
+
+use std::time::{Duration, Instant};
+
+use super::{exclusive_blocker, Acquired, HeldNode, HoldState, Participant, Queue};
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::node::{Kind, Protocol};
+use crate::wait::CancelToken;
+
+/// A fair distributed mutex that is **not** reentrant and that **any** thread may release:
+/// the hold belongs to the handle, not to a thread. A second acquire through a handle that
+/// already holds fails with [`Error::WouldDeadlock`] instead of hanging.
+///
+/// ```no_run
+/// use zklock::{Client, Options, SemaphoreMutex};
+/// let client = Client::connect("127.0.0.1:2181", Options::default())?;
+/// let m = std::sync::Arc::new(SemaphoreMutex::new(&client, "/locks/job")?);
+/// m.acquire(None)?;
+/// let m2 = m.clone();
+/// std::thread::spawn(move || m2.release()).join().unwrap()?;
+/// # Ok::<(), zklock::Error>(())
+/// ```
+pub struct SemaphoreMutex {
+    queue: Queue,
+    hold: parking_lot::Mutex<Option<HeldNode>>,
+    acquiring: parking_lot::Mutex<bool>,
+    cancel: CancelToken,
+}
+
+/// Holds a [`SemaphoreMutex`]; releases on drop (may be sent to and dropped on another thread).
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct SemaphoreMutexGuard<'a> {
+    mutex: &'a SemaphoreMutex,
+    token: i64,
+}
+
+impl SemaphoreMutex {
+    /// A semaphore mutex at `path`, named with the client's protocol.
+    pub fn new(client: &Client, path: &str) -> Result<SemaphoreMutex> {
+        SemaphoreMutex::with_protocol(client, path, client.protocol())
+    }
+
+    /// A semaphore mutex at `path` named per `protocol`.
+    pub fn with_protocol(client: &Client, path: &str, protocol: Protocol) -> Result<SemaphoreMutex> {
+        Ok(SemaphoreMutex {
+            queue: Queue::new(client, path, protocol, Kind::Lock, exclusive_blocker, true)?,
+            hold: parking_lot::Mutex::new(None),
+            acquiring: parking_lot::Mutex::new(false),
+            cancel: CancelToken::new(),
+        })
+    }
+
+    /// Blocks until held.
+    pub fn lock(&self) -> Result<SemaphoreMutexGuard<'_>> {
+        self.acquire_inner(None, false)?.map(|t| self.guard(t)).ok_or(Error::Timeout)
+    }
+
+    /// One attempt that never waits.
+    pub fn try_lock(&self) -> Result<Option<SemaphoreMutexGuard<'_>>> {
+        Ok(self.acquire_inner(None, true)?.map(|t| self.guard(t)))
+    }
+
+    /// Waits at most `timeout` in all.
+    pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<SemaphoreMutexGuard<'_>>> {
+        self.try_lock_until(Instant::now() + timeout)
+    }
+
+    /// Waits until `deadline` at most.
+    pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<SemaphoreMutexGuard<'_>>> {
+        Ok(self.acquire_inner(Some(deadline), false)?.map(|t| self.guard(t)))
+    }
+
+    /// Explicit acquire: `None` waits forever, `Some(ZERO)` tries once. Returns whether held.
+    pub fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
+        let r = match timeout {
+            None => self.acquire_inner(None, false)?,
+            Some(t) if t.is_zero() => self.acquire_inner(None, true)?,
+            Some(t) => self.acquire_inner(Some(Instant::now() + t), false)?,
+        };
+        Ok(r.is_some())
+    }
+
+    fn acquire_inner(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
+        {
+            let mut acq = self.acquiring.lock();
+            if self.hold.lock().is_some() || *acq {
+                return Err(Error::WouldDeadlock(
+                    "this SemaphoreMutex handle already holds (or is acquiring) the lock; it is not reentrant".into(),
+                ));
+            }
+            *acq = true;
+        }
+        let r = self.queue.acquire(deadline, try_once, &self.cancel);
+        *self.acquiring.lock() = false;
+        match r? {
+            Acquired::Held(h) => {
+                let t = h.token;
+                *self.hold.lock() = Some(h);
+                Ok(Some(t))
+            }
+            Acquired::NotAcquired => Ok(None),
+        }
+    }
+
+    fn guard(&self, token: i64) -> SemaphoreMutexGuard<'_> {
+        SemaphoreMutexGuard { mutex: self, token }
+    }
+
+    /// Releases, from any thread.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`], [`Error::LockLost`], or [`Error::ConnectionLoss`] (still held: call again).
+    pub fn release(&self) -> Result<()> {
+        let Some(h) = self.hold.lock().clone() else {
+            return Err(Error::NotHeld);
+        };
+        match h.release() {
+            Err(e) if e.is_connection_loss() => Err(e),
+            r => {
+                *self.hold.lock() = None;
+                r
+            }
+        }
+    }
+
+    /// Whether held with a live session.
+    pub fn is_held(&self) -> bool {
+        self.hold_state() == HoldState::Held
+    }
+
+    /// Held, uncertain, lost or not held.
+    pub fn hold_state(&self) -> HoldState {
+        self.hold.lock().as_ref().map_or(HoldState::NotHeld, |h| h.state())
+    }
+
+    /// The fencing token while held.
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.hold.lock().as_ref().filter(|h| h.state() != HoldState::Lost).map(|h| h.token)
+    }
+
+    /// Blocks until the hold is lost or `timeout`; true if lost (or not held).
+    pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        let h = self.hold.lock().clone();
+        h.map_or(true, |h| h.wait_lost(timeout))
+    }
+
+    /// Cancels waiting acquires now.
+    pub fn cancel(&self) {
+        self.cancel.cancel()
+    }
+
+    /// A token that cancels this handle's waiting acquires from any thread.
+    pub fn cancel_token(&self) -> CancelToken {
+        self.cancel.clone()
+    }
+
+    /// The queue with holder ids; the first holds.
+    pub fn participants(&self) -> Result<Vec<Participant>> {
+        self.queue.participants(|_, i| i == 0)
+    }
+}
+
+impl Drop for SemaphoreMutex {
+    fn drop(&mut self) {
+        if let Some(h) = self.hold.lock().take() {
+            h.release_or_background();
+        }
+    }
+}
+
+impl SemaphoreMutexGuard<'_> {
+    /// The fencing token.
+    pub fn fencing_token(&self) -> i64 {
+        self.token
+    }
+    /// Whether still held.
+    pub fn is_held(&self) -> bool {
+        self.mutex.is_held()
+    }
+    /// Releases now and reports how it went.
+    pub fn unlock(self) -> Result<()> {
+        let r = self.mutex.release();
+        std::mem::forget(self);
+        r
+    }
+}
+
+impl Drop for SemaphoreMutexGuard<'_> {
+    fn drop(&mut self) {
+        let h = self.mutex.hold.lock().take();
+        if let Some(h) = h {
+            h.release_or_background();
+        }
+    }
+}

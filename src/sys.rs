@@ -1,0 +1,111 @@
+//! The one OS-facing module: host name, and TCP_NODELAY on the session's socket.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// This host's name (for the default holder id).
+pub(crate) fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is a valid writable buffer of the given length; gethostname writes at most
+    // that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "localhost".to_string();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn peer_of(fd: i32) -> Option<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain data; zeroed is a valid value.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: ss is a valid, writable sockaddr_storage and len holds its size.
+    let rc = unsafe { libc::getpeername(fd, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut len) };
+    if rc != 0 {
+        return None;
+    }
+    match ss.ss_family as i32 {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let sin: &libc::sockaddr_in = unsafe { &*(&ss as *const libc::sockaddr_storage).cast() };
+            let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+            Some(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let sin6: &libc::sockaddr_in6 = unsafe { &*(&ss as *const libc::sockaddr_storage).cast() };
+            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::from((ip, u16::from_be(sin6.sin6_port))))
+        }
+        _ => None,
+    }
+}
+
+/// Sets TCP_NODELAY on every TCP socket of this process whose peer is one of `servers`.
+///
+/// Why: zookeeper-client does not set it, so a request written right behind another one (an
+/// acquire's create and children listing) waits for the first reply (Nagle + delayed ACK) and
+/// costs two round trips instead of one. The crate gives us no handle on its socket, so we find
+/// it by its peer address. Setting the option on another client's socket to the same server is
+/// harmless. Returns how many sockets were set.
+pub(crate) fn set_nodelay_to(servers: &[SocketAddr]) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let mut n = 0;
+    for entry in dir.flatten() {
+        let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        match std::fs::read_link(entry.path()) {
+            Ok(target) if target.to_string_lossy().starts_with("socket:") => {}
+            _ => continue,
+        }
+        let Some(peer) = peer_of(fd) else { continue };
+        if !servers.contains(&peer) {
+            continue;
+        }
+        let one: libc::c_int = 1;
+        // SAFETY: fd is an open socket of this process (just checked by getpeername); the
+        // option value points to a c_int of the size given.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Whether TCP_NODELAY is set on the process's sockets to `server` (for tests and benches).
+pub fn nodelay_to(server: SocketAddr) -> Vec<bool> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in dir.flatten() {
+        let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if peer_of(fd) != Some(server) {
+            continue;
+        }
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: fd is an open socket; v and len are valid for writing.
+        let rc = unsafe {
+            libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, (&mut v as *mut libc::c_int).cast(), &mut len)
+        };
+        if rc == 0 {
+            out.push(v != 0);
+        }
+    }
+    out
+}
