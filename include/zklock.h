@@ -10,4 +10,157 @@
 #define ZKL_VERSION_PATCH 0
 #define ZKL_VERSION_STRING "0.1.0"
 
+/*
+ The result of every fallible call. Values are fixed: new statuses only ever get new numbers.
+ */
+typedef enum zkl_status {
+  /*
+   Success.
+   */
+  ZKL_OK = 0,
+  /*
+   Not acquired before the timeout (timeout 0: the lock was busy).
+   */
+  ZKL_TIMEOUT = 1,
+  /*
+   NULL pointer, malformed path or host list, non-UTF-8 text, bad count or enum value, or a
+   misuse such as acquiring again a non-reentrant lock this handle already holds.
+   */
+  ZKL_INVALID_ARGUMENT = 2,
+  /*
+   Release (or fencing token) of a lock this handle does not hold.
+   */
+  ZKL_NOT_HELD = 3,
+  /*
+   ZooKeeper not reachable in time; nothing of this call is left on the server.
+   */
+  ZKL_CONNECTION_LOSS = 4,
+  /*
+   The session ended (expired or closed): every lock it held is lost.
+   */
+  ZKL_SESSION_EXPIRED = 5,
+  /*
+   Any other error the server returned (no auth, ACL, authentication failed, ...).
+   */
+  ZKL_ZOOKEEPER_ERROR = 6,
+  /*
+   A bug caught at the boundary (a Rust panic never crosses it); the handle is unusable.
+   */
+  ZKL_INTERNAL_ERROR = 7,
+  /*
+   A waiting acquire was cancelled with zkl_lock_cancel.
+   */
+  ZKL_CANCELLED = 8,
+} zkl_status;
+
+/*
+ How lock nodes are named, so that other ZooKeeper clients can share the lock path.
+ Passed to zkl_client_set_protocol as a uint32_t.
+ */
+typedef enum zkl_protocol {
+  /*
+   Apache Curator InterProcessMutex / InterProcessReadWriteLock compatible (the default).
+   */
+  ZKL_PROTOCOL_CURATOR = 0,
+  /*
+   Python kazoo Lock / ReadLock / WriteLock compatible.
+   */
+  ZKL_PROTOCOL_KAZOO = 1,
+} zkl_protocol;
+
+/*
+ One ZooKeeper session. Thread-safe: any number of threads may use one zkl_client at once.
+ Made by zkl_client_connect, freed by zkl_client_free; every lock made from it keeps the
+ session open until that lock is freed too.
+ */
+typedef struct zkl_client zkl_client;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/*
+ Connects to ZooKeeper and opens a session.
+
+ hosts: "host:port[,host:port...][/chroot]" (port 2181 if omitted). session_timeout_ms: the
+ session timeout asked of the server (at least 100), which also bounds how long this call
+ waits for the first connection. On ZKL_OK, *out_client owns a new client: free it with
+ zkl_client_free; on any other status *out_client is left unchanged.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, ZKL_CONNECTION_LOSS if no
+ server answered within session_timeout_ms, ZKL_ZOOKEEPER_ERROR if authentication failed.
+ Blocks at most session_timeout_ms. Any thread.
+
+ # Safety
+ `hosts` is NULL or a NUL-terminated string; `out_client` is NULL or valid for writing.
+ */
+enum zkl_status zkl_client_connect(const char *hosts,
+                                   uint32_t session_timeout_ms,
+                                   struct zkl_client **out_client);
+
+/*
+ Sets the lock-node naming protocol (a zkl_protocol value, passed as uint32_t) of the locks
+ made from this client after the call; locks made before keep theirs.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL client or a value that is not a zkl_protocol.
+ Never blocks. Any thread.
+
+ # Safety
+ `client` is NULL or a live zkl_client.
+ */
+enum zkl_status zkl_client_set_protocol(struct zkl_client *client, uint32_t protocol);
+
+/*
+ Adds authentication to the session, e.g. scheme "digest" with auth "user:password".
+
+ scheme is UTF-8 text; auth is passed to the server as the bytes before its NUL. Returns
+ ZKL_INVALID_ARGUMENT for a NULL argument, ZKL_SESSION_EXPIRED if the server rejected the
+ credentials (the session ends), ZKL_CONNECTION_LOSS if no reply came in time. Blocks at
+ most the session timeout. Any thread.
+
+ # Safety
+ `client` is NULL or a live zkl_client; `scheme` and `auth` are NULL or NUL-terminated.
+ */
+enum zkl_status zkl_client_add_auth(struct zkl_client *client,
+                                    const char *scheme,
+                                    const char *auth);
+
+/*
+ Frees a client. NULL is a no-op; must not be called twice for one client.
+
+ The session stays open while locks made from this client exist, and closes once the client
+ and every lock made from it are freed: closing deletes its lock nodes at once, so waiters
+ elsewhere proceed without waiting for the session to expire. The pointer is unusable after
+ this call. Does not block. Any thread, once no other thread uses this client.
+
+ # Safety
+ `client` is NULL or a live zkl_client not used by any other thread during or after the call.
+ */
+void zkl_client_free(struct zkl_client *client);
+
+/*
+ The message of the last call on this thread that returned a status other than ZKL_OK
+ ("no error" before any). Never NULL. Owned by the library (never free it); valid until
+ the next zkl_ call on this thread that fails; successful calls do not clear it. Each
+ thread has its own message.
+ */
+const char *zkl_last_error_message(void);
+
+/*
+ The name of a zkl_status value, e.g. "ZKL_TIMEOUT"; "ZKL_UNKNOWN_STATUS" for any other
+ number. Never NULL; the string is static and owned by the library (never free it).
+ Never blocks; any thread.
+ */
+const char *zkl_status_name(uint32_t status);
+
+/*
+ The library's version, e.g. "0.1.0" (the header's ZKL_VERSION_STRING is the version it was
+ generated for). Never NULL; static, owned by the library (never free it). Any thread.
+ */
+const char *zkl_version(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* ZKLOCK_H */

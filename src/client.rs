@@ -219,7 +219,15 @@ impl Session {
         deadline: Option<Instant>,
         signal: &Arc<Signal>,
     ) -> Outcome<zk::WatchedEvent> {
-        runtime::block_on(watcher.changed(), deadline, signal, true)
+        let r = runtime::block_on(watcher.changed(), deadline, signal, true);
+        if let Outcome::Ready(ev) = &r {
+            if ev.event_type != zk::EventType::Session {
+                if let Some(inner) = self.client.upgrade() {
+                    inner.watch_events.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        r
     }
 }
 
@@ -237,6 +245,7 @@ pub(crate) struct Inner {
     listeners: Mutex<Vec<(u64, Listener)>>,
     next_listener: AtomicU64,
     events: Mutex<Option<std::sync::mpsc::Sender<SessionEvent>>>,
+    watch_events: AtomicU64,
 }
 
 /// One ZooKeeper session, shared by any number of threads and locks (`Send + Sync`, cheap to
@@ -328,6 +337,7 @@ impl Client {
             listeners: Mutex::new(Vec::new()),
             next_listener: AtomicU64::new(0),
             events: Mutex::new(None),
+            watch_events: AtomicU64::new(0),
         });
         let client = Client { inner };
         client.new_session(None)?;
@@ -526,6 +536,12 @@ impl Client {
         if let Some(s) = s {
             self.inner.on_state(&s, SessionState::Closed);
         }
+    }
+
+    /// How many node watch events (not session events) this client's waits have received:
+    /// one per wake-up of a waiter, so a herd-free lock shows one per release.
+    pub fn watch_events(&self) -> u64 {
+        self.inner.watch_events.load(Ordering::Relaxed)
     }
 
     /// Whether TCP_NODELAY is set on this process's sockets to the servers (one entry per socket).

@@ -1,1 +1,48 @@
-//! The C API. See `include/zklock.h`.
+//! The C API of zklock: the contract of `shared/design/c-api.md`, declared in the generated
+//! header `include/zklock.h`.
+//!
+//! This module only translates between C and the Rust library; it never decides anything a
+//! recipe decides. Its conventions (the header repeats them where they matter):
+//!
+//! - **Status and out-parameters.** Every fallible function returns a [`zkl_status`]. Other
+//!   results go through `out_*` pointers that are written **only** when the status is
+//!   `ZKL_OK`; on any other status they are left untouched. There are no partial successes.
+//! - **NULL.** Every pointer argument may be NULL: the call returns `ZKL_INVALID_ARGUMENT`
+//!   (functions without a status return 0 or do nothing), it never crashes.
+//! - **Text.** Strings passed in are NUL-terminated UTF-8 (non-UTF-8 is
+//!   `ZKL_INVALID_ARGUMENT`, except the opaque bytes of an auth credential). Strings returned by
+//!   the library are owned by it: never free them.
+//! - **Enums from C** arrive as `uint32_t` and are range-checked, because an out-of-range
+//!   value in a Rust enum would be undefined behaviour.
+//! - **Ownership.** `zkl_client` is reference counted: every lock made from it keeps the session
+//!   alive, and the session closes when the client and all its locks are freed. `zkl_lock` is
+//!   owned by the caller until `zkl_lock_free` (or until `zkl_multi_lock_new` takes it).
+//! - **Errors in words.** Every non-OK status sets this thread's last error message, read with
+//!   `zkl_last_error_message()`.
+//! - **Panics** never cross the boundary: a Rust panic becomes `ZKL_INTERNAL_ERROR` (never an
+//!   abort), and the handle involved is poisoned: later calls on it return `ZKL_INTERNAL_ERROR`.
+//! - **Threads.** `zkl_client` may be used by any number of threads at once; a `zkl_lock` by one
+//!   thread at a time, except `zkl_lock_cancel`, which any thread may call at any time.
+//!   A lock from `zkl_mutex_new` is reentrant per thread and must be released on the thread
+//!   that acquired it.
+//! - **Blocking.** No call blocks longer than its timeout plus the session timeout.
+#![allow(non_camel_case_types)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+#[macro_use]
+mod boundary;
+mod client;
+mod last_error;
+mod lock;
+mod status;
+mod version;
+
+pub use client::{zkl_client, zkl_client_add_auth, zkl_client_connect, zkl_client_free, zkl_client_set_protocol};
+pub use last_error::zkl_last_error_message;
+pub use lock::{
+    zkl_lock, zkl_lock_acquire, zkl_lock_cancel, zkl_lock_fencing_token, zkl_lock_free, zkl_lock_is_held,
+    zkl_lock_release, zkl_mutex_new, zkl_semaphore_mutex_new, zkl_simple_lock_new,
+};
+pub use status::{zkl_protocol, zkl_status, zkl_status_name};
+pub use version::zkl_version;

@@ -213,7 +213,13 @@ impl Queue {
                     let name = format!("{prefix}{seq}");
                     let children = match session.wait_raw(list, d) {
                         Ok(c) => c,
-                        Err(_) => self.list(session, deadline)?,
+                        Err(_) => match self.list(session, deadline) {
+                            Ok(c) => c,
+                            Err(e) => {
+                                self.cleanup(session, &name);
+                                return Err(e);
+                            }
+                        },
                     };
                     return Ok((name, stat.czxid, children));
                 }
@@ -228,7 +234,13 @@ impl Queue {
                     // by its unique id before creating again (never two nodes for one attempt).
                     match self.find_own(session, id, deadline)? {
                         Some((name, czxid)) => {
-                            let children = self.list(session, deadline)?;
+                            let children = match self.list(session, deadline) {
+                                Ok(c) => c,
+                                Err(e) => {
+                                    self.cleanup(session, &name);
+                                    return Err(e);
+                                }
+                            };
                             return Ok((name, czxid, children));
                         }
                         None => continue,

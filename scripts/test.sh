@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what is missing, then runs every test
+# against real ZooKeeper servers that the tests start themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export CARGO_TERM_COLOR=never
+cargo fmt --check
+cargo clippy --all-targets --features testing -- -D warnings
+# Builds the library (cdylib + staticlib), the examples and the command the tests run.
+cargo build --all-targets --features testing
+# The checked-in header must be what build.rs generates now.
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  git diff --exit-code -- include/zklock.h || { echo "include/zklock.h is stale: commit the regenerated header" >&2; exit 1; }
+fi
+# Most tests wait on servers, not on the CPU: run more of them at once than there are cores.
+cargo test --features testing -- --test-threads="${ZKL_TEST_THREADS:-6}"

@@ -1,0 +1,127 @@
+//! `zkl_status`, `zkl_protocol`, the mapping of [`Error`] to statuses, and `zkl_status_name`.
+
+use std::ffi::{c_char, CStr};
+
+use crate::{Error, Protocol};
+
+/// The result of every fallible call. Values are fixed: new statuses only ever get new numbers.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum zkl_status {
+    /// Success.
+    ZKL_OK = 0,
+    /// Not acquired before the timeout (timeout 0: the lock was busy).
+    ZKL_TIMEOUT = 1,
+    /// NULL pointer, malformed path or host list, non-UTF-8 text, bad count or enum value, or a
+    /// misuse such as acquiring again a non-reentrant lock this handle already holds.
+    ZKL_INVALID_ARGUMENT = 2,
+    /// Release (or fencing token) of a lock this handle does not hold.
+    ZKL_NOT_HELD = 3,
+    /// ZooKeeper not reachable in time; nothing of this call is left on the server.
+    ZKL_CONNECTION_LOSS = 4,
+    /// The session ended (expired or closed): every lock it held is lost.
+    ZKL_SESSION_EXPIRED = 5,
+    /// Any other error the server returned (no auth, ACL, authentication failed, ...).
+    ZKL_ZOOKEEPER_ERROR = 6,
+    /// A bug caught at the boundary (a Rust panic never crosses it); the handle is unusable.
+    ZKL_INTERNAL_ERROR = 7,
+    /// A waiting acquire was cancelled with zkl_lock_cancel.
+    ZKL_CANCELLED = 8,
+}
+
+/// How lock nodes are named, so that other ZooKeeper clients can share the lock path.
+/// Passed to zkl_client_set_protocol as a uint32_t.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum zkl_protocol {
+    /// Apache Curator InterProcessMutex / InterProcessReadWriteLock compatible (the default).
+    ZKL_PROTOCOL_CURATOR = 0,
+    /// Python kazoo Lock / ReadLock / WriteLock compatible.
+    ZKL_PROTOCOL_KAZOO = 1,
+}
+
+impl From<&Error> for zkl_status {
+    fn from(e: &Error) -> zkl_status {
+        match e {
+            Error::Timeout => zkl_status::ZKL_TIMEOUT,
+            // A second acquire of a non-reentrant handle that already holds: a caller's
+            // mistake, reported as such rather than as a server error.
+            Error::InvalidArgument(_) | Error::WouldDeadlock(_) => zkl_status::ZKL_INVALID_ARGUMENT,
+            Error::NotHeld => zkl_status::ZKL_NOT_HELD,
+            Error::ConnectionLoss(_) => zkl_status::ZKL_CONNECTION_LOSS,
+            Error::SessionExpired | Error::LockLost | Error::Closed => zkl_status::ZKL_SESSION_EXPIRED,
+            Error::Cancelled => zkl_status::ZKL_CANCELLED,
+            Error::ZooKeeper(_) => zkl_status::ZKL_ZOOKEEPER_ERROR,
+        }
+    }
+}
+
+impl TryFrom<u32> for zkl_status {
+    type Error = u32;
+    fn try_from(v: u32) -> Result<zkl_status, u32> {
+        use zkl_status::*;
+        Ok(match v {
+            0 => ZKL_OK,
+            1 => ZKL_TIMEOUT,
+            2 => ZKL_INVALID_ARGUMENT,
+            3 => ZKL_NOT_HELD,
+            4 => ZKL_CONNECTION_LOSS,
+            5 => ZKL_SESSION_EXPIRED,
+            6 => ZKL_ZOOKEEPER_ERROR,
+            7 => ZKL_INTERNAL_ERROR,
+            8 => ZKL_CANCELLED,
+            other => return Err(other),
+        })
+    }
+}
+
+impl TryFrom<u32> for zkl_protocol {
+    type Error = u32;
+    fn try_from(v: u32) -> Result<zkl_protocol, u32> {
+        match v {
+            0 => Ok(zkl_protocol::ZKL_PROTOCOL_CURATOR),
+            1 => Ok(zkl_protocol::ZKL_PROTOCOL_KAZOO),
+            other => Err(other),
+        }
+    }
+}
+
+impl From<zkl_protocol> for Protocol {
+    fn from(p: zkl_protocol) -> Protocol {
+        match p {
+            zkl_protocol::ZKL_PROTOCOL_CURATOR => Protocol::Curator,
+            zkl_protocol::ZKL_PROTOCOL_KAZOO => Protocol::Kazoo,
+        }
+    }
+}
+
+impl zkl_status {
+    /// The status's C name.
+    pub fn name(self) -> &'static CStr {
+        use zkl_status::*;
+        match self {
+            ZKL_OK => c"ZKL_OK",
+            ZKL_TIMEOUT => c"ZKL_TIMEOUT",
+            ZKL_INVALID_ARGUMENT => c"ZKL_INVALID_ARGUMENT",
+            ZKL_NOT_HELD => c"ZKL_NOT_HELD",
+            ZKL_CONNECTION_LOSS => c"ZKL_CONNECTION_LOSS",
+            ZKL_SESSION_EXPIRED => c"ZKL_SESSION_EXPIRED",
+            ZKL_ZOOKEEPER_ERROR => c"ZKL_ZOOKEEPER_ERROR",
+            ZKL_INTERNAL_ERROR => c"ZKL_INTERNAL_ERROR",
+            ZKL_CANCELLED => c"ZKL_CANCELLED",
+        }
+    }
+}
+
+/// The name of a zkl_status value, e.g. "ZKL_TIMEOUT"; "ZKL_UNKNOWN_STATUS" for any other
+/// number. Never NULL; the string is static and owned by the library (never free it).
+/// Never blocks; any thread.
+#[no_mangle]
+pub extern "C" fn zkl_status_name(status: u32) -> *const c_char {
+    ffi_boundary!(value {
+        match zkl_status::try_from(status) {
+            Ok(s) => s.name().as_ptr(),
+            Err(_) => c"ZKL_UNKNOWN_STATUS".as_ptr(),
+        }
+    })
+}

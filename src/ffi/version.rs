@@ -1,0 +1,12 @@
+//! `zkl_version`.
+
+use std::ffi::c_char;
+
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+
+/// The library's version, e.g. "0.1.0" (the header's ZKL_VERSION_STRING is the version it was
+/// generated for). Never NULL; static, owned by the library (never free it). Any thread.
+#[no_mangle]
+pub extern "C" fn zkl_version() -> *const c_char {
+    ffi_boundary!(value { VERSION.as_ptr().cast() })
+}

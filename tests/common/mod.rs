@@ -1,0 +1,42 @@
+//! Shared helpers of the integration tests: real ZooKeeper servers only.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use zklock::testing::TestingServer;
+use zklock::{Client, Options};
+
+pub fn server() -> TestingServer {
+    TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh installs it)")
+}
+
+pub fn opts(session_ms: u64) -> Options {
+    Options::default()
+        .session_timeout(Duration::from_millis(session_ms))
+        .connect_timeout(Duration::from_secs(10))
+}
+
+pub fn connect(hosts: &str, session_ms: u64) -> Client {
+    Client::connect(hosts, opts(session_ms)).expect("connect")
+}
+
+/// Polls `f` until it is true or `timeout` passes; returns whether it became true.
+pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The children of `path` as seen by a fresh observer session (names only).
+pub fn children(hosts: &str, path: &str) -> Vec<String> {
+    let c = connect(hosts, 4000);
+    let m = zklock::Mutex::new(&c, path).unwrap();
+    m.participants().unwrap().into_iter().map(|p| p.node).collect()
+}

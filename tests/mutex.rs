@@ -1,0 +1,510 @@
+//! The fair mutex against a real ZooKeeper server.
+#![cfg(feature = "testing")]
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use common::*;
+use zklock::testing::Admin;
+use zklock::{Error, HoldState, Mutex, Protocol};
+
+#[test]
+fn mutual_exclusion_8_threads_counter_and_strictly_increasing_tokens() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let counter = Arc::new(AtomicU64::new(0));
+    let inside = Arc::new(AtomicBool::new(false));
+    let last_token = Arc::new(AtomicI64::new(0));
+    let per_thread = 40;
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            let (counter, inside, last_token, hosts) = (counter.clone(), inside.clone(), last_token.clone(), hosts.clone());
+            s.spawn(move || {
+                // Each thread its own session, like separate processes.
+                let c = connect(&hosts, 5000);
+                let m = Mutex::new(&c, "/mx/lock").unwrap();
+                for _ in 0..per_thread {
+                    let g = m.lock().unwrap();
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                    let prev = last_token.swap(g.fencing_token(), Ordering::SeqCst);
+                    assert!(g.fencing_token() > prev, "token {} after {prev}", g.fencing_token());
+                    // Non-atomic read-modify-write with a yield in between.
+                    let v = counter.load(Ordering::SeqCst);
+                    std::thread::yield_now();
+                    counter.store(v + 1, Ordering::SeqCst);
+                    inside.store(false, Ordering::SeqCst);
+                    drop(g);
+                }
+            });
+        }
+    });
+    assert_eq!(counter.load(Ordering::SeqCst), 8 * per_thread);
+    assert!(Admin::connect(&hosts).unwrap().children("/mx/lock").unwrap().is_empty());
+}
+
+#[test]
+fn mutual_exclusion_across_processes() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    let history = dir.path().join("history");
+    let demo = demo_binary();
+    let kids: Vec<_> = (0..4)
+        .map(|i| {
+            std::process::Command::new(&demo)
+                .args(["worker", "--hosts", &hosts, "--path", "/mp/lock", "--rounds", "15", "--hold-ms", "0"])
+                .args(["--name", &format!("p{i}")])
+                .arg("--counter")
+                .arg(&counter)
+                .arg("--history")
+                .arg(&history)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut k in kids {
+        assert!(k.wait().unwrap().success());
+    }
+    let n: u64 = std::fs::read_to_string(&counter).unwrap().trim().parse().unwrap();
+    assert_eq!(n, 60, "a lost update means two holders overlapped");
+    let tokens: Vec<i64> = std::fs::read_to_string(&history)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(tokens.len(), 60);
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {tokens:?}");
+}
+
+pub fn demo_binary() -> std::path::PathBuf {
+    // target/<profile>/deps/<test> -> target/<profile>/examples/demo
+    let exe = std::env::current_exe().unwrap();
+    let p = exe.parent().unwrap().parent().unwrap().join("examples").join("demo");
+    assert!(p.exists(), "build the demo example first: {}", p.display());
+    p
+}
+
+#[test]
+fn queued_waiters_get_the_lock_in_fifo_order() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let admin = Admin::connect(&hosts).unwrap();
+    let c0 = connect(&hosts, 5000);
+    let m0 = Mutex::new(&c0, "/fifo/lock").unwrap();
+    let g = m0.lock().unwrap();
+    let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let mut threads = Vec::new();
+    for i in 0..5 {
+        let (hosts, order) = (hosts.clone(), order.clone());
+        threads.push(std::thread::spawn(move || {
+            let c = connect(&hosts, 5000);
+            let m = Mutex::new(&c, "/fifo/lock").unwrap();
+            let g = m.lock().unwrap();
+            order.lock().push(i);
+            std::thread::sleep(Duration::from_millis(20));
+            drop(g);
+        }));
+        // Wait until waiter i has queued its node before starting the next.
+        assert!(eventually(Duration::from_secs(5), || admin.children("/fifo/lock").unwrap().len() == i + 2));
+    }
+    drop(g);
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(*order.lock(), vec![0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn try_lock_on_a_busy_lock_returns_at_once_and_leaves_no_node() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
+    let ma = Mutex::new(&a, "/try/lock").unwrap();
+    let mb = Mutex::new(&b, "/try/lock").unwrap();
+    let _g = ma.lock().unwrap();
+    let t = Instant::now();
+    assert!(mb.try_lock().unwrap().is_none());
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(Admin::connect(&hosts).unwrap().children("/try/lock").unwrap().len(), 1);
+    assert!(!mb.is_held());
+}
+
+#[test]
+fn timed_acquire_returns_within_its_deadline_and_leaves_no_node() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
+    let ma = Mutex::new(&a, "/timed/lock").unwrap();
+    let mb = Mutex::new(&b, "/timed/lock").unwrap();
+    let _g = ma.lock().unwrap();
+    let t = Instant::now();
+    assert!(mb.try_lock_for(Duration::from_millis(400)).unwrap().is_none());
+    let took = t.elapsed();
+    assert!(took >= Duration::from_millis(400) && took < Duration::from_millis(1400), "{took:?}");
+    assert_eq!(Admin::connect(&hosts).unwrap().children("/timed/lock").unwrap().len(), 1);
+}
+
+#[test]
+fn one_total_deadline_not_per_predecessor() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    // A chain of holders that each leave after 300 ms: a per-predecessor timeout would never fire.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut churn = Vec::new();
+    for _ in 0..3 {
+        let (hosts, stop) = (hosts.clone(), stop.clone());
+        churn.push(std::thread::spawn(move || {
+            let c = connect(&hosts, 5000);
+            let m = Mutex::new(&c, "/total/lock").unwrap();
+            while !stop.load(Ordering::SeqCst) {
+                let g = m.lock().unwrap();
+                std::thread::sleep(Duration::from_millis(300));
+                drop(g);
+            }
+        }));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let c = connect(&hosts, 5000);
+    let m = Mutex::new(&c, "/total/lock").unwrap();
+    let t = Instant::now();
+    let r = m.try_lock_for(Duration::from_millis(700)).unwrap();
+    let took = t.elapsed();
+    let got = r.is_some();
+    drop(r);
+    stop.store(true, Ordering::SeqCst);
+    for t in churn {
+        t.join().unwrap();
+    }
+    if !got {
+        assert!(took < Duration::from_millis(700 + 500), "{took:?}");
+    }
+}
+
+#[test]
+fn cancel_returns_promptly_and_leaves_no_node() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
+    let ma = Mutex::new(&a, "/cancel/lock").unwrap();
+    let mb = Arc::new(Mutex::new(&b, "/cancel/lock").unwrap());
+    let _g = ma.lock().unwrap();
+    let admin = Admin::connect(&hosts).unwrap();
+    let mb2 = mb.clone();
+    let t = std::thread::spawn(move || {
+        let r = mb2.lock().map(|_| ());
+        (r, Instant::now())
+    });
+    assert!(eventually(Duration::from_secs(5), || admin.children("/cancel/lock").unwrap().len() == 2));
+    let at = Instant::now();
+    mb.cancel_token().cancel();
+    let (r, ended) = t.join().unwrap();
+    assert_eq!(r, Err(Error::Cancelled));
+    assert!(ended.duration_since(at) < Duration::from_millis(500));
+    assert_eq!(admin.children("/cancel/lock").unwrap().len(), 1);
+}
+
+#[test]
+fn reentrant_per_thread_and_other_threads_queue_behind() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts, 5000);
+    let m = Arc::new(Mutex::new(&c, "/re/lock").unwrap());
+    let g1 = m.lock().unwrap();
+    let g2 = m.lock().unwrap();
+    assert_eq!(m.hold_count(), 2);
+    assert_eq!(g1.fencing_token(), g2.fencing_token());
+    assert_eq!(Admin::connect(&hosts).unwrap().children("/re/lock").unwrap().len(), 1);
+    // Another thread with the same Mutex is another participant: it waits.
+    let m2 = m.clone();
+    let other = std::thread::spawn(move || m2.try_lock_for(Duration::from_millis(300)).unwrap().is_some());
+    assert!(!other.join().unwrap());
+    drop(g2);
+    assert!(m.is_held(), "one release of two keeps it held");
+    let m3 = m.clone();
+    let other = std::thread::spawn(move || m3.try_lock().unwrap().is_some());
+    assert!(!other.join().unwrap());
+    drop(g1);
+    assert!(!m.is_held());
+    let m4 = m.clone();
+    assert!(std::thread::spawn(move || m4.try_lock().unwrap().is_some()).join().unwrap());
+}
+
+#[test]
+fn release_when_not_held_is_an_error() {
+    let zk = server();
+    let c = connect(&zk.connect_string(), 5000);
+    let m = Mutex::new(&c, "/nh/lock").unwrap();
+    assert_eq!(m.release(), Err(Error::NotHeld));
+    assert!(m.acquire(None).unwrap());
+    m.release().unwrap();
+    assert_eq!(m.release(), Err(Error::NotHeld));
+}
+
+#[test]
+fn holder_process_killed_waiter_gets_it_within_session_timeout() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let demo = demo_binary();
+    let mut holder = std::process::Command::new(&demo)
+        .args(["worker", "--hosts", &hosts, "--path", "/kill/lock", "--rounds", "1", "--hold-ms", "60000", "--session-ms", "2000"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut line).unwrap();
+    assert!(line.starts_with("HOLD"), "{line}");
+    let c = connect(&hosts, 5000);
+    let m = Mutex::new(&c, "/kill/lock").unwrap();
+    assert!(m.try_lock().unwrap().is_none());
+    holder.kill().unwrap();
+    let t = Instant::now();
+    let g = m.try_lock_for(Duration::from_secs(8)).unwrap().expect("acquired after the holder died");
+    assert!(t.elapsed() < Duration::from_millis(2000 * 2 + 1000), "{:?}", t.elapsed());
+    assert!(g.is_held());
+    let _ = holder.wait();
+}
+
+#[test]
+fn partitioned_holder_past_expiry_loses_the_lock_and_knows_it() {
+    use zklock::testing::TcpProxy;
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = TcpProxy::start(&hosts).unwrap();
+    let holder = connect(&proxy.connect_string(), 2000);
+    let hm = Mutex::new(&holder, "/part/lock").unwrap();
+    let g = hm.lock().unwrap();
+    let lost_called = Arc::new(AtomicBool::new(false));
+    let lc = lost_called.clone();
+    g.on_lost(move || lc.store(true, Ordering::SeqCst));
+    let waiter = connect(&hosts, 5000);
+    let wm = Mutex::new(&waiter, "/part/lock").unwrap();
+    proxy.set_blackhole(true);
+    let t = Instant::now();
+    let wg = wm.try_lock_for(Duration::from_secs(10)).unwrap().expect("the waiter gets it after expiry");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // The holder learns it lost the lock (client-side expiry or disconnection at least).
+    assert!(g.wait_lost(Some(Duration::from_secs(6))), "holder still believes it holds");
+    assert!(!g.is_held());
+    assert_eq!(g.hold_state(), HoldState::Lost);
+    assert!(eventually(Duration::from_secs(2), || lost_called.load(Ordering::SeqCst)));
+    proxy.set_blackhole(false);
+    assert_eq!(g.unlock(), Err(Error::LockLost));
+    assert!(wg.is_held());
+}
+
+#[test]
+fn closed_holder_client_lets_the_waiter_in_at_once() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let waiter = connect(&hosts, 5000);
+    let wm = Arc::new(Mutex::new(&waiter, "/close/lock").unwrap());
+    let holder = connect(&hosts, 30000);
+    let hm = Mutex::new(&holder, "/close/lock").unwrap();
+    std::mem::forget(hm.lock().unwrap());
+    let wm2 = wm.clone();
+    let t = std::thread::spawn(move || {
+        let g = wm2.lock().unwrap();
+        let at = Instant::now();
+        drop(g);
+        at
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let closed_at = Instant::now();
+    drop(hm);
+    holder.close();
+    drop(holder);
+    let got_at = t.join().unwrap();
+    // Far below the 30 s session timeout: closing deleted the node at once.
+    assert!(got_at.duration_since(closed_at) < Duration::from_secs(2));
+}
+
+#[test]
+fn connection_cut_after_create_adopts_the_single_node() {
+    use zklock::testing::TcpProxy;
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = TcpProxy::start(&hosts).unwrap();
+    let c = connect(&proxy.connect_string(), 6000);
+    let m = Mutex::new(&c, "/cut/lock").unwrap();
+    // Parents exist first so that the cut hits the lock node's create.
+    m.lock().unwrap().unlock().unwrap();
+    let before = proxy.creates_seen();
+    proxy.cut_after_next_create();
+    let g = m.lock().unwrap();
+    assert!(proxy.creates_seen() > before);
+    let admin = Admin::connect(&hosts).unwrap();
+    let kids = admin.children("/cut/lock").unwrap();
+    assert_eq!(kids.len(), 1, "exactly one node, no orphan: {kids:?}");
+    let info = admin.node(&format!("/cut/lock/{}", kids[0])).unwrap().unwrap();
+    assert_eq!(info.ephemeral_owner, c.session_id());
+    assert_eq!(info.czxid, g.fencing_token());
+    drop(g);
+    assert!(eventually(Duration::from_secs(3), || admin.children("/cut/lock").unwrap().is_empty()));
+}
+
+#[test]
+fn server_restart_while_waiters_wait_keeps_their_order() {
+    let mut zk = server();
+    let hosts = zk.connect_string();
+    let admin = Admin::connect(&hosts).unwrap();
+    let c0 = connect(&hosts, 10000);
+    let m0 = Mutex::new(&c0, "/rs/lock").unwrap();
+    let g = m0.lock().unwrap();
+    let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let mut ts = Vec::new();
+    for i in 0..3 {
+        let (hosts, order) = (hosts.clone(), order.clone());
+        ts.push(std::thread::spawn(move || {
+            let c = connect(&hosts, 10000);
+            let m = Mutex::new(&c, "/rs/lock").unwrap();
+            let g = m.lock().unwrap();
+            order.lock().push(i);
+            drop(g);
+        }));
+        assert!(eventually(Duration::from_secs(5), || admin.children("/rs/lock").unwrap().len() == i + 2));
+    }
+    drop(admin);
+    zk.stop();
+    std::thread::sleep(Duration::from_millis(1000));
+    zk.restart().unwrap();
+    assert!(eventually(Duration::from_secs(10), || c0.state() == zklock::SessionState::Connected));
+    drop(g);
+    for t in ts {
+        t.join().unwrap();
+    }
+    assert_eq!(*order.lock(), vec![0, 1, 2]);
+}
+
+#[test]
+fn ensemble_member_under_the_holder_killed_still_held() {
+    let mut cluster = zklock::testing::TestingCluster::start(3).unwrap();
+    let hosts = cluster.connect_string();
+    let holder = connect(&hosts, 8000);
+    let hm = Mutex::new(&holder, "/ensm/lock").unwrap();
+    let g = hm.lock().unwrap();
+    let member = cluster.member_of_session(holder.session_id()).unwrap();
+    cluster.kill(member);
+    let other = connect(&hosts, 8000);
+    let om = Mutex::new(&other, "/ensm/lock").unwrap();
+    assert!(om.try_lock_for(Duration::from_secs(3)).unwrap().is_none(), "nobody else acquires");
+    assert!(eventually(Duration::from_secs(10), || holder.state() == zklock::SessionState::Connected));
+    assert!(g.is_held());
+    drop(g);
+    assert!(om.try_lock_for(Duration::from_secs(5)).unwrap().is_some());
+}
+
+#[test]
+fn predecessor_deleted_by_hand_waiter_watches_the_next_one() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let admin = Admin::connect(&hosts).unwrap();
+    let ca = connect(&hosts, 5000);
+    let ma = Mutex::new(&ca, "/hand/lock").unwrap();
+    let ga = ma.lock().unwrap();
+    let spawn_waiter = |name: &'static str| {
+        let hosts = hosts.clone();
+        std::thread::spawn(move || {
+            let c = connect(&hosts, 5000);
+            let m = Mutex::new(&c, "/hand/lock").unwrap();
+            let g = m.try_lock_for(Duration::from_secs(10)).unwrap();
+            let got = Instant::now();
+            drop(g);
+            (name, got)
+        })
+    };
+    let b = spawn_waiter("b");
+    assert!(eventually(Duration::from_secs(5), || admin.children("/hand/lock").unwrap().len() == 2));
+    let c = spawn_waiter("c");
+    assert!(eventually(Duration::from_secs(5), || admin.children("/hand/lock").unwrap().len() == 3));
+    // Delete b's node (the second in sequence) by hand: c must not take the lock while a holds.
+    let mut kids = admin.children("/hand/lock").unwrap();
+    kids.sort_by_key(|k| k[k.len() - 10..].to_string());
+    admin.delete_recursive(&format!("/hand/lock/{}", kids[1])).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(ma.is_held());
+    let released = Instant::now();
+    drop(ga);
+    let (_, c_got) = c.join().unwrap();
+    assert!(c_got >= released, "c acquired while a still held the lock");
+    let _ = b.join();
+}
+
+#[test]
+fn parent_deleted_between_acquisitions_is_recreated() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let admin = Admin::connect(&hosts).unwrap();
+    let c = connect(&hosts, 5000);
+    let m = Mutex::new(&c, "/deep/parent/lock").unwrap();
+    m.lock().unwrap().unlock().unwrap();
+    admin.delete_recursive("/deep").unwrap();
+    let g = m.lock().unwrap();
+    assert!(g.is_held());
+    assert_eq!(admin.children("/deep/parent/lock").unwrap().len(), 1);
+}
+
+#[test]
+fn thirty_waiters_one_watch_each_and_one_wakeup_per_release() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let admin = Admin::connect(&hosts).unwrap();
+    let n = 30;
+    let holder = connect(&hosts, 10000);
+    let hm = Mutex::new(&holder, "/herd/lock").unwrap();
+    let g = hm.lock().unwrap();
+    let clients: Vec<_> = (0..n).map(|_| connect(&hosts, 10000)).collect();
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let release_all = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| {
+        for c in &clients {
+            let (barrier, release_all) = (barrier.clone(), release_all.clone());
+            s.spawn(move || {
+                let m = Mutex::new(c, "/herd/lock").unwrap();
+                let g = m.lock().unwrap();
+                drop(g);
+                barrier.wait();
+                let _ = release_all;
+            });
+            // Queue them one by one so they watch a chain.
+            let want = clients.iter().position(|x| std::ptr::eq(x, c)).unwrap() + 2;
+            assert!(eventually(Duration::from_secs(10), || admin.children("/herd/lock").unwrap().len() == want));
+        }
+        // Every waiter watches exactly one node, and every lock node is watched once at most.
+        let wchc = zk.four_letter("wchc").unwrap();
+        let watched: Vec<&str> = wchc.lines().filter(|l| l.trim_start().starts_with("/herd/lock/")).map(str::trim).collect();
+        assert_eq!(watched.len(), n, "{wchc}");
+        assert_eq!(watched.iter().collect::<HashSet<_>>().len(), n, "{wchc}");
+        let before: u64 = clients.iter().map(|c| c.watch_events()).sum();
+        drop(g);
+        barrier.wait();
+        let after: u64 = clients.iter().map(|c| c.watch_events()).sum();
+        // n releases (holder + n-1 waiters) each woke exactly one waiter.
+        assert_eq!(after - before, n as u64);
+        release_all.store(true, Ordering::SeqCst);
+    });
+}
+
+#[test]
+fn kazoo_protocol_names_and_holder_participants() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = zklock::Client::connect(&hosts, opts(5000).holder_id("me-1")).unwrap();
+    let m = Mutex::with_protocol(&c, "/names/k", Protocol::Kazoo).unwrap();
+    let _g = m.lock().unwrap();
+    let p = m.participants().unwrap();
+    assert_eq!(p.len(), 1);
+    assert!(p[0].node.contains("__lock__") && p[0].node.len() == 32 + 8 + 10, "{}", p[0].node);
+    assert_eq!(p[0].holder_id, "me-1");
+    assert!(p[0].is_holder);
+    assert_eq!(m.holder().unwrap().as_deref(), Some("me-1"));
+    let m2 = Mutex::new(&c, "/names/c").unwrap();
+    let _g2 = m2.lock().unwrap();
+    let p = m2.participants().unwrap();
+    assert!(p[0].node.starts_with("_c_") && p[0].node.contains("-lock-"), "{}", p[0].node);
+}

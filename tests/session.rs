@@ -1,0 +1,224 @@
+//! The session core against real ZooKeeper servers: connect, chroot, auth, restart, expiry,
+//! failover, SIGSTOP, unreachable hosts, bad paths, TCP_NODELAY.
+#![cfg(feature = "testing")]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use zklock::testing::TestingCluster;
+use zklock::{Client, Error, Mutex, SessionState};
+
+#[test]
+fn connect_and_close() {
+    let zk = server();
+    let c = connect(&zk.connect_string(), 4000);
+    assert_eq!(c.state(), SessionState::Connected);
+    assert_ne!(c.session_id(), 0);
+    assert!(c.holder_id().contains(&std::process::id().to_string()));
+    c.close();
+    assert_eq!(c.state(), SessionState::Closed);
+    let m = Mutex::new(&c, "/x").unwrap();
+    assert_eq!(m.try_lock().err(), Some(Error::Closed));
+}
+
+#[test]
+fn chroot_in_host_string_roots_every_path() {
+    let zk = server();
+    let rooted = connect(&format!("{}/app", zk.connect_string()), 4000);
+    let m = Mutex::new(&rooted, "/locks/a").unwrap();
+    let _g = m.lock().unwrap();
+    // Seen from the root, the lock node lives under /app.
+    let plain = connect(&zk.connect_string(), 4000);
+    let seen = Mutex::new(&plain, "/app/locks/a").unwrap().participants().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(Mutex::new(&plain, "/locks/a").unwrap().participants().unwrap().is_empty());
+}
+
+#[test]
+fn unreachable_host_fails_clearly_within_connect_timeout() {
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let t = Instant::now();
+    let e = Client::connect(
+        &format!("127.0.0.1:{port}"),
+        opts(2000).connect_timeout(Duration::from_millis(1500)),
+    )
+    .unwrap_err();
+    assert!(e.is_connection_loss(), "{e}");
+    assert!(e.to_string().contains(&port.to_string()), "{e}");
+    assert!(t.elapsed() < Duration::from_millis(1500 + 1000), "{:?}", t.elapsed());
+}
+
+#[test]
+fn malformed_host_lists_are_invalid_arguments() {
+    for h in ["", "/chroot", "127.0.0.1:notaport", "127.0.0.1:2181/bad//chroot", ":2181"] {
+        let e = Client::connect(h, opts(2000)).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{h:?}: {e}");
+    }
+}
+
+#[test]
+fn every_bad_path_is_rejected_with_its_reason() {
+    let zk = server();
+    let c = connect(&zk.connect_string(), 4000);
+    for (p, why) in [
+        ("", "empty"),
+        ("relative/x", "absolute"),
+        ("/a/", "ends with"),
+        ("/a//b", "empty segment"),
+        ("/a/./b", "relative segment"),
+        ("/a/../b", "relative segment"),
+        ("/a\0b", "forbidden"),
+        ("/zookeeper/x", "reserved"),
+    ] {
+        let e = Mutex::new(&c, p).unwrap_err();
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains(why)), "{p:?}: {e}");
+        let e = zklock::SimpleLock::new(&c, p).unwrap_err();
+        assert!(matches!(&e, Error::InvalidArgument(_)), "{p:?}: {e}");
+    }
+}
+
+#[test]
+fn digest_auth_is_kept_across_a_reconnect() {
+    let mut zk = server();
+    let c = Client::connect(&zk.connect_string(), opts(6000).auth("digest", "alice:secret")).unwrap();
+    // A lock taken under auth, then the server restarts within the session timeout.
+    let m = Mutex::new(&c, "/auth/lock").unwrap();
+    m.lock().map(std::mem::forget).unwrap();
+    zk.stop();
+    assert_eq!(c.wait_for_state(Duration::from_secs(5), |s| s == SessionState::Suspended), SessionState::Suspended);
+    zk.restart().unwrap();
+    assert_eq!(c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Connected), SessionState::Connected);
+    // Still authenticated: adding the same identity again works, and the lock is still held.
+    c.add_auth("digest", b"alice:secret").unwrap();
+    assert!(m.is_held());
+    m.release().unwrap();
+}
+
+#[test]
+fn restart_within_session_timeout_suspends_then_reconnects_same_session() {
+    let mut zk = server();
+    let c = connect(&zk.connect_string(), 8000);
+    let id = c.session_id();
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let c2 = c.clone();
+    // A listener may call the client: it runs off the I/O thread.
+    c.add_listener(move |ev| {
+        s2.lock().push(ev.state);
+        let _ = c2.state();
+        let _ = c2.holder_id();
+    });
+    zk.stop();
+    assert_eq!(c.wait_for_state(Duration::from_secs(5), |s| s == SessionState::Suspended), SessionState::Suspended);
+    std::thread::sleep(Duration::from_millis(500));
+    zk.restart().unwrap();
+    assert_eq!(c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Connected), SessionState::Connected);
+    assert_eq!(c.session_id(), id, "the session survives a short restart");
+    assert!(eventually(Duration::from_secs(2), || seen.lock().ends_with(&[SessionState::Suspended, SessionState::Connected])), "{:?}", seen.lock());
+    // TCP_NODELAY is set again on the new socket.
+    assert!(eventually(Duration::from_secs(2), || c.socket_nodelay().iter().any(|&b| b)));
+}
+
+#[test]
+fn down_past_session_timeout_expires_and_a_fresh_session_works() {
+    let mut zk = server();
+    let c = Client::connect(&zk.connect_string(), opts(2000).reconnect_on_expiry(false)).unwrap();
+    let old = c.session_id();
+    let m = Mutex::new(&c, "/exp/lock").unwrap();
+    let g = m.lock().unwrap();
+    zk.stop();
+    let t = Instant::now();
+    assert_eq!(c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Expired), SessionState::Expired);
+    assert!(t.elapsed() < Duration::from_secs(6), "expired after {:?}", t.elapsed());
+    assert!(!g.is_held(), "a lock of an expired session is not held");
+    assert!(g.wait_lost(Some(Duration::ZERO)));
+    zk.restart().unwrap();
+    // Calls fail fast while expired (no reconnect policy).
+    let t = Instant::now();
+    let m2 = Mutex::new(&c, "/exp/other").unwrap();
+    assert_eq!(m2.try_lock().err(), Some(Error::SessionExpired));
+    assert!(t.elapsed() < Duration::from_millis(200));
+    assert_eq!(g.unlock().err(), Some(Error::LockLost));
+    // A fresh session, explicitly.
+    c.reconnect().unwrap();
+    assert_eq!(c.state(), SessionState::Connected);
+    assert_ne!(c.session_id(), old);
+    assert_eq!(c.generation(), 1);
+    assert!(m2.try_lock().unwrap().is_some());
+}
+
+#[test]
+fn expiry_with_reconnect_policy_opens_a_new_session_on_next_use() {
+    let mut zk = server();
+    let c = connect(&zk.connect_string(), 2000);
+    let old = c.session_id();
+    zk.stop();
+    assert_eq!(c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Expired), SessionState::Expired);
+    zk.restart().unwrap();
+    let m = Mutex::new(&c, "/policy/lock").unwrap();
+    let g = m.lock().unwrap();
+    assert!(g.is_held());
+    assert_ne!(c.session_id(), old);
+}
+
+#[test]
+fn sigstopped_server_calls_return_within_their_deadline() {
+    let zk = server();
+    let c = connect(&zk.connect_string(), 3000);
+    let holder = connect(&zk.connect_string(), 3000);
+    let hm = Mutex::new(&holder, "/stop/lock").unwrap();
+    let _g = hm.lock().unwrap();
+    let m = Mutex::new(&c, "/stop/lock").unwrap();
+    zk.pause();
+    let t = Instant::now();
+    let r = m.try_lock_for(Duration::from_millis(500));
+    let took = t.elapsed();
+    zk.resume();
+    assert!(r.is_err() || r.as_ref().unwrap().is_none(), "cannot acquire a held lock");
+    // Bound: its timeout plus the session timeout.
+    assert!(took < Duration::from_millis(500 + 3000 + 500), "took {took:?}");
+}
+
+#[test]
+fn ensemble_member_killed_keeps_session_and_waiters() {
+    let mut cluster = TestingCluster::start(3).unwrap();
+    let hosts = cluster.connect_string();
+    let holder = connect(&hosts, 8000);
+    let waiter = connect(&hosts, 8000);
+    let hm = Mutex::new(&holder, "/ens/lock").unwrap();
+    let g = hm.lock().unwrap();
+    let wm = Arc::new(Mutex::new(&waiter, "/ens/lock").unwrap());
+    let got = Arc::new(AtomicUsize::new(0));
+    let (wm2, got2) = (wm.clone(), got.clone());
+    let t = std::thread::spawn(move || {
+        let g = wm2.lock().unwrap();
+        got2.store(1, Ordering::SeqCst);
+        drop(g);
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    // Kill the member the waiter is connected to: its watch must survive the failover.
+    let id = waiter.session_id();
+    let member = cluster.member_of_session(id).expect("the waiter's member");
+    let sid = waiter.session_id();
+    cluster.kill(member);
+    assert!(eventually(Duration::from_secs(15), || waiter.state() == SessionState::Connected && cluster.member_of_session(sid).is_some_and(|m| m != member)));
+    assert_eq!(waiter.session_id(), sid);
+    assert_eq!(got.load(Ordering::SeqCst), 0, "nobody else acquires while held");
+    assert!(g.is_held());
+    drop(g);
+    t.join().unwrap();
+    assert_eq!(got.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn tcp_nodelay_is_set_on_the_session_socket() {
+    let zk = server();
+    let c = connect(&zk.connect_string(), 4000);
+    let v = c.socket_nodelay();
+    assert!(!v.is_empty() && v.iter().all(|&b| b), "{v:?}");
+}
