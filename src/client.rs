@@ -116,6 +116,8 @@ type Listener = Arc<dyn Fn(&SessionEvent) + Send + Sync>;
 /// taken in, so a lock of an expired session can never be taken for held in a newer one.
 pub(crate) struct Session {
     pub(crate) zk: zk::Client,
+    /// The same session without the chroot (to create a missing chroot node).
+    root: Option<zk::Client>,
     pub(crate) id: i64,
     pub(crate) generation: u64,
     state: Mutex<SessionState>,
@@ -372,7 +374,11 @@ impl Client {
         }
         let deadline = Instant::now() + opts.connect_timeout;
         let hosts = self.inner.hosts.clone();
-        let fut = runtime::enter(|| connector.connect(&hosts));
+        let (list, chroot) = match hosts.find('/') {
+            Some(i) => (hosts[..i].to_string(), Some(hosts[i..].to_string())),
+            None => (hosts.clone(), None),
+        };
+        let fut = runtime::enter(|| connector.connect(&list));
         let zk = match runtime::enter(|| runtime::call(fut, deadline)) {
             Some(Ok(zk)) => zk,
             Some(Err(zk::Error::BadArguments(m))) => {
@@ -404,7 +410,11 @@ impl Client {
             state: Mutex::new(SessionState::Connected),
             cv: Condvar::new(),
             client: Arc::downgrade(&self.inner),
-            zk,
+            root: chroot.as_ref().map(|_| zk.clone()),
+            zk: match chroot {
+                Some(c) => zk.chroot(c).map_err(|_| Error::invalid("bad chroot"))?,
+                None => zk,
+            },
         });
         log::info!("zklock session {:#x} (generation {generation}) connected to {hosts}", session.id);
         // Follow the session's state on the runtime thread: only flags and notifications
@@ -553,6 +563,19 @@ impl Client {
     /// Creates `path`'s missing ancestors (and `path` itself if `include_self`) as container nodes.
     pub(crate) fn create_parents(&self, session: &Session, path: &str, deadline: Instant) -> Result<()> {
         let opts = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
+        if let Some(root) = &session.root {
+            // A missing chroot node is created too (Curator does the same for its namespace).
+            let chroot = session.zk.path().to_string();
+            let mut prefix = String::new();
+            for seg in chroot[1..].split('/') {
+                prefix.push('/');
+                prefix.push_str(seg);
+                match session.wait(root.create(&prefix, &[], &opts), deadline) {
+                    Ok(_) | Err(Error::ZooKeeper(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
         let mut prefix = String::new();
         for seg in path[1..].split('/') {
             prefix.push('/');

@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -459,35 +459,34 @@ fn thirty_waiters_one_watch_each_and_one_wakeup_per_release() {
     let hm = Mutex::new(&holder, "/herd/lock").unwrap();
     let g = hm.lock().unwrap();
     let clients: Vec<_> = (0..n).map(|_| connect(&hosts, 10000)).collect();
-    let barrier = Arc::new(Barrier::new(n + 1));
-    let release_all = Arc::new(AtomicBool::new(false));
-    std::thread::scope(|s| {
-        for c in &clients {
-            let (barrier, release_all) = (barrier.clone(), release_all.clone());
-            s.spawn(move || {
-                let m = Mutex::new(c, "/herd/lock").unwrap();
-                let g = m.lock().unwrap();
-                drop(g);
-                barrier.wait();
-                let _ = release_all;
-            });
-            // Queue them one by one so they watch a chain.
-            let want = clients.iter().position(|x| std::ptr::eq(x, c)).unwrap() + 2;
-            assert!(eventually(Duration::from_secs(10), || admin.children("/herd/lock").unwrap().len() == want));
-        }
-        // Every waiter watches exactly one node, and every lock node is watched once at most.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    for (i, c) in clients.iter().enumerate() {
+        let (c, done_tx) = (c.clone(), done_tx.clone());
+        std::thread::spawn(move || {
+            let m = Mutex::new(&c, "/herd/lock").unwrap();
+            let g = m.lock().unwrap();
+            drop(g);
+            done_tx.send(()).unwrap();
+        });
+        // Queue them one by one so they form a chain.
+        assert!(eventually(Duration::from_secs(10), || admin.children("/herd/lock").unwrap().len() == i + 2));
+    }
+    // Every waiter watches exactly one node, and no lock node is watched twice.
+    let watched = || -> Vec<String> {
         let wchc = zk.four_letter("wchc").unwrap();
-        let watched: Vec<&str> = wchc.lines().filter(|l| l.trim_start().starts_with("/herd/lock/")).map(str::trim).collect();
-        assert_eq!(watched.len(), n, "{wchc}");
-        assert_eq!(watched.iter().collect::<HashSet<_>>().len(), n, "{wchc}");
-        let before: u64 = clients.iter().map(|c| c.watch_events()).sum();
-        drop(g);
-        barrier.wait();
-        let after: u64 = clients.iter().map(|c| c.watch_events()).sum();
-        // n releases (holder + n-1 waiters) each woke exactly one waiter.
-        assert_eq!(after - before, n as u64);
-        release_all.store(true, Ordering::SeqCst);
-    });
+        wchc.lines().map(str::trim).filter(|l| l.starts_with("/herd/lock/")).map(String::from).collect()
+    };
+    assert!(eventually(Duration::from_secs(10), || watched().len() == n), "{:?}", watched());
+    let w = watched();
+    assert_eq!(w.iter().collect::<HashSet<_>>().len(), n, "{w:?}");
+    let before: u64 = clients.iter().map(|c| c.watch_events()).sum();
+    drop(g);
+    for _ in 0..n {
+        done_rx.recv_timeout(Duration::from_secs(30)).expect("every waiter gets the lock");
+    }
+    let after: u64 = clients.iter().map(|c| c.watch_events()).sum();
+    // n releases (the holder's and n-1 waiters') each woke exactly one waiter.
+    assert_eq!(after - before, n as u64);
 }
 
 #[test]

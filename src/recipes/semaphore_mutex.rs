@@ -52,6 +52,11 @@ impl SemaphoreMutex {
         })
     }
 
+    /// The lock path.
+    pub fn path(&self) -> &str {
+        &self.queue.path
+    }
+
     /// Blocks until held.
     pub fn lock(&self) -> Result<SemaphoreMutexGuard<'_>> {
         self.acquire_inner(None, false)?.map(|t| self.guard(t)).ok_or(Error::Timeout)
@@ -159,6 +164,12 @@ impl SemaphoreMutex {
     /// The queue with holder ids; the first holds.
     pub fn participants(&self) -> Result<Vec<Participant>> {
         self.queue.participants(|_, i| i == 0)
+    }
+}
+
+impl std::fmt::Debug for SemaphoreMutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SemaphoreMutex").field("path", &self.queue.path).field("state", &self.hold_state()).finish()
     }
 }
 

@@ -128,6 +128,11 @@ impl SimpleLock {
         }
     }
 
+    /// The lock path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     /// Blocks until held.
     pub fn lock(&self) -> Result<SimpleLockGuard<'_>> {
         let t = self.acquire_inner(None, false)?.ok_or(Error::Timeout)?;
@@ -201,6 +206,12 @@ impl SimpleLock {
             Err(zk::Error::NoNode) => Ok(None),
             Err(e) => Err(s.map_err(e)),
         }
+    }
+}
+
+impl std::fmt::Debug for SimpleLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimpleLock").field("path", &self.path).field("state", &self.hold_state()).finish()
     }
 }
 
