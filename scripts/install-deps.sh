@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what zklock's build and tests need on Debian/Ubuntu, and only what is missing:
+#   - zookeeper             (the server for `--features testing`: /usr/share/java/zookeeper.jar)
+#   - default-jre-headless  (only if `java` is missing)
+#   - gcc, g++              (only if `cc` / `c++` are missing; for the C examples and tests)
+#   - python3               (only if missing)
+# Idempotent: runs `apt-get update` only when something has to be installed. Uses sudo only
+# when not root and sudo exists. Tests run with plain `cargo test`; cargo-nextest is not needed.
+set -euo pipefail
+
+missing=()
+
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
+command -v c++ >/dev/null 2>&1 || missing+=(g++)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: everything is already installed"
+else
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "install-deps: apt-get not found; install these by hand: ${missing[*]}" >&2
+        exit 1
+    fi
+    SUDO=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            SUDO=(sudo)
+        else
+            echo "install-deps: not root and no sudo; install these by hand: ${missing[*]}" >&2
+            exit 1
+        fi
+    fi
+    echo "install-deps: installing ${missing[*]}"
+    ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update
+    ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# Sanity checks.
+[ -f /usr/share/java/zookeeper.jar ] || { echo "install-deps: /usr/share/java/zookeeper.jar still missing" >&2; exit 1; }
+command -v java >/dev/null 2>&1 || { echo "install-deps: java still missing" >&2; exit 1; }
+if ! command -v cargo-nextest >/dev/null 2>&1; then
+    echo "install-deps: note: cargo-nextest is not installed and not required (use: cargo test --features testing)"
+fi
+echo "install-deps: ok"

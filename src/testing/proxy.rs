@@ -1,0 +1,385 @@
+//! A fault-injecting TCP proxy in front of one ZooKeeper server.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::resolve;
+
+/// Frames longer than this are taken as "not ZooKeeper framing" (e.g. a four-letter word,
+/// whose 4 ASCII bytes read as a length of more than 1.6 GB): the connection is then
+/// forwarded as raw bytes.
+const MAX_FRAME: usize = 64 << 20;
+
+/// ZooKeeper op codes of create requests: create, create2, createContainer, createTTL.
+const CREATE_OPS: [i32; 4] = [1, 15, 19, 21];
+
+/// One proxied connection: both sockets and its flags.
+struct Conn {
+    client: TcpStream,
+    server: Option<TcpStream>,
+    /// Set once the arm fired on this connection: nothing more goes to the client.
+    cut: AtomicBool,
+    /// The connection does not carry ZooKeeper framing (a four-letter word).
+    raw: AtomicBool,
+}
+
+impl Conn {
+    fn close(&self) {
+        let _ = self.client.shutdown(Shutdown::Both);
+        if let Some(s) = &self.server {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+struct Shared {
+    target: SocketAddr,
+    stop: AtomicBool,
+    blackhole: AtomicBool,
+    refuse: AtomicBool,
+    arm_create: AtomicBool,
+    creates: AtomicUsize,
+    next_id: AtomicU64,
+    conns: Mutex<HashMap<u64, Arc<Conn>>>,
+}
+
+impl Shared {
+    fn conns(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Conn>>> {
+        self.conns.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A TCP proxy on a free loopback port in front of one ZooKeeper server, for fault
+/// injection: cut every connection, black-hole the network, refuse new connections, or cut
+/// a connection right after it forwarded a create request (the server applies the create,
+/// the client never sees the reply).
+///
+/// Dropping it stops accepting and closes every proxied connection.
+///
+/// ```no_run
+/// use zklock::testing::{TcpProxy, TestingServer};
+/// let server = TestingServer::start().unwrap();
+/// let proxy = TcpProxy::start(&server.connect_string()).unwrap();
+/// // clients connect to proxy.connect_string()
+/// proxy.cut_after_next_create();
+/// ```
+pub struct TcpProxy {
+    port: u16,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl TcpProxy {
+    /// Listens on a free `127.0.0.1` port and forwards each accepted connection to `target`
+    /// (`"127.0.0.1:PORT"`).
+    pub fn start(target: &str) -> io::Result<TcpProxy> {
+        let target = resolve(target)?;
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let shared = Arc::new(Shared {
+            target,
+            stop: AtomicBool::new(false),
+            blackhole: AtomicBool::new(false),
+            refuse: AtomicBool::new(false),
+            arm_create: AtomicBool::new(false),
+            creates: AtomicUsize::new(0),
+            next_id: AtomicU64::new(0),
+            conns: Mutex::new(HashMap::new()),
+        });
+        let sh = shared.clone();
+        let acceptor = std::thread::Builder::new()
+            .name(format!("zk-proxy-{port}"))
+            .spawn(move || accept_loop(listener, sh))?;
+        Ok(TcpProxy {
+            port,
+            shared,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    /// `"127.0.0.1:PORT"` of the proxy: give this to clients.
+    pub fn connect_string(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The proxy's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Closes every live proxied connection now (both sides).
+    pub fn cut_all(&self) {
+        let conns: Vec<Arc<Conn>> = self.shared.conns().drain().map(|(_, c)| c).collect();
+        for c in conns {
+            c.close();
+        }
+    }
+
+    /// While on, nothing is forwarded in either direction (whole frames are silently
+    /// dropped, connections stay open), and connections accepted meanwhile are never
+    /// forwarded at all: a black-holed network.
+    pub fn set_blackhole(&self, on: bool) {
+        self.shared.blackhole.store(on, Ordering::SeqCst);
+    }
+
+    /// Arms a one-shot fault: the next create request (op 1, 15, 19 or 21) is forwarded to
+    /// the server, then its connection is cut before the server's reply reaches the client.
+    pub fn cut_after_next_create(&self) {
+        self.shared.arm_create.store(true, Ordering::SeqCst);
+    }
+
+    /// Number of create requests forwarded to the server so far.
+    pub fn creates_seen(&self) -> usize {
+        self.shared.creates.load(Ordering::SeqCst)
+    }
+
+    /// While on, accepted connections are closed at once.
+    pub fn refuse_new(&self, on: bool) {
+        self.shared.refuse.store(on, Ordering::SeqCst);
+    }
+
+    /// Number of live proxied connections.
+    pub fn connections(&self) -> usize {
+        self.shared.conns().len()
+    }
+}
+
+impl Drop for TcpProxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept.
+        let _ = TcpStream::connect_timeout(
+            &SocketAddr::from(([127, 0, 0, 1], self.port)),
+            Duration::from_secs(1),
+        );
+        if let Some(h) = self.acceptor.take() {
+            let _ = h.join();
+        }
+        self.cut_all();
+    }
+}
+
+impl std::fmt::Debug for TcpProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpProxy")
+            .field("port", &self.port)
+            .field("target", &self.shared.target)
+            .finish()
+    }
+}
+
+fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
+    for incoming in listener.incoming() {
+        if sh.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok(client) = incoming else { continue };
+        if sh.refuse.load(Ordering::SeqCst) {
+            let _ = client.shutdown(Shutdown::Both);
+            continue;
+        }
+        let _ = client.set_nodelay(true);
+        let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
+        if sh.blackhole.load(Ordering::SeqCst) {
+            // Accepted, never forwarded: swallow whatever the client sends until it goes.
+            let Ok(reader) = client.try_clone() else {
+                continue;
+            };
+            let conn = Arc::new(Conn {
+                client,
+                server: None,
+                cut: AtomicBool::new(true),
+                raw: AtomicBool::new(true),
+            });
+            sh.conns().insert(id, conn.clone());
+            let sh2 = sh.clone();
+            let _ = std::thread::Builder::new()
+                .name("zk-proxy-void".into())
+                .spawn(move || {
+                    let mut r = reader;
+                    let mut buf = [0u8; 4096];
+                    while matches!(r.read(&mut buf), Ok(n) if n > 0) {}
+                    conn.close();
+                    sh2.conns().remove(&id);
+                });
+            continue;
+        }
+        let Ok(server) = TcpStream::connect_timeout(&sh.target, Duration::from_secs(2)) else {
+            let _ = client.shutdown(Shutdown::Both);
+            continue;
+        };
+        let _ = server.set_nodelay(true);
+        let (Ok(c_read), Ok(c_write), Ok(s_read), Ok(s_write)) = (
+            client.try_clone(),
+            client.try_clone(),
+            server.try_clone(),
+            server.try_clone(),
+        ) else {
+            continue;
+        };
+        let conn = Arc::new(Conn {
+            client,
+            server: Some(server),
+            cut: AtomicBool::new(false),
+            raw: AtomicBool::new(false),
+        });
+        sh.conns().insert(id, conn.clone());
+        let (sh1, conn1) = (sh.clone(), conn.clone());
+        let _ = std::thread::Builder::new()
+            .name("zk-proxy-c2s".into())
+            .spawn(move || {
+                // A clean end from the client only half-closes (the server may still
+                // answer, e.g. a four-letter word); the other thread then closes all.
+                if client_to_server(c_read, s_write, &sh1, &conn1).is_err() {
+                    conn1.close();
+                    sh1.conns().remove(&id);
+                }
+            });
+        let (sh2, conn2) = (sh.clone(), conn);
+        let _ = std::thread::Builder::new()
+            .name("zk-proxy-s2c".into())
+            .spawn(move || {
+                let _ = server_to_client(s_read, c_write, &sh2, &conn2);
+                conn2.close();
+                sh2.conns().remove(&id);
+            });
+    }
+}
+
+/// Reads one length-prefixed frame (the length bytes included) into `frame`. `Ok(false)` on
+/// a clean end of stream. If the length is implausible, `frame` holds just the 4 bytes read
+/// and `Ok(true)` is returned with `*raw = true`.
+fn read_frame(r: &mut TcpStream, frame: &mut Vec<u8>, raw: &mut bool) -> io::Result<bool> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        let n = r.read(&mut len[got..])?;
+        if n == 0 {
+            if got > 0 {
+                // A short non-framed tail: pass it on as raw bytes.
+                frame.clear();
+                frame.extend_from_slice(&len[..got]);
+                *raw = true;
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+        got += n;
+    }
+    frame.clear();
+    frame.extend_from_slice(&len);
+    let n = i32::from_be_bytes(len);
+    if n < 0 || n as usize > MAX_FRAME {
+        *raw = true;
+        return Ok(true);
+    }
+    frame.resize(4 + n as usize, 0);
+    r.read_exact(&mut frame[4..])?;
+    Ok(true)
+}
+
+fn copy_raw(
+    r: &mut TcpStream,
+    w: &mut TcpStream,
+    sh: &Shared,
+    conn: &Conn,
+    to_client: bool,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = r.read(&mut buf)?;
+        if n == 0 {
+            let _ = w.shutdown(Shutdown::Write);
+            return Ok(());
+        }
+        if sh.blackhole.load(Ordering::SeqCst) || (to_client && conn.cut.load(Ordering::SeqCst)) {
+            continue;
+        }
+        w.write_all(&buf[..n])?;
+    }
+}
+
+fn client_to_server(
+    mut r: TcpStream,
+    mut w: TcpStream,
+    sh: &Shared,
+    conn: &Conn,
+) -> io::Result<()> {
+    let mut frame = Vec::new();
+    let mut first = true;
+    loop {
+        let mut raw = false;
+        if !read_frame(&mut r, &mut frame, &mut raw)? {
+            let _ = w.shutdown(Shutdown::Write);
+            return Ok(());
+        }
+        if raw {
+            // Not ZooKeeper framing (a four-letter word): forward verbatim from now on.
+            conn.raw.store(true, Ordering::SeqCst);
+            if !sh.blackhole.load(Ordering::SeqCst) {
+                w.write_all(&frame)?;
+            }
+            return copy_raw(&mut r, &mut w, sh, conn, false);
+        }
+        if sh.blackhole.load(Ordering::SeqCst) {
+            first = false;
+            continue;
+        }
+        let is_create = !first
+            && frame.len() >= 12
+            && CREATE_OPS.contains(&i32::from_be_bytes([
+                frame[8], frame[9], frame[10], frame[11],
+            ]));
+        first = false;
+        if is_create {
+            sh.creates.fetch_add(1, Ordering::SeqCst);
+            if sh.arm_create.swap(false, Ordering::SeqCst) {
+                // Nothing more reaches the client from here on, then cut once the server
+                // has had time to apply the create.
+                conn.cut.store(true, Ordering::SeqCst);
+                w.write_all(&frame)?;
+                w.flush()?;
+                std::thread::sleep(Duration::from_millis(50));
+                conn.close();
+                return Ok(());
+            }
+        }
+        w.write_all(&frame)?;
+    }
+}
+
+fn server_to_client(
+    mut r: TcpStream,
+    mut w: TcpStream,
+    sh: &Shared,
+    conn: &Conn,
+) -> io::Result<()> {
+    let mut frame = Vec::new();
+    loop {
+        let mut raw = false;
+        if conn.raw.load(Ordering::SeqCst) {
+            return copy_raw(&mut r, &mut w, sh, conn, true);
+        }
+        if !read_frame(&mut r, &mut frame, &mut raw)? {
+            let _ = w.shutdown(Shutdown::Write);
+            return Ok(());
+        }
+        if raw || conn.raw.load(Ordering::SeqCst) {
+            // The server answers a four-letter word with plain text.
+            conn.raw.store(true, Ordering::SeqCst);
+            if !sh.blackhole.load(Ordering::SeqCst) && !conn.cut.load(Ordering::SeqCst) {
+                w.write_all(&frame)?;
+            }
+            return copy_raw(&mut r, &mut w, sh, conn, true);
+        }
+        if sh.blackhole.load(Ordering::SeqCst) || conn.cut.load(Ordering::SeqCst) {
+            continue;
+        }
+        w.write_all(&frame)?;
+    }
+}
