@@ -16,7 +16,7 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 }
 
 /// One participant: `worker --hosts H --path P --rounds N [--hold-ms M] [--counter F]
-/// [--history F] [--session-ms T] [--name NAME]`.
+/// [--history F] [--session-ms T] [--name NAME] [--report-loss]`.
 fn worker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let hosts = arg(args, "--hosts").ok_or("--hosts")?;
     let path = arg(args, "--path").unwrap_or_else(|| "/demo/lock".into());
@@ -44,8 +44,16 @@ fn worker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             std::fs::write(&f, format!("{}\n", n + 1))?;
         }
         std::thread::sleep(hold);
-        guard.unlock()?;
+        if args.iter().any(|a| a == "--report-loss") {
+            // After a pause (SIGSTOP) past expiry: does this holder learn the lock is lost?
+            let lost = guard.wait_lost(Some(Duration::from_secs(15)));
+            writeln!(out.lock(), "LOST lost={lost} is_held={}", guard.is_held())?;
+            let r = guard.unlock();
+            writeln!(out.lock(), "UNLOCK {r:?}")?;
+            continue;
+        }
         writeln!(out.lock(), "FREE {} round={round}", client.holder_id())?;
+        guard.unlock()?;
     }
     Ok(())
 }

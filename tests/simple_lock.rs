@@ -1,0 +1,134 @@
+//! The simple lock and the semaphore mutex against a real ZooKeeper server.
+#![cfg(feature = "testing")]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use zklock::testing::{Admin, TcpProxy};
+use zklock::{Error, SemaphoreMutex, SimpleLock};
+
+#[test]
+fn simple_lock_excludes_and_try_lock_never_waits() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
+    let la = SimpleLock::new(&a, "/simple/job").unwrap();
+    let lb = SimpleLock::new(&b, "/simple/job").unwrap();
+    let g = la.try_lock().unwrap().expect("free lock");
+    let t = Instant::now();
+    assert!(lb.try_lock().unwrap().is_none());
+    assert!(t.elapsed() < Duration::from_secs(1));
+    assert_eq!(lb.holder().unwrap().as_deref(), Some(a.holder_id()));
+    let admin = Admin::connect(&hosts).unwrap();
+    let node = admin.node("/simple/job").unwrap().unwrap();
+    assert_eq!(node.ephemeral_owner, a.session_id());
+    assert_eq!(node.czxid, g.fencing_token());
+    drop(g);
+    assert!(lb.try_lock().unwrap().is_some());
+}
+
+#[test]
+fn simple_lock_blocking_waiter_takes_it_on_release_with_a_larger_token() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
+    let la = SimpleLock::new(&a, "/simple/wait").unwrap();
+    let g = la.lock().unwrap();
+    let first = g.fencing_token();
+    let t = std::thread::spawn(move || {
+        let lb = SimpleLock::new(&b, "/simple/wait").unwrap();
+        let g = lb.try_lock_for(Duration::from_secs(10)).unwrap().expect("acquired after release");
+        g.fencing_token()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    drop(g);
+    assert!(t.join().unwrap() > first);
+}
+
+#[test]
+fn simple_lock_mutual_exclusion_under_contention() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let inside = Arc::new(AtomicBool::new(false));
+    let counter = Arc::new(AtomicU64::new(0));
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let (hosts, inside, counter) = (hosts.clone(), inside.clone(), counter.clone());
+            s.spawn(move || {
+                let c = connect(&hosts, 5000);
+                let l = SimpleLock::new(&c, "/simple/many").unwrap();
+                for _ in 0..15 {
+                    let g = l.lock().unwrap();
+                    assert!(!inside.swap(true, Ordering::SeqCst));
+                    let v = counter.load(Ordering::SeqCst);
+                    std::thread::yield_now();
+                    counter.store(v + 1, Ordering::SeqCst);
+                    inside.store(false, Ordering::SeqCst);
+                    drop(g);
+                }
+            });
+        }
+    });
+    assert_eq!(counter.load(Ordering::SeqCst), 60);
+}
+
+#[test]
+fn simple_lock_timed_out_and_cancelled_acquires_return_in_time() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
+    let la = SimpleLock::new(&a, "/simple/t").unwrap();
+    let _g = la.lock().unwrap();
+    let lb = Arc::new(SimpleLock::new(&b, "/simple/t").unwrap());
+    let t = Instant::now();
+    assert!(lb.try_lock_for(Duration::from_millis(300)).unwrap().is_none());
+    assert!(t.elapsed() < Duration::from_millis(1300));
+    let lb2 = lb.clone();
+    let h = std::thread::spawn(move || lb2.lock().map(|_| ()));
+    std::thread::sleep(Duration::from_millis(300));
+    lb.cancel();
+    assert_eq!(h.join().unwrap(), Err(Error::Cancelled));
+}
+
+#[test]
+fn simple_lock_create_whose_reply_is_lost_is_recognised_as_ours() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = TcpProxy::start(&hosts).unwrap();
+    let c = connect(&proxy.connect_string(), 6000);
+    let admin = Admin::connect(&hosts).unwrap();
+    admin.create("/simple2", b"").unwrap();
+    let l = SimpleLock::new(&c, "/simple2/cut").unwrap();
+    proxy.cut_after_next_create();
+    // The create reached the server but its reply was lost: the retry meets NodeExists and must
+    // see from the node's owner that it is ours, not report the lock busy.
+    let g = l.try_lock().unwrap().expect("our own node, adopted");
+    assert!(g.is_held());
+    assert_eq!(admin.node("/simple2/cut").unwrap().unwrap().ephemeral_owner, c.session_id());
+}
+
+#[test]
+fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts, 5000);
+    let m = Arc::new(SemaphoreMutex::new(&c, "/sm/lock").unwrap());
+    assert!(m.acquire(None).unwrap());
+    assert!(matches!(m.acquire(Some(Duration::ZERO)), Err(Error::WouldDeadlock(_))));
+    let m2 = m.clone();
+    std::thread::spawn(move || m2.release()).join().unwrap().unwrap();
+    assert!(!m.is_held());
+    assert_eq!(m.release(), Err(Error::NotHeld));
+    assert!(Admin::connect(&hosts).unwrap().children("/sm/lock").unwrap().is_empty());
+    // And it excludes another session.
+    let other = connect(&hosts, 5000);
+    let o = SemaphoreMutex::new(&other, "/sm/lock").unwrap();
+    let g = m.lock().unwrap();
+    assert!(o.try_lock().unwrap().is_none());
+    drop(g);
+    assert!(o.try_lock().unwrap().is_some());
+}
