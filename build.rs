@@ -18,7 +18,8 @@ fn main() {
         env::var("CARGO_PKG_VERSION_PATCH").unwrap(),
         env::var("CARGO_PKG_VERSION").unwrap(),
     );
-    let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("read cbindgen.toml");
+    let config =
+        cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("read cbindgen.toml");
     match cbindgen::Builder::new()
         .with_crate(&dir)
         .with_config(config)

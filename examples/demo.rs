@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use zklock::{Client, Mutex, Options};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 /// One participant: `worker --hosts H --path P --rounds N [--hold-ms M] [--counter F]
@@ -20,9 +22,19 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 fn worker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let hosts = arg(args, "--hosts").ok_or("--hosts")?;
     let path = arg(args, "--path").unwrap_or_else(|| "/demo/lock".into());
-    let rounds: u32 = arg(args, "--rounds").unwrap_or_else(|| "3".into()).parse()?;
-    let hold = Duration::from_millis(arg(args, "--hold-ms").unwrap_or_else(|| "300".into()).parse()?);
-    let session = Duration::from_millis(arg(args, "--session-ms").unwrap_or_else(|| "3000".into()).parse()?);
+    let rounds: u32 = arg(args, "--rounds")
+        .unwrap_or_else(|| "3".into())
+        .parse()?;
+    let hold = Duration::from_millis(
+        arg(args, "--hold-ms")
+            .unwrap_or_else(|| "300".into())
+            .parse()?,
+    );
+    let session = Duration::from_millis(
+        arg(args, "--session-ms")
+            .unwrap_or_else(|| "3000".into())
+            .parse()?,
+    );
     let mut opts = Options::default().session_timeout(session);
     if let Some(n) = arg(args, "--name") {
         opts = opts.holder_id(format!("{n}@{}", std::process::id()));
@@ -32,14 +44,25 @@ fn worker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let out = std::io::stdout();
     for round in 1..=rounds {
         let guard = mutex.lock()?;
-        writeln!(out.lock(), "HOLD {} token={} round={round}", client.holder_id(), guard.fencing_token())?;
+        writeln!(
+            out.lock(),
+            "HOLD {} token={} round={round}",
+            client.holder_id(),
+            guard.fencing_token()
+        )?;
         if let Some(f) = arg(args, "--history") {
-            let mut h = std::fs::OpenOptions::new().append(true).create(true).open(f)?;
+            let mut h = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(f)?;
             writeln!(h, "{} {}", guard.fencing_token(), client.holder_id())?;
         }
         if let Some(f) = arg(args, "--counter") {
             // A non-atomic read-modify-write that only mutual exclusion keeps exact.
-            let n: u64 = std::fs::read_to_string(&f).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+            let n: u64 = std::fs::read_to_string(&f)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
             std::thread::sleep(Duration::from_millis(1));
             std::fs::write(&f, format!("{}\n", n + 1))?;
         }
@@ -69,7 +92,9 @@ fn answers(hosts: &str) -> bool {
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
     let mut buf = String::new();
-    s.write_all(b"ruok").is_ok() && std::io::Read::read_to_string(&mut s, &mut buf).is_ok() && buf == "imok"
+    s.write_all(b"ruok").is_ok()
+        && std::io::Read::read_to_string(&mut s, &mut buf).is_ok()
+        && buf == "imok"
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -77,7 +102,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.first().map(String::as_str) == Some("worker") {
         return worker(&args);
     }
-    let mut hosts = args.first().cloned().unwrap_or_else(|| "127.0.0.1:2181".into());
+    let mut hosts = args
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "127.0.0.1:2181".into());
     let _server;
     if !answers(&hosts) {
         println!("no ZooKeeper answers at {hosts}: starting a local one");
@@ -92,7 +120,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut children = Vec::new();
     for i in 0..4 {
         let mut child = Command::new(&exe)
-            .args(["worker", "--hosts", &hosts, "--path", &path, "--rounds", "3", "--hold-ms", "400"])
+            .args([
+                "worker",
+                "--hosts",
+                &hosts,
+                "--path",
+                &path,
+                "--rounds",
+                "3",
+                "--hold-ms",
+                "400",
+            ])
             .args(["--name", &format!("worker-{i}")])
             .stdout(Stdio::piped())
             .spawn()?;
@@ -112,7 +150,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (i, line) in rx {
         let t = start.elapsed().as_secs_f64();
         println!("{t:6.2}s  {line}");
-        if let Some(tok) = line.split("token=").nth(1).and_then(|s| s.split(' ').next()).and_then(|s| s.parse::<i64>().ok()) {
+        if let Some(tok) = line
+            .split("token=")
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .and_then(|s| s.parse::<i64>().ok())
+        {
             assert!(tok > last_token, "fencing tokens must increase");
             last_token = tok;
             if let Some(k) = killed_at.take() {
@@ -121,7 +164,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if i == 1 && killed_at.is_none() && line.contains("round=2") {
                 children[1].kill()?;
                 killed_at = Some(Instant::now());
-                println!("{t:6.2}s  *** killed worker-1 (pid {}) while it holds the lock ***", children[1].id());
+                println!(
+                    "{t:6.2}s  *** killed worker-1 (pid {}) while it holds the lock ***",
+                    children[1].id()
+                );
             }
         }
     }

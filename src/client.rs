@@ -190,7 +190,10 @@ impl Session {
         match runtime::call(fut, deadline) {
             Some(Ok(v)) => Ok(v),
             Some(Err(e)) => {
-                if matches!(e, zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed) {
+                if matches!(
+                    e,
+                    zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed
+                ) {
                     self.map_err(e.clone());
                 }
                 Err(e)
@@ -203,7 +206,11 @@ impl Session {
         let e = Error::from(e);
         if e.is_session_end() {
             // The crate saw the end before our state task: record it now.
-            let s = if e == Error::Closed { SessionState::Closed } else { SessionState::Expired };
+            let s = if e == Error::Closed {
+                SessionState::Closed
+            } else {
+                SessionState::Expired
+            };
             if let Some(inner) = self.client.upgrade() {
                 inner.on_state(self, s);
             } else {
@@ -286,7 +293,9 @@ fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
         None => hosts,
     };
     if list.trim().is_empty() {
-        return Err(Error::invalid(format!("host list {hosts:?} names no server")));
+        return Err(Error::invalid(format!(
+            "host list {hosts:?} names no server"
+        )));
     }
     let mut out = Vec::new();
     for h in list.split(',') {
@@ -295,11 +304,13 @@ fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
             Some((host, port)) => (host, port),
             None => (h, "2181"),
         };
-        let port: u16 = port
-            .parse()
-            .map_err(|_| Error::invalid(format!("bad port in host {h:?} of host list {hosts:?}")))?;
+        let port: u16 = port.parse().map_err(|_| {
+            Error::invalid(format!("bad port in host {h:?} of host list {hosts:?}"))
+        })?;
         if host.is_empty() {
-            return Err(Error::invalid(format!("empty host name in host list {hosts:?}")));
+            return Err(Error::invalid(format!(
+                "empty host name in host list {hosts:?}"
+            )));
         }
         match (host, port).to_socket_addrs() {
             Ok(addrs) => out.extend(addrs),
@@ -416,7 +427,10 @@ impl Client {
                 None => zk,
             },
         });
-        log::info!("zklock session {:#x} (generation {generation}) connected to {hosts}", session.id);
+        log::info!(
+            "zklock session {:#x} (generation {generation}) connected to {hosts}",
+            session.id
+        );
         // Follow the session's state on the runtime thread: only flags and notifications
         // happen there; listeners run on their own thread.
         let mut watcher = session.zk.state_watcher();
@@ -425,7 +439,9 @@ impl Client {
         runtime::spawn(async move {
             loop {
                 let s = watcher.changed().await;
-                let Some(session) = weak.upgrade() else { return };
+                let Some(session) = weak.upgrade() else {
+                    return;
+                };
                 let ours = match s {
                     zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
                         // A reconnect opened a new socket: set the option again.
@@ -433,7 +449,9 @@ impl Client {
                         SessionState::Connected
                     }
                     zk::SessionState::Disconnected => SessionState::Suspended,
-                    zk::SessionState::Expired | zk::SessionState::AuthFailed => SessionState::Expired,
+                    zk::SessionState::Expired | zk::SessionState::AuthFailed => {
+                        SessionState::Expired
+                    }
                     zk::SessionState::Closed => SessionState::Closed,
                 };
                 match session.client.upgrade() {
@@ -508,11 +526,20 @@ impl Client {
     }
 
     /// Waits until the state satisfies `pred` or `timeout` passes; returns the state then.
-    pub fn wait_for_state(&self, timeout: Duration, pred: impl Fn(SessionState) -> bool) -> SessionState {
+    pub fn wait_for_state(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(SessionState) -> bool,
+    ) -> SessionState {
         let deadline = Instant::now() + timeout;
         let mut st = self.inner.state.lock();
         while !pred(st.0) {
-            if self.inner.state_cv.wait_until(&mut st, deadline).timed_out() {
+            if self
+                .inner
+                .state_cv
+                .wait_until(&mut st, deadline)
+                .timed_out()
+            {
                 break;
             }
         }
@@ -557,11 +584,20 @@ impl Client {
     /// Whether TCP_NODELAY is set on this process's sockets to the servers (one entry per socket).
     #[doc(hidden)]
     pub fn socket_nodelay(&self) -> Vec<bool> {
-        self.inner.servers.iter().flat_map(|s| crate::sys::nodelay_to(*s)).collect()
+        self.inner
+            .servers
+            .iter()
+            .flat_map(|s| crate::sys::nodelay_to(*s))
+            .collect()
     }
 
     /// Creates `path`'s missing ancestors (and `path` itself if `include_self`) as container nodes.
-    pub(crate) fn create_parents(&self, session: &Session, path: &str, deadline: Instant) -> Result<()> {
+    pub(crate) fn create_parents(
+        &self,
+        session: &Session,
+        path: &str,
+        deadline: Instant,
+    ) -> Result<()> {
         let opts = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
         if let Some(root) = &session.root {
             // A missing chroot node is created too (Curator does the same for its namespace).
@@ -595,7 +631,8 @@ impl Inner {
             return;
         }
         log::info!("zklock session {:#x}: {s:?}", session.id);
-        let is_current = self.current.lock().as_ref().map(|c| c.generation) == Some(session.generation)
+        let is_current = self.current.lock().as_ref().map(|c| c.generation)
+            == Some(session.generation)
             || s == SessionState::Closed;
         if is_current {
             self.publish(session, s);
@@ -608,7 +645,11 @@ impl Inner {
             *st = (s, session.id, session.generation);
             self.state_cv.notify_all();
         }
-        let ev = SessionEvent { state: s, session_id: session.id, generation: session.generation };
+        let ev = SessionEvent {
+            state: s,
+            session_id: session.id,
+            generation: session.generation,
+        };
         if let Some(tx) = self.events.lock().as_ref() {
             let _ = tx.send(ev);
         }
@@ -626,10 +667,16 @@ impl Inner {
             .spawn(move || {
                 while let Ok(e) = rx.recv() {
                     let Some(inner) = weak.upgrade() else { return };
-                    let ls: Vec<Listener> = inner.listeners.lock().iter().map(|(_, l)| l.clone()).collect();
+                    let ls: Vec<Listener> = inner
+                        .listeners
+                        .lock()
+                        .iter()
+                        .map(|(_, l)| l.clone())
+                        .collect();
                     drop(inner);
                     for l in ls {
-                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(&e))).is_err() {
+                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(&e))).is_err()
+                        {
                             log::error!("a zklock session listener panicked");
                         }
                     }

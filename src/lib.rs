@@ -43,4 +43,8 @@ pub use recipes::{
     HoldState, Mutex, MutexGuard, Participant, SemaphoreMutex, SemaphoreMutexGuard, SimpleLock,
     SimpleLockGuard,
 };
+pub use recipes::{
+    Lease, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, ReadGuard, ReadLock,
+    ReadWriteLock, Semaphore, WriteGuard, WriteLock,
+};
 pub use wait::CancelToken;

@@ -16,15 +16,22 @@ pub fn validate_path(path: &str) -> Result<()> {
         return Err(Error::invalid("path is empty"));
     }
     if !path.starts_with('/') {
-        return Err(Error::invalid(format!("path {path:?} is not absolute (must start with '/')")));
+        return Err(Error::invalid(format!(
+            "path {path:?} is not absolute (must start with '/')"
+        )));
     }
     if path == "/" {
-        return Err(Error::invalid("path \"/\" is the root: a lock needs its own node"));
+        return Err(Error::invalid(
+            "path \"/\" is the root: a lock needs its own node",
+        ));
     }
     if path.ends_with('/') {
         return Err(Error::invalid(format!("path {path:?} ends with '/'")));
     }
-    if let Some(c) = path.chars().find(|c| c.is_control() || matches!(*c, '\u{fff0}'..='\u{ffff}')) {
+    if let Some(c) = path
+        .chars()
+        .find(|c| c.is_control() || matches!(*c, '\u{fff0}'..='\u{ffff}'))
+    {
         return Err(Error::invalid(format!(
             "path {path:?} contains the forbidden character {:?}",
             c
@@ -32,7 +39,11 @@ pub fn validate_path(path: &str) -> Result<()> {
     }
     for seg in path[1..].split('/') {
         match seg {
-            "" => return Err(Error::invalid(format!("path {path:?} contains an empty segment (\"//\")"))),
+            "" => {
+                return Err(Error::invalid(format!(
+                    "path {path:?} contains an empty segment (\"//\")"
+                )))
+            }
             "." | ".." => {
                 return Err(Error::invalid(format!(
                     "path {path:?} contains a relative segment {seg:?}"
@@ -47,13 +58,6 @@ pub fn validate_path(path: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Validates a path given as bytes (e.g. from C): non-UTF-8 is an error.
-pub(crate) fn validate_path_bytes(path: &[u8]) -> Result<&str> {
-    let s = std::str::from_utf8(path).map_err(|_| Error::invalid("path is not valid UTF-8"))?;
-    validate_path(s)?;
-    Ok(s)
 }
 
 /// The parent of a valid path ("/" for a top-level node).
@@ -93,7 +97,6 @@ mod tests {
             let e = validate_path(p).unwrap_err().to_string();
             assert!(e.contains(why), "{p:?}: {e}");
         }
-        assert!(validate_path_bytes(b"/a\xff").unwrap_err().to_string().contains("UTF-8"));
     }
 
     #[test]

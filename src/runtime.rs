@@ -180,7 +180,12 @@ mod tests {
         let s = Signal::new();
         let t = Instant::now();
         assert!(matches!(
-            block_on(futures::future::pending::<()>(), Some(t + Duration::from_millis(50)), &s, true),
+            block_on(
+                futures::future::pending::<()>(),
+                Some(t + Duration::from_millis(50)),
+                &s,
+                true
+            ),
             Outcome::TimedOut
         ));
         assert!(t.elapsed() >= Duration::from_millis(50));
@@ -203,7 +208,12 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             tx.send(7).unwrap();
         });
-        assert_eq!(call(rx, Instant::now() + Duration::from_secs(5)).unwrap().unwrap(), 7);
+        assert_eq!(
+            call(rx, Instant::now() + Duration::from_secs(5))
+                .unwrap()
+                .unwrap(),
+            7
+        );
         h.join().unwrap();
     }
 }

@@ -20,20 +20,28 @@ fn peer_of(fd: i32) -> Option<SocketAddr> {
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     // SAFETY: ss is a valid, writable sockaddr_storage and len holds its size.
-    let rc = unsafe { libc::getpeername(fd, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut len) };
+    let rc = unsafe {
+        libc::getpeername(
+            fd,
+            (&mut ss as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    };
     if rc != 0 {
         return None;
     }
     match ss.ss_family as i32 {
         libc::AF_INET => {
             // SAFETY: the family says the storage holds a sockaddr_in.
-            let sin: &libc::sockaddr_in = unsafe { &*(&ss as *const libc::sockaddr_storage).cast() };
+            let sin: &libc::sockaddr_in =
+                unsafe { &*(&ss as *const libc::sockaddr_storage).cast() };
             let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
             Some(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
         }
         libc::AF_INET6 => {
             // SAFETY: the family says the storage holds a sockaddr_in6.
-            let sin6: &libc::sockaddr_in6 = unsafe { &*(&ss as *const libc::sockaddr_storage).cast() };
+            let sin6: &libc::sockaddr_in6 =
+                unsafe { &*(&ss as *const libc::sockaddr_storage).cast() };
             let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
             Some(SocketAddr::from((ip, u16::from_be(sin6.sin6_port))))
         }
@@ -54,7 +62,11 @@ pub(crate) fn set_nodelay_to(servers: &[SocketAddr]) -> usize {
     };
     let mut n = 0;
     for entry in dir.flatten() {
-        let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         match std::fs::read_link(entry.path()) {
@@ -91,7 +103,11 @@ pub fn nodelay_to(server: SocketAddr) -> Vec<bool> {
     };
     let mut out = Vec::new();
     for entry in dir.flatten() {
-        let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         if peer_of(fd) != Some(server) {
@@ -101,7 +117,13 @@ pub fn nodelay_to(server: SocketAddr) -> Vec<bool> {
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: fd is an open socket; v and len are valid for writing.
         let rc = unsafe {
-            libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, (&mut v as *mut libc::c_int).cast(), &mut len)
+            libc::getsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
         };
         if rc == 0 {
             out.push(v != 0);

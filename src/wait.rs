@@ -41,7 +41,10 @@ impl CancelToken {
     pub(crate) fn register(&self) -> Registration<'_> {
         let signal = Signal::new();
         self.active.lock().push(signal.clone());
-        Registration { token: self, signal }
+        Registration {
+            token: self,
+            signal,
+        }
     }
 }
 
@@ -52,6 +55,9 @@ pub(crate) struct Registration<'a> {
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
-        self.token.active.lock().retain(|s| !Arc::ptr_eq(s, &self.signal));
+        self.token
+            .active
+            .lock()
+            .retain(|s| !Arc::ptr_eq(s, &self.signal));
     }
 }

@@ -12,7 +12,12 @@ use zklock::Mutex;
 
 fn demo_binary() -> std::path::PathBuf {
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("examples").join("demo")
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("demo")
 }
 
 #[test]
@@ -20,7 +25,15 @@ fn holder_paused_past_expiry_waiter_gets_it_and_resumed_holder_knows_it_lost() {
     let zk = server();
     let hosts = zk.connect_string();
     let mut holder = Command::new(demo_binary())
-        .args(["worker", "--hosts", &hosts, "--path", "/paused/lock", "--rounds", "1"])
+        .args([
+            "worker",
+            "--hosts",
+            &hosts,
+            "--path",
+            "/paused/lock",
+            "--rounds",
+            "1",
+        ])
         .args(["--hold-ms", "500", "--session-ms", "1500", "--report-loss"])
         .stdout(Stdio::piped())
         .spawn()
@@ -30,13 +43,24 @@ fn holder_paused_past_expiry_waiter_gets_it_and_resumed_holder_knows_it_lost() {
     out.read_line(&mut line).unwrap();
     assert!(line.starts_with("HOLD"), "{line}");
     let pid = holder.id().to_string();
-    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
     let c = connect(&hosts, 5000);
     let m = Mutex::new(&c, "/paused/lock").unwrap();
     let t = Instant::now();
-    let g = m.try_lock_for(Duration::from_secs(10)).unwrap().expect("the waiter gets the lock after the paused holder's session expires");
+    let g = m
+        .try_lock_for(Duration::from_secs(10))
+        .unwrap()
+        .expect("the waiter gets the lock after the paused holder's session expires");
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-CONT", &pid])
+        .status()
+        .unwrap()
+        .success());
     let mut rest = String::new();
     for l in out.lines().map_while(Result::ok) {
         rest.push_str(&l);

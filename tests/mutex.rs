@@ -22,7 +22,12 @@ fn mutual_exclusion_8_threads_counter_and_strictly_increasing_tokens() {
     let per_thread = 40;
     std::thread::scope(|s| {
         for _ in 0..8 {
-            let (counter, inside, last_token, hosts) = (counter.clone(), inside.clone(), last_token.clone(), hosts.clone());
+            let (counter, inside, last_token, hosts) = (
+                counter.clone(),
+                inside.clone(),
+                last_token.clone(),
+                hosts.clone(),
+            );
             s.spawn(move || {
                 // Each thread its own session, like separate processes.
                 let c = connect(&hosts, 5000);
@@ -31,7 +36,11 @@ fn mutual_exclusion_8_threads_counter_and_strictly_increasing_tokens() {
                     let g = m.lock().unwrap();
                     assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
                     let prev = last_token.swap(g.fencing_token(), Ordering::SeqCst);
-                    assert!(g.fencing_token() > prev, "token {} after {prev}", g.fencing_token());
+                    assert!(
+                        g.fencing_token() > prev,
+                        "token {} after {prev}",
+                        g.fencing_token()
+                    );
                     // Non-atomic read-modify-write with a yield in between.
                     let v = counter.load(Ordering::SeqCst);
                     std::thread::yield_now();
@@ -43,7 +52,11 @@ fn mutual_exclusion_8_threads_counter_and_strictly_increasing_tokens() {
         }
     });
     assert_eq!(counter.load(Ordering::SeqCst), 8 * per_thread);
-    assert!(Admin::connect(&hosts).unwrap().children("/mx/lock").unwrap().is_empty());
+    assert!(Admin::connect(&hosts)
+        .unwrap()
+        .children("/mx/lock")
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -57,7 +70,17 @@ fn mutual_exclusion_across_processes() {
     let kids: Vec<_> = (0..4)
         .map(|i| {
             std::process::Command::new(&demo)
-                .args(["worker", "--hosts", &hosts, "--path", "/mp/lock", "--rounds", "15", "--hold-ms", "0"])
+                .args([
+                    "worker",
+                    "--hosts",
+                    &hosts,
+                    "--path",
+                    "/mp/lock",
+                    "--rounds",
+                    "15",
+                    "--hold-ms",
+                    "0",
+                ])
                 .args(["--name", &format!("p{i}")])
                 .arg("--counter")
                 .arg(&counter)
@@ -71,7 +94,11 @@ fn mutual_exclusion_across_processes() {
     for mut k in kids {
         assert!(k.wait().unwrap().success());
     }
-    let n: u64 = std::fs::read_to_string(&counter).unwrap().trim().parse().unwrap();
+    let n: u64 = std::fs::read_to_string(&counter)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert_eq!(n, 60, "a lost update means two holders overlapped");
     let tokens: Vec<i64> = std::fs::read_to_string(&history)
         .unwrap()
@@ -79,13 +106,22 @@ fn mutual_exclusion_across_processes() {
         .map(|l| l.split(' ').next().unwrap().parse().unwrap())
         .collect();
     assert_eq!(tokens.len(), 60);
-    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {tokens:?}");
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens not strictly increasing: {tokens:?}"
+    );
 }
 
 pub fn demo_binary() -> std::path::PathBuf {
     // target/<profile>/deps/<test> -> target/<profile>/examples/demo
     let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join("examples").join("demo");
+    let p = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("demo");
     assert!(p.exists(), "build the demo example first: {}", p.display());
     p
 }
@@ -111,7 +147,11 @@ fn queued_waiters_get_the_lock_in_fifo_order() {
             drop(g);
         }));
         // Wait until waiter i has queued its node before starting the next.
-        assert!(eventually(Duration::from_secs(5), || admin.children("/fifo/lock").unwrap().len() == i + 2));
+        assert!(eventually(Duration::from_secs(5), || admin
+            .children("/fifo/lock")
+            .unwrap()
+            .len()
+            == i + 2));
     }
     drop(g);
     for t in threads {
@@ -131,7 +171,14 @@ fn try_lock_on_a_busy_lock_returns_at_once_and_leaves_no_node() {
     let t = Instant::now();
     assert!(mb.try_lock().unwrap().is_none());
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
-    assert_eq!(Admin::connect(&hosts).unwrap().children("/try/lock").unwrap().len(), 1);
+    assert_eq!(
+        Admin::connect(&hosts)
+            .unwrap()
+            .children("/try/lock")
+            .unwrap()
+            .len(),
+        1
+    );
     assert!(!mb.is_held());
 }
 
@@ -144,10 +191,23 @@ fn timed_acquire_returns_within_its_deadline_and_leaves_no_node() {
     let mb = Mutex::new(&b, "/timed/lock").unwrap();
     let _g = ma.lock().unwrap();
     let t = Instant::now();
-    assert!(mb.try_lock_for(Duration::from_millis(400)).unwrap().is_none());
+    assert!(mb
+        .try_lock_for(Duration::from_millis(400))
+        .unwrap()
+        .is_none());
     let took = t.elapsed();
-    assert!(took >= Duration::from_millis(400) && took < Duration::from_millis(1400), "{took:?}");
-    assert_eq!(Admin::connect(&hosts).unwrap().children("/timed/lock").unwrap().len(), 1);
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_millis(1400),
+        "{took:?}"
+    );
+    assert_eq!(
+        Admin::connect(&hosts)
+            .unwrap()
+            .children("/timed/lock")
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -200,7 +260,11 @@ fn cancel_returns_promptly_and_leaves_no_node() {
         let r = mb2.lock().map(|_| ());
         (r, Instant::now())
     });
-    assert!(eventually(Duration::from_secs(5), || admin.children("/cancel/lock").unwrap().len() == 2));
+    assert!(eventually(Duration::from_secs(5), || admin
+        .children("/cancel/lock")
+        .unwrap()
+        .len()
+        == 2));
     let at = Instant::now();
     mb.cancel_token().cancel();
     let (r, ended) = t.join().unwrap();
@@ -219,10 +283,21 @@ fn reentrant_per_thread_and_other_threads_queue_behind() {
     let g2 = m.lock().unwrap();
     assert_eq!(m.hold_count(), 2);
     assert_eq!(g1.fencing_token(), g2.fencing_token());
-    assert_eq!(Admin::connect(&hosts).unwrap().children("/re/lock").unwrap().len(), 1);
+    assert_eq!(
+        Admin::connect(&hosts)
+            .unwrap()
+            .children("/re/lock")
+            .unwrap()
+            .len(),
+        1
+    );
     // Another thread with the same Mutex is another participant: it waits.
     let m2 = m.clone();
-    let other = std::thread::spawn(move || m2.try_lock_for(Duration::from_millis(300)).unwrap().is_some());
+    let other = std::thread::spawn(move || {
+        m2.try_lock_for(Duration::from_millis(300))
+            .unwrap()
+            .is_some()
+    });
     assert!(!other.join().unwrap());
     drop(g2);
     assert!(m.is_held(), "one release of two keeps it held");
@@ -232,7 +307,9 @@ fn reentrant_per_thread_and_other_threads_queue_behind() {
     drop(g1);
     assert!(!m.is_held());
     let m4 = m.clone();
-    assert!(std::thread::spawn(move || m4.try_lock().unwrap().is_some()).join().unwrap());
+    assert!(std::thread::spawn(move || m4.try_lock().unwrap().is_some())
+        .join()
+        .unwrap());
 }
 
 #[test]
@@ -252,20 +329,43 @@ fn holder_process_killed_waiter_gets_it_within_session_timeout() {
     let hosts = zk.connect_string();
     let demo = demo_binary();
     let mut holder = std::process::Command::new(&demo)
-        .args(["worker", "--hosts", &hosts, "--path", "/kill/lock", "--rounds", "1", "--hold-ms", "60000", "--session-ms", "2000"])
+        .args([
+            "worker",
+            "--hosts",
+            &hosts,
+            "--path",
+            "/kill/lock",
+            "--rounds",
+            "1",
+            "--hold-ms",
+            "60000",
+            "--session-ms",
+            "2000",
+        ])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut line).unwrap();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
     assert!(line.starts_with("HOLD"), "{line}");
     let c = connect(&hosts, 5000);
     let m = Mutex::new(&c, "/kill/lock").unwrap();
     assert!(m.try_lock().unwrap().is_none());
     holder.kill().unwrap();
     let t = Instant::now();
-    let g = m.try_lock_for(Duration::from_secs(8)).unwrap().expect("acquired after the holder died");
-    assert!(t.elapsed() < Duration::from_millis(2000 * 2 + 1000), "{:?}", t.elapsed());
+    let g = m
+        .try_lock_for(Duration::from_secs(8))
+        .unwrap()
+        .expect("acquired after the holder died");
+    assert!(
+        t.elapsed() < Duration::from_millis(2000 * 2 + 1000),
+        "{:?}",
+        t.elapsed()
+    );
     assert!(g.is_held());
     let _ = holder.wait();
 }
@@ -286,13 +386,20 @@ fn partitioned_holder_past_expiry_loses_the_lock_and_knows_it() {
     let wm = Mutex::new(&waiter, "/part/lock").unwrap();
     proxy.set_blackhole(true);
     let t = Instant::now();
-    let wg = wm.try_lock_for(Duration::from_secs(10)).unwrap().expect("the waiter gets it after expiry");
+    let wg = wm
+        .try_lock_for(Duration::from_secs(10))
+        .unwrap()
+        .expect("the waiter gets it after expiry");
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     // The holder learns it lost the lock (client-side expiry or disconnection at least).
-    assert!(g.wait_lost(Some(Duration::from_secs(6))), "holder still believes it holds");
+    assert!(
+        g.wait_lost(Some(Duration::from_secs(6))),
+        "holder still believes it holds"
+    );
     assert!(!g.is_held());
     assert_eq!(g.hold_state(), HoldState::Lost);
-    assert!(eventually(Duration::from_secs(2), || lost_called.load(Ordering::SeqCst)));
+    assert!(eventually(Duration::from_secs(2), || lost_called
+        .load(Ordering::SeqCst)));
     proxy.set_blackhole(false);
     assert_eq!(g.unlock(), Err(Error::LockLost));
     assert!(wg.is_held());
@@ -341,11 +448,17 @@ fn connection_cut_after_create_adopts_the_single_node() {
     let admin = Admin::connect(&hosts).unwrap();
     let kids = admin.children("/cut/lock").unwrap();
     assert_eq!(kids.len(), 1, "exactly one node, no orphan: {kids:?}");
-    let info = admin.node(&format!("/cut/lock/{}", kids[0])).unwrap().unwrap();
+    let info = admin
+        .node(&format!("/cut/lock/{}", kids[0]))
+        .unwrap()
+        .unwrap();
     assert_eq!(info.ephemeral_owner, c.session_id());
     assert_eq!(info.czxid, g.fencing_token());
     drop(g);
-    assert!(eventually(Duration::from_secs(3), || admin.children("/cut/lock").unwrap().is_empty()));
+    assert!(eventually(Duration::from_secs(3), || admin
+        .children("/cut/lock")
+        .unwrap()
+        .is_empty()));
 }
 
 #[test]
@@ -367,13 +480,18 @@ fn server_restart_while_waiters_wait_keeps_their_order() {
             order.lock().push(i);
             drop(g);
         }));
-        assert!(eventually(Duration::from_secs(5), || admin.children("/rs/lock").unwrap().len() == i + 2));
+        assert!(eventually(Duration::from_secs(5), || admin
+            .children("/rs/lock")
+            .unwrap()
+            .len()
+            == i + 2));
     }
     drop(admin);
     zk.stop();
     std::thread::sleep(Duration::from_millis(1000));
     zk.restart().unwrap();
-    assert!(eventually(Duration::from_secs(10), || c0.state() == zklock::SessionState::Connected));
+    assert!(eventually(Duration::from_secs(10), || c0.state()
+        == zklock::SessionState::Connected));
     drop(g);
     for t in ts {
         t.join().unwrap();
@@ -392,8 +510,12 @@ fn ensemble_member_under_the_holder_killed_still_held() {
     cluster.kill(member);
     let other = connect(&hosts, 8000);
     let om = Mutex::new(&other, "/ensm/lock").unwrap();
-    assert!(om.try_lock_for(Duration::from_secs(3)).unwrap().is_none(), "nobody else acquires");
-    assert!(eventually(Duration::from_secs(10), || holder.state() == zklock::SessionState::Connected));
+    assert!(
+        om.try_lock_for(Duration::from_secs(3)).unwrap().is_none(),
+        "nobody else acquires"
+    );
+    assert!(eventually(Duration::from_secs(10), || holder.state()
+        == zklock::SessionState::Connected));
     assert!(g.is_held());
     drop(g);
     assert!(om.try_lock_for(Duration::from_secs(5)).unwrap().is_some());
@@ -419,13 +541,23 @@ fn predecessor_deleted_by_hand_waiter_watches_the_next_one() {
         })
     };
     let b = spawn_waiter("b");
-    assert!(eventually(Duration::from_secs(5), || admin.children("/hand/lock").unwrap().len() == 2));
+    assert!(eventually(Duration::from_secs(5), || admin
+        .children("/hand/lock")
+        .unwrap()
+        .len()
+        == 2));
     let c = spawn_waiter("c");
-    assert!(eventually(Duration::from_secs(5), || admin.children("/hand/lock").unwrap().len() == 3));
+    assert!(eventually(Duration::from_secs(5), || admin
+        .children("/hand/lock")
+        .unwrap()
+        .len()
+        == 3));
     // Delete b's node (the second in sequence) by hand: c must not take the lock while a holds.
     let mut kids = admin.children("/hand/lock").unwrap();
     kids.sort_by_key(|k| k[k.len() - 10..].to_string());
-    admin.delete_recursive(&format!("/hand/lock/{}", kids[1])).unwrap();
+    admin
+        .delete_recursive(&format!("/hand/lock/{}", kids[1]))
+        .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     assert!(ma.is_held());
     let released = Instant::now();
@@ -469,20 +601,34 @@ fn thirty_waiters_one_watch_each_and_one_wakeup_per_release() {
             done_tx.send(()).unwrap();
         });
         // Queue them one by one so they form a chain.
-        assert!(eventually(Duration::from_secs(10), || admin.children("/herd/lock").unwrap().len() == i + 2));
+        assert!(eventually(Duration::from_secs(10), || admin
+            .children("/herd/lock")
+            .unwrap()
+            .len()
+            == i + 2));
     }
     // Every waiter watches exactly one node, and no lock node is watched twice.
     let watched = || -> Vec<String> {
         let wchc = zk.four_letter("wchc").unwrap();
-        wchc.lines().map(str::trim).filter(|l| l.starts_with("/herd/lock/")).map(String::from).collect()
+        wchc.lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("/herd/lock/"))
+            .map(String::from)
+            .collect()
     };
-    assert!(eventually(Duration::from_secs(10), || watched().len() == n), "{:?}", watched());
+    assert!(
+        eventually(Duration::from_secs(10), || watched().len() == n),
+        "{:?}",
+        watched()
+    );
     let w = watched();
     assert_eq!(w.iter().collect::<HashSet<_>>().len(), n, "{w:?}");
     let before: u64 = clients.iter().map(|c| c.watch_events()).sum();
     drop(g);
     for _ in 0..n {
-        done_rx.recv_timeout(Duration::from_secs(30)).expect("every waiter gets the lock");
+        done_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("every waiter gets the lock");
     }
     let after: u64 = clients.iter().map(|c| c.watch_events()).sum();
     // n releases (the holder's and n-1 waiters') each woke exactly one waiter.
@@ -498,12 +644,20 @@ fn kazoo_protocol_names_and_holder_participants() {
     let _g = m.lock().unwrap();
     let p = m.participants().unwrap();
     assert_eq!(p.len(), 1);
-    assert!(p[0].node.contains("__lock__") && p[0].node.len() == 32 + 8 + 10, "{}", p[0].node);
+    assert!(
+        p[0].node.contains("__lock__") && p[0].node.len() == 32 + 8 + 10,
+        "{}",
+        p[0].node
+    );
     assert_eq!(p[0].holder_id, "me-1");
     assert!(p[0].is_holder);
     assert_eq!(m.holder().unwrap().as_deref(), Some("me-1"));
     let m2 = Mutex::new(&c, "/names/c").unwrap();
     let _g2 = m2.lock().unwrap();
     let p = m2.participants().unwrap();
-    assert!(p[0].node.starts_with("_c_") && p[0].node.contains("-lock-"), "{}", p[0].node);
+    assert!(
+        p[0].node.starts_with("_c_") && p[0].node.contains("-lock-"),
+        "{}",
+        p[0].node
+    );
 }

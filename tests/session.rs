@@ -33,15 +33,26 @@ fn chroot_in_host_string_roots_every_path() {
     let _g = m.lock().unwrap();
     // Seen from the root, the lock node lives under /app.
     let plain = connect(&zk.connect_string(), 4000);
-    let seen = Mutex::new(&plain, "/app/locks/a").unwrap().participants().unwrap();
+    let seen = Mutex::new(&plain, "/app/locks/a")
+        .unwrap()
+        .participants()
+        .unwrap();
     assert_eq!(seen.len(), 1, "{seen:?}");
-    assert!(Mutex::new(&plain, "/locks/a").unwrap().participants().unwrap().is_empty());
+    assert!(Mutex::new(&plain, "/locks/a")
+        .unwrap()
+        .participants()
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
 fn unreachable_host_fails_clearly_within_connect_timeout() {
     // A port nobody listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let t = Instant::now();
     let e = Client::connect(
         &format!("127.0.0.1:{port}"),
@@ -50,12 +61,22 @@ fn unreachable_host_fails_clearly_within_connect_timeout() {
     .unwrap_err();
     assert!(e.is_connection_loss(), "{e}");
     assert!(e.to_string().contains(&port.to_string()), "{e}");
-    assert!(t.elapsed() < Duration::from_millis(1500 + 1000), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(1500 + 1000),
+        "{:?}",
+        t.elapsed()
+    );
 }
 
 #[test]
 fn malformed_host_lists_are_invalid_arguments() {
-    for h in ["", "/chroot", "127.0.0.1:notaport", "127.0.0.1:2181/bad//chroot", ":2181"] {
+    for h in [
+        "",
+        "/chroot",
+        "127.0.0.1:notaport",
+        "127.0.0.1:2181/bad//chroot",
+        ":2181",
+    ] {
         let e = Client::connect(h, opts(2000)).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{h:?}: {e}");
     }
@@ -76,7 +97,10 @@ fn every_bad_path_is_rejected_with_its_reason() {
         ("/zookeeper/x", "reserved"),
     ] {
         let e = Mutex::new(&c, p).unwrap_err();
-        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains(why)), "{p:?}: {e}");
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains(why)),
+            "{p:?}: {e}"
+        );
         let e = zklock::SimpleLock::new(&c, p).unwrap_err();
         assert!(matches!(&e, Error::InvalidArgument(_)), "{p:?}: {e}");
     }
@@ -85,14 +109,24 @@ fn every_bad_path_is_rejected_with_its_reason() {
 #[test]
 fn digest_auth_is_kept_across_a_reconnect() {
     let mut zk = server();
-    let c = Client::connect(&zk.connect_string(), opts(6000).auth("digest", "alice:secret")).unwrap();
+    let c = Client::connect(
+        &zk.connect_string(),
+        opts(6000).auth("digest", "alice:secret"),
+    )
+    .unwrap();
     // A lock taken under auth, then the server restarts within the session timeout.
     let m = Mutex::new(&c, "/auth/lock").unwrap();
     m.lock().map(std::mem::forget).unwrap();
     zk.stop();
-    assert_eq!(c.wait_for_state(Duration::from_secs(5), |s| s == SessionState::Suspended), SessionState::Suspended);
+    assert_eq!(
+        c.wait_for_state(Duration::from_secs(5), |s| s == SessionState::Suspended),
+        SessionState::Suspended
+    );
     zk.restart().unwrap();
-    assert_eq!(c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Connected), SessionState::Connected);
+    assert_eq!(
+        c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Connected),
+        SessionState::Connected
+    );
     // Still authenticated: adding the same identity again works, and the lock is still held.
     c.add_auth("digest", b"alice:secret").unwrap();
     assert!(m.is_held());
@@ -114,14 +148,29 @@ fn restart_within_session_timeout_suspends_then_reconnects_same_session() {
         let _ = c2.holder_id();
     });
     zk.stop();
-    assert_eq!(c.wait_for_state(Duration::from_secs(5), |s| s == SessionState::Suspended), SessionState::Suspended);
+    assert_eq!(
+        c.wait_for_state(Duration::from_secs(5), |s| s == SessionState::Suspended),
+        SessionState::Suspended
+    );
     std::thread::sleep(Duration::from_millis(500));
     zk.restart().unwrap();
-    assert_eq!(c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Connected), SessionState::Connected);
+    assert_eq!(
+        c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Connected),
+        SessionState::Connected
+    );
     assert_eq!(c.session_id(), id, "the session survives a short restart");
-    assert!(eventually(Duration::from_secs(2), || seen.lock().ends_with(&[SessionState::Suspended, SessionState::Connected])), "{:?}", seen.lock());
+    assert!(
+        eventually(Duration::from_secs(2), || seen
+            .lock()
+            .ends_with(&[SessionState::Suspended, SessionState::Connected])),
+        "{:?}",
+        seen.lock()
+    );
     // TCP_NODELAY is set again on the new socket.
-    assert!(eventually(Duration::from_secs(2), || c.socket_nodelay().iter().any(|&b| b)));
+    assert!(eventually(Duration::from_secs(2), || c
+        .socket_nodelay()
+        .iter()
+        .any(|&b| b)));
 }
 
 #[test]
@@ -133,8 +182,15 @@ fn down_past_session_timeout_expires_and_a_fresh_session_works() {
     let g = m.lock().unwrap();
     zk.stop();
     let t = Instant::now();
-    assert_eq!(c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Expired), SessionState::Expired);
-    assert!(t.elapsed() < Duration::from_secs(6), "expired after {:?}", t.elapsed());
+    assert_eq!(
+        c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Expired),
+        SessionState::Expired
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(6),
+        "expired after {:?}",
+        t.elapsed()
+    );
     assert!(!g.is_held(), "a lock of an expired session is not held");
     assert!(g.wait_lost(Some(Duration::ZERO)));
     zk.restart().unwrap();
@@ -158,7 +214,10 @@ fn expiry_with_reconnect_policy_opens_a_new_session_on_next_use() {
     let c = connect(&zk.connect_string(), 2000);
     let old = c.session_id();
     zk.stop();
-    assert_eq!(c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Expired), SessionState::Expired);
+    assert_eq!(
+        c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Expired),
+        SessionState::Expired
+    );
     zk.restart().unwrap();
     let m = Mutex::new(&c, "/policy/lock").unwrap();
     let g = m.lock().unwrap();
@@ -179,9 +238,15 @@ fn sigstopped_server_calls_return_within_their_deadline() {
     let r = m.try_lock_for(Duration::from_millis(500));
     let took = t.elapsed();
     zk.resume();
-    assert!(r.is_err() || r.as_ref().unwrap().is_none(), "cannot acquire a held lock");
+    assert!(
+        r.is_err() || r.as_ref().unwrap().is_none(),
+        "cannot acquire a held lock"
+    );
     // Bound: its timeout plus the session timeout.
-    assert!(took < Duration::from_millis(500 + 3000 + 500), "took {took:?}");
+    assert!(
+        took < Duration::from_millis(500 + 3000 + 500),
+        "took {took:?}"
+    );
 }
 
 #[test]
@@ -206,9 +271,15 @@ fn ensemble_member_killed_keeps_session_and_waiters() {
     let member = cluster.member_of_session(id).expect("the waiter's member");
     let sid = waiter.session_id();
     cluster.kill(member);
-    assert!(eventually(Duration::from_secs(15), || waiter.state() == SessionState::Connected && cluster.member_of_session(sid).is_some_and(|m| m != member)));
+    assert!(eventually(Duration::from_secs(15), || waiter.state()
+        == SessionState::Connected
+        && cluster.member_of_session(sid).is_some_and(|m| m != member)));
     assert_eq!(waiter.session_id(), sid);
-    assert_eq!(got.load(Ordering::SeqCst), 0, "nobody else acquires while held");
+    assert_eq!(
+        got.load(Ordering::SeqCst),
+        0,
+        "nobody else acquires while held"
+    );
     assert!(g.is_held());
     drop(g);
     t.join().unwrap();

@@ -41,7 +41,10 @@ fn simple_lock_blocking_waiter_takes_it_on_release_with_a_larger_token() {
     let first = g.fencing_token();
     let t = std::thread::spawn(move || {
         let lb = SimpleLock::new(&b, "/simple/wait").unwrap();
-        let g = lb.try_lock_for(Duration::from_secs(10)).unwrap().expect("acquired after release");
+        let g = lb
+            .try_lock_for(Duration::from_secs(10))
+            .unwrap()
+            .expect("acquired after release");
         g.fencing_token()
     });
     std::thread::sleep(Duration::from_millis(300));
@@ -85,7 +88,10 @@ fn simple_lock_timed_out_and_cancelled_acquires_return_in_time() {
     let _g = la.lock().unwrap();
     let lb = Arc::new(SimpleLock::new(&b, "/simple/t").unwrap());
     let t = Instant::now();
-    assert!(lb.try_lock_for(Duration::from_millis(300)).unwrap().is_none());
+    assert!(lb
+        .try_lock_for(Duration::from_millis(300))
+        .unwrap()
+        .is_none());
     assert!(t.elapsed() < Duration::from_millis(1300));
     let lb2 = lb.clone();
     let h = std::thread::spawn(move || lb2.lock().map(|_| ()));
@@ -108,7 +114,10 @@ fn simple_lock_create_whose_reply_is_lost_is_recognised_as_ours() {
     // see from the node's owner that it is ours, not report the lock busy.
     let g = l.try_lock().unwrap().expect("our own node, adopted");
     assert!(g.is_held());
-    assert_eq!(admin.node("/simple2/cut").unwrap().unwrap().ephemeral_owner, c.session_id());
+    assert_eq!(
+        admin.node("/simple2/cut").unwrap().unwrap().ephemeral_owner,
+        c.session_id()
+    );
 }
 
 #[test]
@@ -118,12 +127,22 @@ fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
     let c = connect(&hosts, 5000);
     let m = Arc::new(SemaphoreMutex::new(&c, "/sm/lock").unwrap());
     assert!(m.acquire(None).unwrap());
-    assert!(matches!(m.acquire(Some(Duration::ZERO)), Err(Error::WouldDeadlock(_))));
+    assert!(matches!(
+        m.acquire(Some(Duration::ZERO)),
+        Err(Error::WouldDeadlock(_))
+    ));
     let m2 = m.clone();
-    std::thread::spawn(move || m2.release()).join().unwrap().unwrap();
+    std::thread::spawn(move || m2.release())
+        .join()
+        .unwrap()
+        .unwrap();
     assert!(!m.is_held());
     assert_eq!(m.release(), Err(Error::NotHeld));
-    assert!(Admin::connect(&hosts).unwrap().children("/sm/lock").unwrap().is_empty());
+    assert!(Admin::connect(&hosts)
+        .unwrap()
+        .children("/sm/lock")
+        .unwrap()
+        .is_empty());
     // And it excludes another session.
     let other = connect(&hosts, 5000);
     let o = SemaphoreMutex::new(&other, "/sm/lock").unwrap();

@@ -35,7 +35,9 @@ pub struct Mutex {
 
 impl std::fmt::Debug for Mutex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mutex").field("path", &self.queue.path).finish()
+        f.debug_struct("Mutex")
+            .field("path", &self.queue.path)
+            .finish()
     }
 }
 
@@ -102,7 +104,11 @@ impl Mutex {
         Ok(r.map(std::mem::forget).is_some())
     }
 
-    fn acquire_inner(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<MutexGuard<'_>>> {
+    fn acquire_inner(
+        &self,
+        deadline: Option<Instant>,
+        try_once: bool,
+    ) -> Result<Option<MutexGuard<'_>>> {
         let me = std::thread::current().id();
         if let Some((held, count)) = self.holds.lock().get_mut(&me) {
             if held.state() == HoldState::Lost {
@@ -122,7 +128,11 @@ impl Mutex {
     }
 
     fn guard(&self, token: i64) -> MutexGuard<'_> {
-        MutexGuard { mutex: self, token, _not_send: PhantomData }
+        MutexGuard {
+            mutex: self,
+            token,
+            _not_send: PhantomData,
+        }
     }
 
     /// Releases one hold of the calling thread.
@@ -156,7 +166,9 @@ impl Mutex {
     fn release_for_drop(&self) {
         let me = std::thread::current().id();
         let mut holds = self.holds.lock();
-        let Some((held, count)) = holds.get_mut(&me) else { return };
+        let Some((held, count)) = holds.get_mut(&me) else {
+            return;
+        };
         if *count > 1 {
             *count -= 1;
             return;
@@ -175,13 +187,20 @@ impl Mutex {
     /// The calling thread's hold, as far as can be known.
     pub fn hold_state(&self) -> HoldState {
         let me = std::thread::current().id();
-        self.holds.lock().get(&me).map_or(HoldState::NotHeld, |(h, _)| h.state())
+        self.holds
+            .lock()
+            .get(&me)
+            .map_or(HoldState::NotHeld, |(h, _)| h.state())
     }
 
     /// The calling thread's fencing token, if it holds the lock.
     pub fn fencing_token(&self) -> Option<i64> {
         let me = std::thread::current().id();
-        self.holds.lock().get(&me).filter(|(h, _)| h.state() != HoldState::Lost).map(|(h, _)| h.token)
+        self.holds
+            .lock()
+            .get(&me)
+            .filter(|(h, _)| h.state() != HoldState::Lost)
+            .map(|(h, _)| h.token)
     }
 
     /// How many times the calling thread holds it (reentrancy count).
@@ -207,7 +226,11 @@ impl Mutex {
 
     /// The holder id of the current holder, if any.
     pub fn holder(&self) -> Result<Option<String>> {
-        Ok(self.participants()?.into_iter().find(|p| p.is_holder).map(|p| p.holder_id))
+        Ok(self
+            .participants()?
+            .into_iter()
+            .find(|p| p.is_holder)
+            .map(|p| p.holder_id))
     }
 
     fn with_hold<R>(&self, f: impl FnOnce(&HeldNode) -> R) -> Option<R> {
@@ -243,7 +266,9 @@ impl MutexGuard<'_> {
 
     /// Blocks until the lock is lost or `timeout` (None: forever); true if lost.
     pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        self.mutex.with_hold(|h| h.wait_lost(timeout)).unwrap_or(true)
+        self.mutex
+            .with_hold(|h| h.wait_lost(timeout))
+            .unwrap_or(true)
     }
 
     /// Calls `f` once, on another thread, when the lock is lost.

@@ -43,7 +43,11 @@ impl SemaphoreMutex {
     }
 
     /// A semaphore mutex at `path` named per `protocol`.
-    pub fn with_protocol(client: &Client, path: &str, protocol: Protocol) -> Result<SemaphoreMutex> {
+    pub fn with_protocol(
+        client: &Client,
+        path: &str,
+        protocol: Protocol,
+    ) -> Result<SemaphoreMutex> {
         Ok(SemaphoreMutex {
             queue: Queue::new(client, path, protocol, Kind::Lock, exclusive_blocker, true)?,
             hold: parking_lot::Mutex::new(None),
@@ -59,7 +63,9 @@ impl SemaphoreMutex {
 
     /// Blocks until held.
     pub fn lock(&self) -> Result<SemaphoreMutexGuard<'_>> {
-        self.acquire_inner(None, false)?.map(|t| self.guard(t)).ok_or(Error::Timeout)
+        self.acquire_inner(None, false)?
+            .map(|t| self.guard(t))
+            .ok_or(Error::Timeout)
     }
 
     /// One attempt that never waits.
@@ -74,7 +80,9 @@ impl SemaphoreMutex {
 
     /// Waits until `deadline` at most.
     pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<SemaphoreMutexGuard<'_>>> {
-        Ok(self.acquire_inner(Some(deadline), false)?.map(|t| self.guard(t)))
+        Ok(self
+            .acquire_inner(Some(deadline), false)?
+            .map(|t| self.guard(t)))
     }
 
     /// Explicit acquire: `None` waits forever, `Some(ZERO)` tries once. Returns whether held.
@@ -137,12 +145,19 @@ impl SemaphoreMutex {
 
     /// Held, uncertain, lost or not held.
     pub fn hold_state(&self) -> HoldState {
-        self.hold.lock().as_ref().map_or(HoldState::NotHeld, |h| h.state())
+        self.hold
+            .lock()
+            .as_ref()
+            .map_or(HoldState::NotHeld, |h| h.state())
     }
 
     /// The fencing token while held.
     pub fn fencing_token(&self) -> Option<i64> {
-        self.hold.lock().as_ref().filter(|h| h.state() != HoldState::Lost).map(|h| h.token)
+        self.hold
+            .lock()
+            .as_ref()
+            .filter(|h| h.state() != HoldState::Lost)
+            .map(|h| h.token)
     }
 
     /// Blocks until the hold is lost or `timeout`; true if lost (or not held).
@@ -169,7 +184,10 @@ impl SemaphoreMutex {
 
 impl std::fmt::Debug for SemaphoreMutex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SemaphoreMutex").field("path", &self.queue.path).field("state", &self.hold_state()).finish()
+        f.debug_struct("SemaphoreMutex")
+            .field("path", &self.queue.path)
+            .field("state", &self.hold_state())
+            .finish()
     }
 }
 

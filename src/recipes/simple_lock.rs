@@ -61,13 +61,23 @@ impl SimpleLock {
             let d = super::min_deadline(deadline, session.call_deadline());
             match session.wait_raw(session.zk.create(&self.path, data, &opts), d) {
                 Ok((stat, _)) => {
-                    return Ok(Try::Held(HeldNode { session: session.clone(), node: self.path.clone(), token: stat.czxid }))
+                    return Ok(Try::Held(HeldNode {
+                        session: session.clone(),
+                        node: self.path.clone(),
+                        token: stat.czxid,
+                    }))
                 }
                 Err(zk::Error::NodeExists) => {}
                 Err(zk::Error::NoNode) if !parents_made => {
-                    self.client.create_parents(session, crate::path::parent(&self.path), d).or_else(|e| {
-                        if crate::path::parent(&self.path) == "/" { Ok(()) } else { Err(e) }
-                    })?;
+                    self.client
+                        .create_parents(session, crate::path::parent(&self.path), d)
+                        .or_else(|e| {
+                            if crate::path::parent(&self.path) == "/" {
+                                Ok(())
+                            } else {
+                                Err(e)
+                            }
+                        })?;
                     parents_made = true;
                     continue;
                 }
@@ -76,7 +86,9 @@ impl SimpleLock {
                         return Err(e);
                     }
                     if deadline.is_some_and(|dl| Instant::now() >= dl) {
-                        return Err(Error::ConnectionLoss("no reply from ZooKeeper before the deadline".into()));
+                        return Err(Error::ConnectionLoss(
+                            "no reply from ZooKeeper before the deadline".into(),
+                        ));
                     }
                 }
                 Err(e) => return Err(session.map_err(e)),
@@ -85,7 +97,11 @@ impl SimpleLock {
             let d = super::min_deadline(deadline, session.call_deadline());
             match session.wait_raw(session.zk.check_stat(&self.path), d) {
                 Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
-                    return Ok(Try::Held(HeldNode { session: session.clone(), node: self.path.clone(), token: stat.czxid }))
+                    return Ok(Try::Held(HeldNode {
+                        session: session.clone(),
+                        node: self.path.clone(),
+                        token: stat.czxid,
+                    }))
                 }
                 Ok(Some(_)) => return Ok(Try::Busy),
                 Ok(None) => continue,
@@ -97,7 +113,9 @@ impl SimpleLock {
 
     fn acquire_inner(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
         if self.hold.lock().is_some() {
-            return Err(Error::WouldDeadlock("this SimpleLock handle already holds the lock".into()));
+            return Err(Error::WouldDeadlock(
+                "this SimpleLock handle already holds the lock".into(),
+            ));
         }
         let session = self.client.session()?;
         let reg = self.cancel.register();
@@ -118,7 +136,10 @@ impl SimpleLock {
                 Err(e) => return Err(session.map_err(e)),
             };
             match session.wait_watch(watcher, deadline, &reg.signal) {
-                Outcome::Ready(ev) if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() => {
+                Outcome::Ready(ev)
+                    if ev.event_type == zk::EventType::Session
+                        && ev.session_state.is_terminated() =>
+                {
                     return Err(session.ended_error().unwrap_or(Error::SessionExpired))
                 }
                 Outcome::Ready(_) => {}
@@ -136,12 +157,18 @@ impl SimpleLock {
     /// Blocks until held.
     pub fn lock(&self) -> Result<SimpleLockGuard<'_>> {
         let t = self.acquire_inner(None, false)?.ok_or(Error::Timeout)?;
-        Ok(SimpleLockGuard { lock: self, token: t })
+        Ok(SimpleLockGuard {
+            lock: self,
+            token: t,
+        })
     }
 
     /// One create: never waits.
     pub fn try_lock(&self) -> Result<Option<SimpleLockGuard<'_>>> {
-        Ok(self.acquire_inner(None, true)?.map(|t| SimpleLockGuard { lock: self, token: t }))
+        Ok(self.acquire_inner(None, true)?.map(|t| SimpleLockGuard {
+            lock: self,
+            token: t,
+        }))
     }
 
     /// Waits at most `timeout` in all.
@@ -151,7 +178,12 @@ impl SimpleLock {
 
     /// Waits until `deadline` at most.
     pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<SimpleLockGuard<'_>>> {
-        Ok(self.acquire_inner(Some(deadline), false)?.map(|t| SimpleLockGuard { lock: self, token: t }))
+        Ok(self
+            .acquire_inner(Some(deadline), false)?
+            .map(|t| SimpleLockGuard {
+                lock: self,
+                token: t,
+            }))
     }
 
     /// Explicit acquire: `None` waits forever, `Some(ZERO)` tries once. Returns whether held.
@@ -185,12 +217,19 @@ impl SimpleLock {
 
     /// Held, uncertain, lost or not held.
     pub fn hold_state(&self) -> HoldState {
-        self.hold.lock().as_ref().map_or(HoldState::NotHeld, |h| h.state())
+        self.hold
+            .lock()
+            .as_ref()
+            .map_or(HoldState::NotHeld, |h| h.state())
     }
 
     /// The fencing token while held.
     pub fn fencing_token(&self) -> Option<i64> {
-        self.hold.lock().as_ref().filter(|h| h.state() != HoldState::Lost).map(|h| h.token)
+        self.hold
+            .lock()
+            .as_ref()
+            .filter(|h| h.state() != HoldState::Lost)
+            .map(|h| h.token)
     }
 
     /// Cancels waiting acquires now.
@@ -211,7 +250,10 @@ impl SimpleLock {
 
 impl std::fmt::Debug for SimpleLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimpleLock").field("path", &self.path).field("state", &self.hold_state()).finish()
+        f.debug_struct("SimpleLock")
+            .field("path", &self.path)
+            .field("state", &self.hold_state())
+            .finish()
     }
 }
 

@@ -32,7 +32,10 @@ pub struct NodeInfo {
 impl Admin {
     /// Connects an admin session to `hosts`.
     pub fn connect(hosts: &str) -> Result<Admin> {
-        let client = Client::connect(hosts, Options::default().session_timeout(Duration::from_secs(10)))?;
+        let client = Client::connect(
+            hosts,
+            Options::default().session_timeout(Duration::from_secs(10)),
+        )?;
         Ok(Admin { client })
     }
 
@@ -53,7 +56,11 @@ impl Admin {
     pub fn node(&self, path: &str) -> Result<Option<NodeInfo>> {
         let s = self.client.session()?;
         match s.wait_raw(s.zk.get_data(path), s.call_deadline()) {
-            Ok((data, stat)) => Ok(Some(NodeInfo { czxid: stat.czxid, ephemeral_owner: stat.ephemeral_owner, data })),
+            Ok((data, stat)) => Ok(Some(NodeInfo {
+                czxid: stat.czxid,
+                ephemeral_owner: stat.ephemeral_owner,
+                data,
+            })),
             Err(zk::Error::NoNode) => Ok(None),
             Err(e) => Err(s.map_err(e)),
         }
@@ -75,6 +82,7 @@ impl Admin {
     pub fn create(&self, path: &str, data: &[u8]) -> Result<()> {
         let s = self.client.session()?;
         let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-        s.wait(s.zk.create(path, data, &opts), s.call_deadline()).map(|_| ())
+        s.wait(s.zk.create(path, data, &opts), s.call_deadline())
+            .map(|_| ())
     }
 }

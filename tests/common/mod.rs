@@ -7,7 +7,8 @@ use zklock::testing::TestingServer;
 use zklock::{Client, Options};
 
 pub fn server() -> TestingServer {
-    TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh installs it)")
+    TestingServer::start()
+        .expect("start a real ZooKeeper server (scripts/install-deps.sh installs it)")
 }
 
 pub fn opts(session_ms: u64) -> Options {
@@ -38,5 +39,9 @@ pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
 pub fn children(hosts: &str, path: &str) -> Vec<String> {
     let c = connect(hosts, 4000);
     let m = zklock::Mutex::new(&c, path).unwrap();
-    m.participants().unwrap().into_iter().map(|p| p.node).collect()
+    m.participants()
+        .unwrap()
+        .into_iter()
+        .map(|p| p.node)
+        .collect()
 }
