@@ -2,7 +2,10 @@
 //! the acquire loop (create, list, watch the one node that blocks us, wait), cleanup that
 //! never leaves an orphan, release, the truth about holding, and fencing tokens.
 
+mod multi_lock;
 mod mutex;
+mod rwlock;
+mod semaphore;
 mod semaphore_mutex;
 mod simple_lock;
 
@@ -11,7 +14,10 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
+pub use multi_lock::{Lockable, MultiLock, MultiLockFailure, MultiLockGuard};
 pub use mutex::{Mutex, MutexGuard};
+pub use rwlock::{ReadGuard, ReadLock, ReadWriteLock, WriteGuard, WriteLock};
+pub use semaphore::{Lease, Semaphore};
 pub use semaphore_mutex::{SemaphoreMutex, SemaphoreMutexGuard};
 pub use simple_lock::{SimpleLock, SimpleLockGuard};
 
@@ -59,7 +65,10 @@ pub(crate) struct HeldNode {
 
 impl std::fmt::Debug for HeldNode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HeldNode").field("node", &self.node).field("token", &self.token).finish()
+        f.debug_struct("HeldNode")
+            .field("node", &self.node)
+            .field("token", &self.token)
+            .finish()
     }
 }
 
@@ -175,7 +184,14 @@ pub(crate) enum Acquired {
 }
 
 impl Queue {
-    pub(crate) fn new(client: &Client, path: &str, protocol: Protocol, kind: Kind, blocker: Blocker, fast: bool) -> Result<Queue> {
+    pub(crate) fn new(
+        client: &Client,
+        path: &str,
+        protocol: Protocol,
+        kind: Kind,
+        blocker: Blocker,
+        fast: bool,
+    ) -> Result<Queue> {
         crate::path::validate_path(path)?;
         Ok(Queue {
             client: client.clone(),
@@ -228,7 +244,9 @@ impl Queue {
                     self.client.create_parents(session, &self.path, d)?;
                     parents_made = true;
                 }
-                Err(zk::Error::ConnectionLoss) | Err(zk::Error::Timeout) | Err(zk::Error::UnexpectedError(_)) => {
+                Err(zk::Error::ConnectionLoss)
+                | Err(zk::Error::Timeout)
+                | Err(zk::Error::UnexpectedError(_)) => {
                     drop(list);
                     // The create may have been applied although its reply was lost: find our node
                     // by its unique id before creating again (never two nodes for one attempt).
@@ -257,7 +275,9 @@ impl Queue {
             match session.wait_raw(session.zk.list_children(&self.path), d) {
                 Ok(c) => return Ok(c),
                 Err(zk::Error::NoNode) => return Ok(Vec::new()),
-                Err(zk::Error::ConnectionLoss) if deadline.map_or(true, |dl| Instant::now() < dl) => {
+                Err(zk::Error::ConnectionLoss)
+                    if deadline.map_or(true, |dl| Instant::now() < dl) =>
+                {
                     if let Some(e) = session.ended_error() {
                         return Err(e);
                     }
@@ -270,7 +290,12 @@ impl Queue {
 
     /// Looks for the node of attempt `id` (after a create whose reply was lost). Adopts it only
     /// if its owner is our session.
-    fn find_own(&self, session: &Arc<Session>, id: &AttemptId, deadline: Option<Instant>) -> Result<Option<(String, i64)>> {
+    fn find_own(
+        &self,
+        session: &Arc<Session>,
+        id: &AttemptId,
+        deadline: Option<Instant>,
+    ) -> Result<Option<(String, i64)>> {
         let needle = id.text(self.protocol);
         loop {
             if let Some(e) = session.ended_error() {
@@ -279,7 +304,9 @@ impl Queue {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 // We cannot tell whether the create was applied: make sure it is removed later.
                 background_delete_attempt(session, self.path.clone(), needle);
-                return Err(Error::ConnectionLoss("could not confirm the lock node before the deadline".into()));
+                return Err(Error::ConnectionLoss(
+                    "could not confirm the lock node before the deadline".into(),
+                ));
             }
             let children = match self.list(session, deadline) {
                 Ok(c) => c,
@@ -325,7 +352,11 @@ impl Queue {
                 continue;
             };
             let Some((w, sole)) = (self.blocker)(&queue, idx) else {
-                return Ok(Acquired::Held(HeldNode { session: session.clone(), node: self.child(&name), token }));
+                return Ok(Acquired::Held(HeldNode {
+                    session: session.clone(),
+                    node: self.child(&name),
+                    token,
+                }));
             };
             if try_once {
                 self.cleanup(&session, &name);
@@ -346,7 +377,11 @@ impl Queue {
                 match session.wait_watch(watcher, deadline, &reg.signal) {
                     Outcome::Ready(ev) => match ev.event_type {
                         zk::EventType::NodeDeleted if self.fast_handoff && sole => {
-                            return Ok(Acquired::Held(HeldNode { session: session.clone(), node: self.child(&name), token }));
+                            return Ok(Acquired::Held(HeldNode {
+                                session: session.clone(),
+                                node: self.child(&name),
+                                token,
+                            }));
                         }
                         zk::EventType::Session if ev.session_state.is_terminated() => {
                             return Err(session.ended_error().unwrap_or(Error::SessionExpired));
@@ -390,11 +425,17 @@ impl Queue {
 
     /// The queue: every contender with its holder id, in order; `holders` says how many of the
     /// first contenders hold (given the queue).
-    pub(crate) fn participants(&self, holds: impl Fn(&[Contender], usize) -> bool) -> Result<Vec<Participant>> {
+    pub(crate) fn participants(
+        &self,
+        holds: impl Fn(&[Contender], usize) -> bool,
+    ) -> Result<Vec<Participant>> {
         let session = self.client.session()?;
         let queue = node::contenders(self.list(&session, None)?);
         let d = session.call_deadline();
-        let futs: Vec<_> = queue.iter().map(|c| session.zk.get_data(&self.child(&c.name))).collect();
+        let futs: Vec<_> = queue
+            .iter()
+            .map(|c| session.zk.get_data(&self.child(&c.name)))
+            .collect();
         let mut out = Vec::with_capacity(queue.len());
         for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
             let holder_id = match session.wait_raw(f, d) {
@@ -418,14 +459,21 @@ impl Queue {
 /// of a kind (the node no longer exists): Ok / the session error.
 pub(crate) fn delete_node(session: &Session, node: &str, budget: Instant) -> Result<()> {
     loop {
-        match session.wait_raw(session.zk.delete(node, None), session.call_deadline().min(budget)) {
+        match session.wait_raw(
+            session.zk.delete(node, None),
+            session.call_deadline().min(budget),
+        ) {
             Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
-            Err(zk::Error::ConnectionLoss) | Err(zk::Error::UnexpectedError(_)) | Err(zk::Error::Timeout) => {
+            Err(zk::Error::ConnectionLoss)
+            | Err(zk::Error::UnexpectedError(_))
+            | Err(zk::Error::Timeout) => {
                 if let Some(e) = session.ended_error() {
                     return Err(e);
                 }
                 if Instant::now() >= budget {
-                    return Err(Error::ConnectionLoss(format!("could not delete {node} in time")));
+                    return Err(Error::ConnectionLoss(format!(
+                        "could not delete {node} in time"
+                    )));
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -435,7 +483,10 @@ pub(crate) fn delete_node(session: &Session, node: &str, budget: Instant) -> Res
 }
 
 fn retriable(e: &zk::Error) -> bool {
-    matches!(e, zk::Error::ConnectionLoss | zk::Error::UnexpectedError(_) | zk::Error::Timeout)
+    matches!(
+        e,
+        zk::Error::ConnectionLoss | zk::Error::UnexpectedError(_) | zk::Error::Timeout
+    )
 }
 
 /// Deletes `node` in the background, until it is gone or the session ends.

@@ -1,0 +1,731 @@
+//! The counting semaphore: at most N leases at once, in Curator's layout
+//! (`InterProcessSemaphoreV2`) or kazoo's (`Semaphore`), chosen by the protocol.
+//!
+//! Curator: `P/locks/` is a fair mutex guarding the count, leases are ephemeral-sequential
+//! `P/leases/_c_<uuid>-lease-<seq>`; the mutex holder creates its lease node, then holds the lease
+//! once the number of lease nodes is <= N (watching `P/leases` until it is).
+//!
+//! kazoo: `P-__lock__` (a sibling of P) is a kazoo lock guarding the count, leases are ephemeral
+//! `P/<uuid hex>`, and N is stored as P's data (checked against ours); the lock holder creates its
+//! lease node only while fewer than N exist (watching P's children until then).
+//!
+//! In both, only the holder of the guarding mutex watches the leases, so a release wakes one
+//! process, not all of them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zookeeper_client as zk;
+
+use super::{
+    background_delete, delete_node, exclusive_blocker, min_deadline, retriable, Acquired, HeldNode,
+    HoldState, Queue,
+};
+use crate::client::{Client, Session};
+use crate::error::{Error, Result};
+use crate::node::{AttemptId, Kind, Protocol};
+use crate::runtime::Outcome;
+use crate::wait::{CancelToken, Registration};
+
+/// How long [`Semaphore::try_acquire`] may wait for the mutex that guards the lease count (it
+/// never waits for a lease to be returned).
+const TRY_GUARD_WAIT: Duration = Duration::from_millis(500);
+
+/// A distributed counting semaphore: at most `max_leases` holders at once, over every process
+/// that uses the same path and protocol (Curator's `InterProcessSemaphoreV2` layout, or kazoo's
+/// `Semaphore`). Leases belong to the handle, not to a thread (a [`Lease`] may be sent to and
+/// dropped on another thread), and vanish with their session (ephemeral nodes).
+///
+/// A failed, timed-out or cancelled acquire leaves no lease node behind.
+///
+/// ```no_run
+/// use zklock::{Client, Options, Semaphore};
+/// let client = Client::connect("127.0.0.1:2181", Options::default())?;
+/// let pool = Semaphore::new(&client, "/semaphores/db", 3)?;
+/// let lease = pool.acquire()?; // one of at most 3
+/// println!("lease node {} token {}", lease.node(), lease.fencing_token());
+/// drop(lease); // returned
+/// # Ok::<(), zklock::Error>(())
+/// ```
+pub struct Semaphore {
+    client: Client,
+    path: String,
+    protocol: Protocol,
+    max_leases: u32,
+    /// The fair mutex guarding the lease count (`P/locks` or `P-__lock__`).
+    guard: Queue,
+    /// Where the lease nodes live (`P/leases` or `P`).
+    leases_dir: String,
+    /// Leases taken through the explicit API ([`Semaphore::acquire_lease`]), most recent last.
+    explicit: parking_lot::Mutex<Vec<HeldNode>>,
+    cancel: CancelToken,
+    /// kazoo: P exists and its stored count was checked.
+    root_checked: AtomicBool,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("path", &self.path)
+            .field("max_leases", &self.max_leases)
+            .field("protocol", &self.protocol)
+            .finish()
+    }
+}
+
+/// One lease of a [`Semaphore`]; returned (its node deleted) on drop. May be sent to and dropped
+/// on another thread.
+#[must_use = "the lease is returned when it is dropped"]
+pub struct Lease<'a> {
+    semaphore: &'a Semaphore,
+    held: Option<HeldNode>,
+}
+
+impl std::fmt::Debug for Lease<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("node", &self.node()).finish()
+    }
+}
+
+impl Semaphore {
+    /// A semaphore of `max_leases` leases at `path`, laid out per the client's protocol.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed path or `max_leases == 0`.
+    pub fn new(client: &Client, path: &str, max_leases: u32) -> Result<Semaphore> {
+        Semaphore::with_protocol(client, path, max_leases, client.protocol())
+    }
+
+    /// A semaphore at `path` laid out per `protocol` (Curator: `P/locks` + `P/leases`; kazoo:
+    /// `P-__lock__` + `P/<hex>`, N stored in P).
+    pub fn with_protocol(
+        client: &Client,
+        path: &str,
+        max_leases: u32,
+        protocol: Protocol,
+    ) -> Result<Semaphore> {
+        crate::path::validate_path(path)?;
+        if max_leases == 0 {
+            return Err(Error::invalid(
+                "a semaphore needs at least one lease (max_leases = 0)",
+            ));
+        }
+        let (guard_path, leases_dir) = match protocol {
+            Protocol::Curator => (format!("{path}/locks"), format!("{path}/leases")),
+            Protocol::Kazoo => (format!("{path}-__lock__"), path.to_string()),
+        };
+        Ok(Semaphore {
+            client: client.clone(),
+            path: path.to_string(),
+            protocol,
+            max_leases,
+            guard: Queue::new(
+                client,
+                &guard_path,
+                protocol,
+                Kind::Lock,
+                exclusive_blocker,
+                true,
+            )?,
+            leases_dir,
+            explicit: parking_lot::Mutex::new(Vec::new()),
+            cancel: CancelToken::new(),
+            root_checked: AtomicBool::new(false),
+        })
+    }
+
+    /// The semaphore's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The number of leases.
+    pub fn max_leases(&self) -> u32 {
+        self.max_leases
+    }
+
+    /// Blocks until a lease is available, and takes it.
+    pub fn acquire(&self) -> Result<Lease<'_>> {
+        self.acquire_inner(None, false)?
+            .map(|h| self.lease(h))
+            .ok_or(Error::Timeout)
+    }
+
+    /// Takes a lease if one is free now: never waits for a lease to be returned (it may wait up
+    /// to half a second for the mutex that guards the count, held briefly by other acquirers).
+    /// `Ok(None)` if none is free; no node is left behind.
+    pub fn try_acquire(&self) -> Result<Option<Lease<'_>>> {
+        Ok(self.acquire_inner(None, true)?.map(|h| self.lease(h)))
+    }
+
+    /// Waits at most `timeout` in all for a lease: `Ok(None)` if none by then (no node is left).
+    pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease<'_>>> {
+        self.try_acquire_until(Instant::now() + timeout)
+    }
+
+    /// Waits until `deadline` at most for a lease (one deadline for the guarding mutex and the
+    /// lease together).
+    pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<Lease<'_>>> {
+        Ok(self
+            .acquire_inner(Some(deadline), false)?
+            .map(|h| self.lease(h)))
+    }
+
+    /// Explicit acquire (for the C layer): `timeout` None waits forever, `Some(ZERO)` tries once
+    /// (as [`Semaphore::try_acquire`]). Returns whether a lease was taken; it is kept by the
+    /// handle until [`Semaphore::release_lease`]. A handle may hold several leases this way.
+    pub fn acquire_lease(&self, timeout: Option<Duration>) -> Result<bool> {
+        let r = match timeout {
+            None => self.acquire_inner(None, false)?,
+            Some(t) if t.is_zero() => self.acquire_inner(None, true)?,
+            Some(t) => self.acquire_inner(Some(Instant::now() + t), false)?,
+        };
+        Ok(self.keep(r))
+    }
+
+    /// [`Semaphore::acquire_lease`] with an absolute deadline (None: forever); `try_once` never
+    /// waits for a lease.
+    pub fn acquire_lease_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
+        let r = self.acquire_inner(deadline, try_once)?;
+        Ok(self.keep(r))
+    }
+
+    fn keep(&self, r: Option<HeldNode>) -> bool {
+        match r {
+            Some(h) => {
+                self.explicit.lock().push(h);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Returns the most recent lease taken with [`Semaphore::acquire_lease`] (from any thread).
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] if the handle keeps no lease; [`Error::LockLost`] if its session
+    /// ended (the lease is gone); [`Error::ConnectionLoss`] if the node could not be deleted in
+    /// time (still kept: call again).
+    pub fn release_lease(&self) -> Result<()> {
+        let Some(h) = self.explicit.lock().last().cloned() else {
+            return Err(Error::NotHeld);
+        };
+        match h.release() {
+            Err(e) if e.is_connection_loss() => Err(e),
+            r => {
+                self.explicit.lock().retain(|x| x.node != h.node);
+                r
+            }
+        }
+    }
+
+    /// How many leases this handle keeps through the explicit API.
+    pub fn held_leases(&self) -> usize {
+        self.explicit.lock().len()
+    }
+
+    /// Whether the handle keeps an explicit lease and its session is alive.
+    pub fn is_held(&self) -> bool {
+        self.hold_state() == HoldState::Held
+    }
+
+    /// The state of the most recent explicit lease ([`HoldState::NotHeld`] if none).
+    pub fn hold_state(&self) -> HoldState {
+        self.explicit
+            .lock()
+            .last()
+            .map_or(HoldState::NotHeld, |h| h.state())
+    }
+
+    /// The fencing token of the most recent explicit lease (its node's creation zxid).
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.explicit
+            .lock()
+            .last()
+            .filter(|h| h.state() != HoldState::Lost)
+            .map(|h| h.token)
+    }
+
+    /// Cancels this handle's waiting acquires now (they delete their nodes and return
+    /// [`Error::Cancelled`]).
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The holder ids stored in the current lease nodes (unordered; empty text for a holder
+    /// without UTF-8 data), like kazoo's `lease_holders()`.
+    pub fn lease_holders(&self) -> Result<Vec<String>> {
+        let session = self.client.session()?;
+        let d = session.call_deadline();
+        let children = match session.wait_raw(session.zk.list_children(&self.leases_dir), d) {
+            Ok(c) => c,
+            Err(zk::Error::NoNode) => return Ok(Vec::new()),
+            Err(e) => return Err(session.map_err(e)),
+        };
+        let futs: Vec<_> = children
+            .iter()
+            .map(|c| session.zk.get_data(&self.child(c)))
+            .collect();
+        let mut out = Vec::with_capacity(children.len());
+        for f in futs {
+            match session.wait_raw(f, d) {
+                Ok((data, _)) => out.push(String::from_utf8(data).unwrap_or_default()),
+                Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(session.map_err(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    fn child(&self, name: &str) -> String {
+        format!("{}/{}", self.leases_dir, name)
+    }
+
+    fn lease(&self, h: HeldNode) -> Lease<'_> {
+        Lease {
+            semaphore: self,
+            held: Some(h),
+        }
+    }
+
+    fn acquire_inner(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<HeldNode>> {
+        let session = self.client.session()?;
+        // Registered before the guarding mutex's wait and kept until the lease wait ends, so a
+        // cancel in between is not lost.
+        let reg = self.cancel.register();
+        if self.protocol == Protocol::Kazoo && !self.root_checked.load(Ordering::Acquire) {
+            self.ensure_kazoo_root(&session, deadline)?;
+        }
+        let guard_deadline = if try_once {
+            Some(min_deadline(deadline, Instant::now() + TRY_GUARD_WAIT))
+        } else {
+            deadline
+        };
+        let guard = match self.guard.acquire(guard_deadline, false, &self.cancel)? {
+            Acquired::Held(h) => h,
+            Acquired::NotAcquired => return Ok(None),
+        };
+        let r = if reg.signal.is_cancelled() {
+            Err(Error::Cancelled)
+        } else {
+            match self.protocol {
+                Protocol::Curator => self.take_curator(&guard.session, deadline, try_once, &reg),
+                Protocol::Kazoo => self.take_kazoo(&guard.session, deadline, try_once, &reg),
+            }
+        };
+        guard.release_or_background();
+        r
+    }
+
+    /// Curator: create our lease node, then hold once there are at most N lease nodes.
+    fn take_curator(
+        &self,
+        session: &Arc<Session>,
+        deadline: Option<Instant>,
+        try_once: bool,
+        reg: &Registration<'_>,
+    ) -> Result<Option<HeldNode>> {
+        let id = AttemptId::new();
+        let prefix = format!("_c_{}-lease-", id.text(Protocol::Curator));
+        let data = self.client.holder_id().as_bytes();
+        let (mut name, mut token) = create_ephemeral(
+            &self.client,
+            session,
+            &self.leases_dir,
+            &prefix,
+            data,
+            true,
+            deadline,
+        )?;
+        loop {
+            let (children, watcher) = match list_watch(session, &self.leases_dir, deadline) {
+                Ok(Some((c, w))) => (c, Some(w)),
+                Ok(None) => (Vec::new(), None),
+                Err(e) => {
+                    cleanup(session, &self.child(&name));
+                    return Err(e);
+                }
+            };
+            if !children.contains(&name) {
+                if let Some(e) = session.ended_error() {
+                    return Err(e);
+                }
+                log::warn!("lease node {name} vanished; creating it again");
+                (name, token) = create_ephemeral(
+                    &self.client,
+                    session,
+                    &self.leases_dir,
+                    &prefix,
+                    data,
+                    true,
+                    deadline,
+                )?;
+                continue;
+            }
+            if children.len() <= self.max_leases as usize {
+                return Ok(Some(HeldNode {
+                    session: session.clone(),
+                    node: self.child(&name),
+                    token,
+                }));
+            }
+            if try_once {
+                cleanup(session, &self.child(&name));
+                return Ok(None);
+            }
+            let Some(watcher) = watcher else { continue };
+            match wait(session, watcher, deadline, reg) {
+                Ok(true) => {}
+                Ok(false) => {
+                    cleanup(session, &self.child(&name));
+                    return Ok(None);
+                }
+                Err(e) => {
+                    cleanup(session, &self.child(&name));
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// kazoo: create our lease node only while fewer than N exist.
+    fn take_kazoo(
+        &self,
+        session: &Arc<Session>,
+        deadline: Option<Instant>,
+        try_once: bool,
+        reg: &Registration<'_>,
+    ) -> Result<Option<HeldNode>> {
+        let name = AttemptId::new().text(Protocol::Kazoo);
+        let data = self.client.holder_id().as_bytes();
+        loop {
+            let Some((children, watcher)) = list_watch(session, &self.leases_dir, deadline)? else {
+                // P was deleted meanwhile: lay it out again.
+                self.ensure_kazoo_root(session, deadline)?;
+                continue;
+            };
+            if children.len() < self.max_leases as usize {
+                let (name, token) = create_ephemeral(
+                    &self.client,
+                    session,
+                    &self.leases_dir,
+                    &name,
+                    data,
+                    false,
+                    deadline,
+                )?;
+                return Ok(Some(HeldNode {
+                    session: session.clone(),
+                    node: self.child(&name),
+                    token,
+                }));
+            }
+            if try_once {
+                return Ok(None);
+            }
+            if !wait(session, watcher, deadline, reg)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// kazoo keeps N as P's data: create P (persistent, as kazoo does) holding N, or check the N
+    /// stored there.
+    fn ensure_kazoo_root(&self, session: &Arc<Session>, deadline: Option<Instant>) -> Result<()> {
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+        let n = self.max_leases.to_string();
+        let mut parents_made = false;
+        loop {
+            if let Some(e) = session.ended_error() {
+                return Err(e);
+            }
+            let d = min_deadline(deadline, session.call_deadline());
+            match session.wait_raw(session.zk.create(&self.path, n.as_bytes(), &opts), d) {
+                Ok(_) => break,
+                Err(zk::Error::NoNode) if !parents_made => {
+                    let parent = crate::path::parent(&self.path);
+                    if parent != "/" {
+                        self.client.create_parents(session, parent, d)?;
+                    }
+                    parents_made = true;
+                }
+                Err(zk::Error::NodeExists) => {
+                    match session.wait_raw(session.zk.get_data(&self.path), d) {
+                        Ok((data, _)) => {
+                            // Like kazoo: non-numeric data is ignored (the node may serve other uses).
+                            if let Some(stored) = std::str::from_utf8(&data)
+                                .ok()
+                                .and_then(|s| s.trim().parse::<i64>().ok())
+                            {
+                                if stored != i64::from(self.max_leases) {
+                                    return Err(Error::invalid(format!(
+                                        "inconsistent max leases at {}: {stored} stored, {} expected",
+                                        self.path, self.max_leases
+                                    )));
+                                }
+                            }
+                            break;
+                        }
+                        Err(zk::Error::NoNode) => continue,
+                        Err(e)
+                            if retriable(&e) && deadline.map_or(true, |dl| Instant::now() < dl) =>
+                        {
+                            continue
+                        }
+                        Err(e) => return Err(session.map_err(e)),
+                    }
+                }
+                Err(e) if retriable(&e) && deadline.map_or(true, |dl| Instant::now() < dl) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(session.map_err(e)),
+            }
+        }
+        self.root_checked.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl Drop for Semaphore {
+    fn drop(&mut self) {
+        for h in self.explicit.lock().drain(..) {
+            h.release_or_background();
+        }
+    }
+}
+
+impl Lease<'_> {
+    /// The lease node's path.
+    pub fn node(&self) -> &str {
+        self.held.as_ref().map_or("", |h| h.node.as_str())
+    }
+
+    /// The fencing token: the lease node's creation zxid.
+    pub fn fencing_token(&self) -> i64 {
+        self.held.as_ref().map_or(0, |h| h.token)
+    }
+
+    /// Whether the lease is still held (false once its session is known to have ended).
+    pub fn is_held(&self) -> bool {
+        self.hold_state() == HoldState::Held
+    }
+
+    /// Held, uncertain (disconnected), or lost.
+    pub fn hold_state(&self) -> HoldState {
+        self.held.as_ref().map_or(HoldState::NotHeld, |h| h.state())
+    }
+
+    /// Blocks until the lease is lost or `timeout` (None: forever); true if lost.
+    pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        self.held.as_ref().map_or(true, |h| h.wait_lost(timeout))
+    }
+
+    /// Calls `f` once, on another thread, when the lease is lost.
+    pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
+        if let Some(h) = &self.held {
+            h.on_lost(&self.semaphore.client, f);
+        }
+    }
+
+    /// Returns the lease now and reports how it went (`Err(LockLost)` if it was lost meanwhile;
+    /// on `Err(ConnectionLoss)` the node is deleted in the background).
+    pub fn release(mut self) -> Result<()> {
+        let h = self.held.take().ok_or(Error::NotHeld)?;
+        let r = h.release();
+        if let Err(e) = &r {
+            if e.is_connection_loss() {
+                background_delete(h.session.clone(), h.node.clone());
+            }
+        }
+        r
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(h) = self.held.take() {
+            h.release_or_background();
+        }
+    }
+}
+
+/// Waits for a watch of an acquire: Ok(true) woken (look again), Ok(false) deadline passed.
+pub(super) fn wait(
+    session: &Session,
+    watcher: zk::OneshotWatcher,
+    deadline: Option<Instant>,
+    reg: &Registration<'_>,
+) -> Result<bool> {
+    match session.wait_watch(watcher, deadline, &reg.signal) {
+        Outcome::Ready(ev) => {
+            if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
+                return Err(session.ended_error().unwrap_or(Error::SessionExpired));
+            }
+            Ok(true)
+        }
+        Outcome::TimedOut => Ok(false),
+        Outcome::Cancelled => Err(Error::Cancelled),
+    }
+}
+
+/// Lists `dir`'s children and watches them, retrying on connection loss until `deadline` or the
+/// session ends. `None` if `dir` does not exist.
+fn list_watch(
+    session: &Session,
+    dir: &str,
+    deadline: Option<Instant>,
+) -> Result<Option<(Vec<String>, zk::OneshotWatcher)>> {
+    loop {
+        if let Some(e) = session.ended_error() {
+            return Err(e);
+        }
+        let d = min_deadline(deadline, session.call_deadline());
+        match session.wait_raw(session.zk.list_and_watch_children(dir), d) {
+            Ok(x) => return Ok(Some(x)),
+            Err(zk::Error::NoNode) => return Ok(None),
+            Err(e) if retriable(&e) => {
+                if deadline.is_some_and(|dl| Instant::now() >= dl) {
+                    return Err(Error::ConnectionLoss(format!(
+                        "could not list {dir} before the deadline"
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(session.map_err(e)),
+        }
+    }
+}
+
+/// Deletes the node of a failed attempt: now if possible, else in the background.
+pub(super) fn cleanup(session: &Arc<Session>, node: &str) {
+    let budget = Instant::now() + session.zk.session_timeout();
+    if let Err(e) = delete_node(session, node, budget) {
+        if e.is_connection_loss() {
+            background_delete(session.clone(), node.to_string());
+        }
+    }
+}
+
+/// Creates the ephemeral node `dir/name` (sequential: the server appends the number), creating
+/// missing parents as containers. `name` must hold a fresh unique id: after a lost reply the
+/// node is looked up by it and adopted if our session owns it, so one attempt never makes two
+/// nodes. Returns the node's name and creation zxid.
+pub(super) fn create_ephemeral(
+    client: &Client,
+    session: &Arc<Session>,
+    dir: &str,
+    name: &str,
+    data: &[u8],
+    sequential: bool,
+    deadline: Option<Instant>,
+) -> Result<(String, i64)> {
+    let full = format!("{dir}/{name}");
+    let mode = if sequential {
+        zk::CreateMode::EphemeralSequential
+    } else {
+        zk::CreateMode::Ephemeral
+    };
+    let opts = mode.with_acls(zk::Acls::anyone_all());
+    let mut parents_made = false;
+    loop {
+        if let Some(e) = session.ended_error() {
+            return Err(e);
+        }
+        let d = min_deadline(deadline, session.call_deadline());
+        match session.wait_raw(session.zk.create(&full, data, &opts), d) {
+            Ok((stat, seq)) => {
+                let made = if sequential {
+                    format!("{name}{seq}")
+                } else {
+                    name.to_string()
+                };
+                return Ok((made, stat.czxid));
+            }
+            Err(zk::Error::NoNode) if !parents_made => {
+                client.create_parents(session, dir, d)?;
+                parents_made = true;
+            }
+            Err(zk::Error::NodeExists) if !sequential => {
+                // Only an earlier try of ours can have made this name (it holds a fresh id).
+                match find_own(session, dir, name, sequential, deadline)? {
+                    Some(x) => return Ok(x),
+                    None => {
+                        return Err(Error::ZooKeeper(format!(
+                            "node {full} exists and is not ours"
+                        )))
+                    }
+                }
+            }
+            Err(e) if retriable(&e) => {
+                if deadline.is_some_and(|dl| Instant::now() >= dl) {
+                    forget_attempt(session, dir, name, sequential);
+                    return Err(Error::ConnectionLoss(format!(
+                        "could not confirm the node {full} before the deadline"
+                    )));
+                }
+                match find_own(session, dir, name, sequential, deadline) {
+                    Ok(Some(x)) => return Ok(x),
+                    Ok(None) => {}
+                    Err(e) if e.is_connection_loss() => {
+                        forget_attempt(session, dir, name, sequential);
+                        return Err(e);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(session.map_err(e)),
+        }
+    }
+}
+
+/// Looks for the node an earlier create of `name` may have made; adopts it only if our session
+/// owns it.
+fn find_own(
+    session: &Session,
+    dir: &str,
+    name: &str,
+    sequential: bool,
+    deadline: Option<Instant>,
+) -> Result<Option<(String, i64)>> {
+    loop {
+        if let Some(e) = session.ended_error() {
+            return Err(e);
+        }
+        if deadline.is_some_and(|dl| Instant::now() >= dl) {
+            return Err(Error::ConnectionLoss(
+                "could not look for our node before the deadline".into(),
+            ));
+        }
+        let d = min_deadline(deadline, session.call_deadline());
+        let found = if sequential {
+            match session.wait_raw(session.zk.list_children(dir), d) {
+                Ok(children) => children.into_iter().find(|c| c.starts_with(name)),
+                Err(zk::Error::NoNode) => None,
+                Err(e) if retriable(&e) => continue,
+                Err(e) => return Err(session.map_err(e)),
+            }
+        } else {
+            Some(name.to_string())
+        };
+        let Some(found) = found else { return Ok(None) };
+        match session.wait_raw(session.zk.check_stat(&format!("{dir}/{found}")), d) {
+            Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
+                log::info!("adopted node {dir}/{found} after a lost create reply");
+                return Ok(Some((found, stat.czxid)));
+            }
+            Ok(_) => return Ok(None),
+            Err(e) if retriable(&e) => continue,
+            Err(e) => return Err(session.map_err(e)),
+        }
+    }
+}
+
+/// A create whose outcome we could not learn in time: make sure its node goes away.
+fn forget_attempt(session: &Arc<Session>, dir: &str, name: &str, sequential: bool) {
+    if sequential {
+        super::background_delete_attempt(session, dir.to_string(), name.to_string());
+    } else {
+        background_delete(session.clone(), format!("{dir}/{name}"));
+    }
+}

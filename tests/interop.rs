@@ -1,0 +1,429 @@
+#![cfg(feature = "testing")]
+//! zklock next to the real peers on the same lock paths: Apache Curator (Debian's jars, a small
+//! Java program compiled here) with zklock in Curator mode, and Python kazoo (from PyPI) with
+//! zklock in kazoo mode. Mutex, read-write lock and semaphore; both holder orders; several
+//! processes of each under load, every holder appending to one shared history that must show
+//! no overlap.
+//!
+//! Needs the peers: `scripts/install-peers.sh` installs what is missing.
+
+mod recipes_common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use recipes_common::*;
+use zklock::{Protocol, ReadWriteLock};
+
+/// Entry of the zklock worker processes (a no-op unless started as a worker).
+#[test]
+fn worker_entry() {
+    run_worker_if_asked();
+}
+
+const PEER_START: Duration = Duration::from_secs(40);
+
+#[derive(Clone, Copy, Debug)]
+enum Peer {
+    Curator,
+    Kazoo,
+}
+
+fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn curator_classpath() -> String {
+    let mut jars = vec![
+        "curator-recipes",
+        "curator-framework",
+        "curator-client",
+        "zookeeper",
+    ];
+    if std::path::Path::new("/usr/share/java/slf4j-nop.jar").exists() {
+        jars.push("slf4j-nop");
+    }
+    jars.iter()
+        .map(|j| format!("/usr/share/java/{j}.jar"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Compiles tests/peers/CuratorPeer.java once per test binary; returns the classes directory.
+fn curator_classes() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        for jar in [
+            "curator-recipes",
+            "curator-framework",
+            "curator-client",
+            "zookeeper",
+        ] {
+            assert!(
+                std::path::Path::new(&format!("/usr/share/java/{jar}.jar")).exists(),
+                "/usr/share/java/{jar}.jar is missing: run scripts/install-peers.sh"
+            );
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("zklock-curator-peer-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        let st = Command::new("javac")
+            .args(["-nowarn", "-d"])
+            .arg(&dir)
+            .args(["-cp", &curator_classpath()])
+            .arg(manifest().join("tests/peers/CuratorPeer.java"))
+            .status()
+            .expect("javac not found: run scripts/install-peers.sh");
+        assert!(st.success(), "javac failed on tests/peers/CuratorPeer.java");
+        dir
+    })
+}
+
+fn check_kazoo() {
+    static OK: OnceLock<()> = OnceLock::new();
+    OK.get_or_init(|| {
+        let ok = Command::new("python3")
+            .args(["-c", "import kazoo"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "python3 with kazoo is missing: run scripts/install-peers.sh"
+        );
+    });
+}
+
+impl Peer {
+    fn protocol(self) -> Protocol {
+        match self {
+            Peer::Curator => Protocol::Curator,
+            Peer::Kazoo => Protocol::Kazoo,
+        }
+    }
+
+    fn proto_arg(self) -> &'static str {
+        match self {
+            Peer::Curator => "curator",
+            Peer::Kazoo => "kazoo",
+        }
+    }
+
+    /// Starts one peer process (see tests/peers/ for the arguments).
+    #[allow(clippy::too_many_arguments)]
+    fn spawn(
+        self,
+        hosts: &str,
+        path: &str,
+        lock: &str,
+        action: &str,
+        ms: u64,
+        hist: &History,
+        who: &str,
+        rf: f64,
+    ) -> Proc {
+        let args = [
+            hosts.to_string(),
+            path.to_string(),
+            lock.to_string(),
+            action.to_string(),
+            ms.to_string(),
+            hist.path().display().to_string(),
+            who.to_string(),
+            rf.to_string(),
+        ];
+        let mut cmd = match self {
+            Peer::Curator => {
+                let classes = curator_classes();
+                let mut c = Command::new("java");
+                c.args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp"])
+                    .arg(format!("{}:{}", classes.display(), curator_classpath()))
+                    .arg("CuratorPeer");
+                c
+            }
+            Peer::Kazoo => {
+                check_kazoo();
+                let mut c = Command::new("python3");
+                c.arg(manifest().join("tests/peers/kazoo_peer.py"));
+                c
+            }
+        };
+        cmd.args(args);
+        Proc::spawn(cmd, &format!("{self:?} peer {who}"))
+    }
+}
+
+/// Several peer processes and several zklock processes hammer one path at once.
+fn mixed_load(peer: Peer, lock: &str) -> Stats {
+    let hosts = hosts();
+    let path = unique_path(&format!("interop-{}-load", peer.proto_arg()));
+    let hist = History::new();
+    let mut procs = Vec::new();
+    for i in 0..2 {
+        procs.push(peer.spawn(
+            &hosts,
+            &path,
+            lock,
+            "load",
+            4000,
+            &hist,
+            &format!("peer{i}"),
+            0.7,
+        ));
+        procs.push(spawn_worker(
+            "worker_entry",
+            &hosts,
+            &path,
+            peer.proto_arg(),
+            lock,
+            "load",
+            4000,
+            hist.path(),
+            &format!("zk{i}"),
+            0.7,
+        ));
+    }
+    for p in procs {
+        p.wait_ok(Duration::from_secs(60));
+    }
+    let st = hist.check();
+    eprintln!("history: {st:?}");
+    for who in ["peer0", "peer1", "zk0", "zk1"] {
+        assert!(
+            st.holds_of(who) > 0,
+            "{who} never held the {lock} lock: {st:?}"
+        );
+    }
+    st
+}
+
+#[test]
+fn curator_mutex_and_zklock_exclude_each_other_under_load() {
+    mixed_load(Peer::Curator, "mutex");
+}
+
+#[test]
+fn kazoo_lock_and_zklock_exclude_each_other_under_load() {
+    mixed_load(Peer::Kazoo, "mutex");
+}
+
+#[test]
+fn curator_rwlock_and_zklock_under_load() {
+    let st = mixed_load(Peer::Curator, "rw");
+    assert!(st.writes > 0 && st.reads > 0, "{st:?}");
+}
+
+#[test]
+fn kazoo_rwlock_and_zklock_under_load() {
+    let st = mixed_load(Peer::Kazoo, "rw");
+    assert!(st.writes > 0 && st.reads > 0, "{st:?}");
+}
+
+#[test]
+fn curator_semaphore_and_zklock_share_three_leases() {
+    let st = mixed_load(Peer::Curator, "semaphore:3");
+    assert!((2..=3).contains(&st.peak_leases), "{st:?}");
+}
+
+#[test]
+fn kazoo_semaphore_and_zklock_share_three_leases() {
+    let st = mixed_load(Peer::Kazoo, "semaphore:3");
+    assert!((2..=3).contains(&st.peak_leases), "{st:?}");
+}
+
+/// Exclusive lock (`mutex`) or write lock (`write`): the peer holds first, then zklock does.
+fn holder_orders(peer: Peer, lock: &str) {
+    let hosts = hosts();
+    let path = unique_path(&format!("interop-{}-order", peer.proto_arg()));
+    let hist = History::new();
+    let c = connect(&hosts, peer.protocol());
+    let mutex = zklock::Mutex::new(&c, &path).unwrap();
+    let rw = ReadWriteLock::new(&c, &path).unwrap();
+    let mut h = hist.writer();
+    let zk_try = |wait: Duration| -> bool {
+        match lock {
+            "mutex" => mutex.acquire(Some(wait)).unwrap(),
+            _ => rw.write().acquire(Some(wait)).unwrap(),
+        }
+    };
+    let zk_release = || {
+        if lock == "mutex" {
+            mutex.release().unwrap()
+        } else {
+            rw.write().release().unwrap()
+        }
+    };
+
+    // 1. The peer holds: zklock must not get in, then gets in after the peer's release.
+    let mut p = peer.spawn(&hosts, &path, lock, "hold", 1500, &hist, "peer", 0.0);
+    p.expect_line("HELD", PEER_START);
+    assert!(
+        !zk_try(Duration::ZERO),
+        "zklock took a lock the {peer:?} peer holds"
+    );
+    assert!(
+        zk_try(Duration::from_secs(20)),
+        "zklock never got the lock after the peer"
+    );
+    h.enter('W', "zk");
+    p.wait_ok(Duration::from_secs(20));
+    // 2. zklock holds: the peer must not get in, then gets in after zklock's release.
+    let out = peer
+        .spawn(&hosts, &path, lock, "try", 700, &hist, "peer", 0.0)
+        .wait_ok(PEER_START);
+    assert!(
+        out.contains(&"NOT_ACQUIRED".to_string()),
+        "the {peer:?} peer took a lock zklock holds: {out:?}"
+    );
+    let p = peer.spawn(&hosts, &path, lock, "try", 30_000, &hist, "peer", 0.0);
+    std::thread::sleep(Duration::from_millis(1500));
+    h.exit('W', "zk");
+    zk_release();
+    let out = p.wait_ok(PEER_START);
+    assert!(out.contains(&"ACQUIRED".to_string()), "{out:?}");
+    let st = hist.check();
+    eprintln!("history: {st:?}");
+    assert_eq!(st.holds_of("zk"), 1);
+    assert_eq!(st.holds_of("peer"), 2);
+}
+
+#[test]
+fn curator_mutex_holder_orders() {
+    holder_orders(Peer::Curator, "mutex");
+}
+
+#[test]
+fn kazoo_lock_holder_orders() {
+    holder_orders(Peer::Kazoo, "mutex");
+}
+
+#[test]
+fn curator_write_lock_holder_orders() {
+    holder_orders(Peer::Curator, "write");
+}
+
+#[test]
+fn kazoo_write_lock_holder_orders() {
+    holder_orders(Peer::Kazoo, "write");
+}
+
+/// Readers of both implementations share; each one's writer excludes the other's readers.
+fn readers_share_across(peer: Peer) {
+    let hosts = hosts();
+    let path = unique_path(&format!("interop-{}-share", peer.proto_arg()));
+    let hist = History::new();
+    let c = connect(&hosts, peer.protocol());
+    let rw = ReadWriteLock::new(&c, &path).unwrap();
+    let mut h = hist.writer();
+
+    // The peer reads: zklock reads alongside, but cannot write.
+    let mut p = peer.spawn(&hosts, &path, "read", "hold", 2500, &hist, "peer", 0.0);
+    p.expect_line("HELD", PEER_START);
+    let r = rw
+        .read()
+        .try_lock()
+        .unwrap()
+        .expect("zklock reader blocked by a peer reader");
+    h.enter('R', "zk");
+    h.exit('R', "zk");
+    drop(r);
+    assert!(
+        rw.write().try_lock().unwrap().is_none(),
+        "zklock wrote while a peer reads"
+    );
+    p.wait_ok(Duration::from_secs(20));
+
+    // zklock reads: the peer reads alongside, but cannot write.
+    let r = rw.read().lock().unwrap();
+    h.enter('R', "zk");
+    let out = peer
+        .spawn(&hosts, &path, "write", "try", 700, &hist, "peer", 0.0)
+        .wait_ok(PEER_START);
+    assert!(
+        out.contains(&"NOT_ACQUIRED".to_string()),
+        "the peer wrote while zklock reads: {out:?}"
+    );
+    let mut p = peer.spawn(&hosts, &path, "read", "hold", 200, &hist, "peer", 0.0);
+    p.expect_line("HELD", PEER_START);
+    p.wait_ok(Duration::from_secs(20));
+    h.exit('R', "zk");
+    drop(r);
+
+    // zklock writes: the peer cannot read.
+    let w = rw.write().lock().unwrap();
+    h.enter('W', "zk");
+    let out = peer
+        .spawn(&hosts, &path, "read", "try", 700, &hist, "peer", 0.0)
+        .wait_ok(PEER_START);
+    assert!(
+        out.contains(&"NOT_ACQUIRED".to_string()),
+        "the peer read while zklock writes: {out:?}"
+    );
+    h.exit('W', "zk");
+    drop(w);
+
+    let st = hist.check();
+    eprintln!("history: {st:?}");
+    assert_eq!(
+        st.peak_readers, 2,
+        "readers of both sides never overlapped: {st:?}"
+    );
+}
+
+#[test]
+fn curator_and_zklock_readers_share() {
+    readers_share_across(Peer::Curator);
+}
+
+#[test]
+fn kazoo_and_zklock_readers_share() {
+    readers_share_across(Peer::Kazoo);
+}
+
+/// zklock downgrades write -> read while a peer writer is queued: the peer writer must keep
+/// waiting until the downgraded read lock is released too (the read node carries the writer's
+/// number, which the peers' writers count).
+fn downgrade_holds_off_peer_writer(peer: Peer) {
+    let hosts = hosts();
+    let path = unique_path(&format!("interop-{}-downgrade", peer.proto_arg()));
+    let hist = History::new();
+    let c = connect(&hosts, peer.protocol());
+    let rw = ReadWriteLock::new(&c, &path).unwrap();
+    let mut h = hist.writer();
+
+    let w = rw.write().lock().unwrap();
+    h.enter('W', "zk");
+    let p = peer.spawn(&hosts, &path, "write", "try", 30_000, &hist, "peer", 0.0);
+    assert!(
+        eventually(PEER_START, || rw.participants().unwrap().len() == 2),
+        "the peer writer never queued"
+    );
+    let r = rw.read().try_lock().unwrap().expect("downgrade");
+    // Held throughout; recorded as one hold handing over to the other (the checker allows no
+    // reader inside a writer, even the same holder's).
+    h.exit('W', "zk");
+    h.enter('R', "zk");
+    drop(w);
+    // Only the downgraded read node is ahead of the peer writer now; it must wait for it.
+    std::thread::sleep(Duration::from_millis(1500));
+    h.exit('R', "zk");
+    drop(r);
+    let out = p.wait_ok(PEER_START);
+    assert!(out.contains(&"ACQUIRED".to_string()), "{out:?}");
+    let st = hist.check();
+    eprintln!("history: {st:?}");
+    assert_eq!((st.holds_of("zk"), st.holds_of("peer")), (2, 1), "{st:?}");
+}
+
+#[test]
+fn curator_writer_waits_for_a_zklock_downgrade() {
+    downgrade_holds_off_peer_writer(Peer::Curator);
+}
+
+#[test]
+fn kazoo_writer_waits_for_a_zklock_downgrade() {
+    downgrade_holds_off_peer_writer(Peer::Kazoo);
+}

@@ -1,0 +1,125 @@
+// A peer process for tests/interop.rs: Apache Curator locks on the same paths as zklock.
+//
+// Usage: CuratorPeer <connect> <path> <lock> <action> <ms> <history> <who> <read_fraction>
+//   lock:   mutex (InterProcessMutex) | read | write | rw (InterProcessReadWriteLock halves;
+//           rw picks read with probability read_fraction) | semaphore:N (InterProcessSemaphoreV2)
+//   action: load (hold repeatedly for <ms>) | hold (once, <ms> long) | try (wait at most <ms>)
+// Every hold appends "enter <R|W|S> <who>" after acquiring and "exit <R|W|S> <who>" before
+// releasing to <history>, one write per line on an append-mode file (so the file order is a
+// valid order of the real events). Prints HELD / RELEASED / ACQUIRED / NOT_ACQUIRED / DONE n.
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class CuratorPeer {
+    static FileOutputStream history;
+    static String who;
+    static InterProcessMutex mutex;
+    static InterProcessReadWriteLock rw;
+    static InterProcessSemaphoreV2 semaphore;
+    static Lease lease;
+
+    static void append(String event, char kind) throws IOException {
+        history.write((event + " " + kind + " " + who + "\n").getBytes(StandardCharsets.UTF_8));
+    }
+
+    static void say(String s) {
+        System.out.println(s);
+        System.out.flush();
+    }
+
+    /** Acquires; waitMs < 0 waits forever. */
+    static boolean acquire(String lock, char kind, long waitMs) throws Exception {
+        if (kind == 'S') {
+            lease = waitMs < 0 ? semaphore.acquire() : semaphore.acquire(waitMs, TimeUnit.MILLISECONDS);
+            return lease != null;
+        }
+        org.apache.curator.framework.recipes.locks.InterProcessLock l =
+            lock.equals("mutex") ? mutex : (kind == 'R' ? rw.readLock() : rw.writeLock());
+        if (waitMs < 0) {
+            l.acquire();
+            return true;
+        }
+        return l.acquire(waitMs, TimeUnit.MILLISECONDS);
+    }
+
+    static void release(String lock, char kind) throws Exception {
+        if (kind == 'S') {
+            semaphore.returnLease(lease);
+            lease = null;
+        } else if (lock.equals("mutex")) {
+            mutex.release();
+        } else if (kind == 'R') {
+            rw.readLock().release();
+        } else {
+            rw.writeLock().release();
+        }
+    }
+
+    static boolean hold(String lock, char kind, long waitMs, long sleepMs, boolean announce) throws Exception {
+        if (!acquire(lock, kind, waitMs)) return false;
+        append("enter", kind);
+        if (announce) say("HELD");
+        Thread.sleep(sleepMs);
+        append("exit", kind);
+        release(lock, kind);
+        return true;
+    }
+
+    public static void main(String[] a) throws Exception {
+        String connect = a[0], path = a[1], lock = a[2], action = a[3];
+        long ms = Long.parseLong(a[4]);
+        history = new FileOutputStream(a[5], true);
+        who = a[6];
+        double readFraction = Double.parseDouble(a[7]);
+        CuratorFramework cf = CuratorFrameworkFactory.builder().connectString(connect)
+                .sessionTimeoutMs(6000).connectionTimeoutMs(15000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 5)).build();
+        cf.start();
+        if (!cf.blockUntilConnected(30, TimeUnit.SECONDS)) throw new IllegalStateException("no connection to " + connect);
+        char fixed;
+        if (lock.startsWith("semaphore:")) {
+            semaphore = new InterProcessSemaphoreV2(cf, path, Integer.parseInt(lock.substring(10)));
+            fixed = 'S';
+        } else if (lock.equals("mutex")) {
+            mutex = new InterProcessMutex(cf, path);
+            fixed = 'W';
+        } else {
+            rw = new InterProcessReadWriteLock(cf, path);
+            fixed = lock.equals("read") ? 'R' : 'W';
+        }
+        switch (action) {
+            case "load": {
+                Random rnd = new Random(who.hashCode());
+                long end = System.nanoTime() + ms * 1_000_000L;
+                int n = 0;
+                while (System.nanoTime() < end) {
+                    char kind = lock.equals("rw") ? (rnd.nextDouble() < readFraction ? 'R' : 'W') : fixed;
+                    hold(lock, kind, -1, kind == 'W' ? 3 : 20, false);
+                    n++;
+                }
+                say("DONE " + n);
+                break;
+            }
+            case "hold":
+                hold(lock, fixed, -1, ms, true);
+                say("RELEASED");
+                break;
+            case "try":
+                say(hold(lock, fixed, ms, 10, false) ? "ACQUIRED" : "NOT_ACQUIRED");
+                break;
+            default:
+                throw new IllegalArgumentException("action " + action);
+        }
+        cf.close();
+    }
+}

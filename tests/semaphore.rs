@@ -1,0 +1,295 @@
+#![cfg(feature = "testing")]
+//! The counting semaphore against a real ZooKeeper server, in both layouts: never more than N
+//! holders and N reached under contention, leases of a closed session return, failed / timed-out /
+//! cancelled acquires leave no node, and the nodes are laid out as Curator and kazoo lay them.
+
+mod recipes_common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use recipes_common::*;
+use zklock::{Error, HoldState, Protocol, Semaphore};
+
+/// Every node under the semaphore's path and its guard (both layouts), recursively.
+fn nodes(admin: &zklock::testing::Admin, path: &str, p: Protocol) -> Vec<String> {
+    fn walk(admin: &zklock::testing::Admin, path: &str, out: &mut Vec<String>) {
+        for c in admin.children(path).unwrap() {
+            let full = format!("{path}/{c}");
+            walk(admin, &full, out);
+            out.push(full);
+        }
+    }
+    let mut out = Vec::new();
+    walk(admin, path, &mut out);
+    if p == Protocol::Kazoo {
+        walk(admin, &format!("{path}-__lock__"), &mut out);
+    }
+    out.sort();
+    out
+}
+
+/// Lease nodes only (Curator: under P/leases; kazoo: P's children).
+fn leases(admin: &zklock::testing::Admin, path: &str, p: Protocol) -> Vec<String> {
+    match p {
+        Protocol::Curator => admin.children(&format!("{path}/leases")).unwrap(),
+        _ => admin.children(path).unwrap(),
+    }
+}
+
+fn three_of_eight(p: Protocol) {
+    let hosts = hosts();
+    let path = unique_path("sem-3of8");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(8));
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let (hosts, path) = (hosts.clone(), path.clone());
+            let (inside, peak, start) = (inside.clone(), peak.clone(), start.clone());
+            std::thread::spawn(move || {
+                let c = connect(&hosts, p);
+                let sem = Semaphore::new(&c, &path, 3).unwrap();
+                start.wait();
+                let end = Instant::now() + Duration::from_secs(3);
+                let mut n = 0;
+                while Instant::now() < end {
+                    let lease = sem.acquire().unwrap();
+                    assert!(lease.is_held());
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    assert!(
+                        now <= 3,
+                        "contender {i}: {now} holders of a 3-lease semaphore"
+                    );
+                    std::thread::sleep(Duration::from_millis(40));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    drop(lease);
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let counts: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        3,
+        "3 leases never in use at once"
+    );
+    assert!(
+        counts.iter().all(|&n| n > 0),
+        "some contender never got a lease: {counts:?}"
+    );
+    let admin = admin(&hosts);
+    assert!(
+        leases(&admin, &path, p).is_empty(),
+        "lease nodes left behind"
+    );
+}
+
+#[test]
+fn three_leases_among_eight_contenders_curator() {
+    three_of_eight(Protocol::Curator);
+}
+
+#[test]
+fn three_leases_among_eight_contenders_kazoo() {
+    three_of_eight(Protocol::Kazoo);
+}
+
+fn no_node_left(p: Protocol) {
+    let hosts = hosts();
+    let path = unique_path("sem-cleanup");
+    let c1 = connect(&hosts, p);
+    let c2 = connect(&hosts, p);
+    let admin = admin(&hosts);
+    let holder = Semaphore::new(&c1, &path, 1).unwrap();
+    let waiter = Arc::new(Semaphore::new(&c2, &path, 1).unwrap());
+    let lease = holder.acquire().unwrap();
+    let before = nodes(&admin, &path, p);
+
+    let t0 = Instant::now();
+    assert!(waiter
+        .try_acquire_for(Duration::from_millis(400))
+        .unwrap()
+        .is_none());
+    assert!(t0.elapsed() >= Duration::from_millis(380));
+    assert!(waiter.try_acquire().unwrap().is_none());
+    assert!(!waiter
+        .acquire_lease(Some(Duration::from_millis(100)))
+        .unwrap());
+    assert_eq!(
+        nodes(&admin, &path, p),
+        before,
+        "a timed-out acquire left a node"
+    );
+
+    let w2 = waiter.clone();
+    let t = std::thread::spawn(move || w2.acquire().map(|_| ()));
+    std::thread::sleep(Duration::from_millis(300));
+    waiter.cancel();
+    assert_eq!(t.join().unwrap().unwrap_err(), Error::Cancelled);
+    assert_eq!(
+        nodes(&admin, &path, p),
+        before,
+        "a cancelled acquire left a node"
+    );
+
+    drop(lease);
+    assert!(waiter.try_acquire().unwrap().is_some());
+}
+
+#[test]
+fn timeouts_and_cancel_leave_no_node_curator() {
+    no_node_left(Protocol::Curator);
+}
+
+#[test]
+fn timeouts_and_cancel_leave_no_node_kazoo() {
+    no_node_left(Protocol::Kazoo);
+}
+
+#[test]
+fn leases_of_a_closed_session_return_at_once() {
+    for p in [Protocol::Curator, Protocol::Kazoo] {
+        let hosts = hosts();
+        let path = unique_path("sem-close");
+        let c1 = connect(&hosts, p);
+        let c2 = connect(&hosts, p);
+        let holder = Semaphore::new(&c1, &path, 2).unwrap();
+        assert!(holder.acquire_lease(None).unwrap());
+        assert!(holder.acquire_lease(Some(Duration::ZERO)).unwrap());
+        assert_eq!(holder.held_leases(), 2);
+        assert_eq!(holder.hold_state(), HoldState::Held);
+        let waiter = Arc::new(Semaphore::new(&c2, &path, 2).unwrap());
+        let w2 = waiter.clone();
+        let t = std::thread::spawn(move || {
+            let l = w2.acquire().unwrap();
+            let at = Instant::now();
+            drop(l);
+            at
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!t.is_finished());
+        let closed = Instant::now();
+        drop(holder);
+        c1.close();
+        let got = t.join().unwrap();
+        assert!(
+            got.duration_since(closed) < Duration::from_secs(3),
+            "{p:?}: lease not returned at close"
+        );
+    }
+}
+
+#[test]
+fn explicit_leases_and_lease_holders() {
+    let hosts = hosts();
+    let path = unique_path("sem-explicit");
+    let c = zklock::Client::connect(&hosts, zklock::Options::default().holder_id("me-1")).unwrap();
+    let sem = Semaphore::new(&c, &path, 2).unwrap();
+    assert_eq!(sem.release_lease().unwrap_err(), Error::NotHeld);
+    assert!(sem.acquire_lease(None).unwrap());
+    let t1 = sem.fencing_token().unwrap();
+    assert!(sem.acquire_lease(None).unwrap());
+    let t2 = sem.fencing_token().unwrap();
+    assert!(t2 > t1);
+    assert!(
+        !sem.acquire_lease(Some(Duration::from_millis(200))).unwrap(),
+        "a third lease of two"
+    );
+    assert_eq!(
+        sem.lease_holders().unwrap(),
+        vec!["me-1".to_string(), "me-1".to_string()]
+    );
+    // Leases are not bound to a thread.
+    let sem = Arc::new(sem);
+    let s2 = sem.clone();
+    std::thread::spawn(move || s2.release_lease().unwrap())
+        .join()
+        .unwrap();
+    assert_eq!(sem.held_leases(), 1);
+    sem.release_lease().unwrap();
+    assert!(!sem.is_held());
+    assert!(sem.lease_holders().unwrap().is_empty());
+    assert!(Semaphore::new(&c, &path, 0).is_err());
+}
+
+#[test]
+fn curator_layout() {
+    let hosts = hosts();
+    let path = unique_path("sem-curator-layout");
+    let c = connect(&hosts, Protocol::Curator);
+    let admin = admin(&hosts);
+    let sem = Semaphore::new(&c, &path, 3).unwrap();
+    let lease = sem.acquire().unwrap();
+    let kids = admin.children(&path).unwrap();
+    assert_eq!(kids, vec!["leases".to_string(), "locks".to_string()]);
+    assert!(
+        admin.children(&format!("{path}/locks")).unwrap().is_empty(),
+        "the guarding mutex is kept"
+    );
+    let l = admin.children(&format!("{path}/leases")).unwrap();
+    assert_eq!(l.len(), 1);
+    let name = &l[0];
+    assert!(
+        name.starts_with("_c_")
+            && name.len() == 3 + 36 + 7 + 10
+            && name[39..].starts_with("-lease-"),
+        "{name}"
+    );
+    assert_eq!(lease.node(), format!("{path}/leases/{name}"));
+    let info = admin.node(lease.node()).unwrap().unwrap();
+    assert_eq!(info.czxid, lease.fencing_token());
+    assert_eq!(info.ephemeral_owner, c.session_id());
+}
+
+#[test]
+fn kazoo_layout_and_max_leases_check() {
+    let hosts = hosts();
+    let path = unique_path("sem-kazoo-layout");
+    let c = connect(&hosts, Protocol::Kazoo);
+    let admin = admin(&hosts);
+    let sem = Semaphore::new(&c, &path, 3).unwrap();
+    let lease = sem.acquire().unwrap();
+    let root = admin.node(&path).unwrap().expect("P exists");
+    assert_eq!(root.data, b"3", "kazoo stores max_leases as P's data");
+    assert_eq!(root.ephemeral_owner, 0);
+    let l = admin.children(&path).unwrap();
+    assert_eq!(l.len(), 1);
+    assert!(
+        l[0].len() == 32 && l[0].chars().all(|c| c.is_ascii_hexdigit()),
+        "{l:?}"
+    );
+    assert_eq!(lease.node(), format!("{path}/{}", l[0]));
+    // The guarding lock is P's sibling, empty once the lease is taken.
+    assert!(admin.node(&format!("{path}-__lock__")).unwrap().is_some());
+    assert!(admin
+        .children(&format!("{path}-__lock__"))
+        .unwrap()
+        .is_empty());
+    // Another max_leases at the same path is refused, as kazoo refuses it.
+    let other = Semaphore::new(&c, &path, 5).unwrap();
+    match other.try_acquire().map(|_| ()) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("inconsistent max leases"), "{m}"),
+        r => panic!("expected the max-leases check to fail, got {r:?}"),
+    }
+    assert_eq!(admin.children(&path).unwrap().len(), 1);
+}
+
+#[test]
+fn a_lease_of_a_closed_session_says_it_is_lost() {
+    let hosts = hosts();
+    let path = unique_path("sem-lost");
+    let c = connect(&hosts, Protocol::Curator);
+    let sem = Semaphore::new(&c, &path, 1).unwrap();
+    let lease = sem.acquire().unwrap();
+    assert_eq!(lease.hold_state(), HoldState::Held);
+    assert!(!lease.wait_lost(Some(Duration::from_millis(100))));
+    c.close();
+    assert!(lease.wait_lost(Some(Duration::from_secs(5))));
+    assert_eq!(lease.hold_state(), HoldState::Lost);
+    assert_eq!(lease.release().unwrap_err(), Error::LockLost);
+}
