@@ -123,6 +123,8 @@ pub(crate) struct Session {
     state: Mutex<SessionState>,
     cv: Condvar,
     pub(crate) client: Weak<Inner>,
+    /// The waits in progress on this session's watches.
+    waits: Mutex<Vec<Weak<Signal>>>,
 }
 
 impl Session {
@@ -228,7 +230,15 @@ impl Session {
         deadline: Option<Instant>,
         signal: &Arc<Signal>,
     ) -> Outcome<zk::WatchedEvent> {
+        // Registered so that `Client::close` can wake this wait.
+        self.waits.lock().push(Arc::downgrade(signal));
+        if self.state() == SessionState::Closed {
+            signal.cancel();
+        }
         let r = runtime::block_on(watcher.changed(), deadline, signal, true);
+        self.waits
+            .lock()
+            .retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), Arc::as_ptr(signal)));
         if let Outcome::Ready(ev) = &r {
             if ev.event_type != zk::EventType::Session {
                 if let Some(inner) = self.client.upgrade() {
@@ -421,6 +431,7 @@ impl Client {
             state: Mutex::new(SessionState::Connected),
             cv: Condvar::new(),
             client: Arc::downgrade(&self.inner),
+            waits: Mutex::new(Vec::new()),
             root: chroot.as_ref().map(|_| zk.clone()),
             zk: match chroot {
                 Some(c) => zk.chroot(c).map_err(|_| Error::invalid("bad chroot"))?,
@@ -566,12 +577,19 @@ impl Client {
         s.wait(s.zk.auth(scheme, auth), s.call_deadline())
     }
 
-    /// Closes the session: its lock nodes are deleted by the server at once (once every lock
-    /// made from this client has been dropped or released). Later calls return [`Error::Closed`].
+    /// Closes the client: acquires waiting on it return [`Error::Closed`] (deleting their
+    /// nodes), later calls return [`Error::Closed`], and the session ends, its remaining lock
+    /// nodes deleted by the server at once, when the last lock made from this client is dropped.
     pub fn close(&self) {
         let s = self.inner.current.lock().take();
         if let Some(s) = s {
             self.inner.on_state(&s, SessionState::Closed);
+            // Waiting acquires return `Closed` (and delete their nodes on the way out).
+            for w in s.waits.lock().drain(..) {
+                if let Some(sig) = w.upgrade() {
+                    sig.cancel();
+                }
+            }
         }
     }
 
@@ -591,32 +609,49 @@ impl Client {
             .collect()
     }
 
-    /// Creates `path`'s missing ancestors (and `path` itself if `include_self`) as container nodes.
+    /// Creates `path` and its missing ancestors (and a missing chroot node): container nodes
+    /// under the Curator protocol, so the server reaps empty lock directories; persistent nodes
+    /// under kazoo's, which remembers directories it made and fails if they vanish. All creates
+    /// leave at once and are applied in order: one round trip whatever the depth.
     pub(crate) fn create_parents(
         &self,
         session: &Session,
         path: &str,
         deadline: Instant,
+        protocol: Protocol,
     ) -> Result<()> {
-        let opts = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
-        if let Some(root) = &session.root {
-            // A missing chroot node is created too (Curator does the same for its namespace).
-            let chroot = session.zk.path().to_string();
+        let mode = match protocol {
+            Protocol::Curator => zk::CreateMode::Container,
+            Protocol::Kazoo => zk::CreateMode::Persistent,
+        };
+        let opts = mode.with_acls(zk::Acls::anyone_all());
+        let prefixes = |p: &str| -> Vec<String> {
+            let mut out = Vec::new();
             let mut prefix = String::new();
-            for seg in chroot[1..].split('/') {
+            for seg in p[1..].split('/') {
                 prefix.push('/');
                 prefix.push_str(seg);
-                match session.wait(root.create(&prefix, &[], &opts), deadline) {
-                    Ok(_) | Err(Error::ZooKeeper(_)) => {}
-                    Err(e) => return Err(e),
-                }
+                out.push(prefix.clone());
+            }
+            out
+        };
+        let chroot = match &session.root {
+            Some(_) => prefixes(session.zk.path()),
+            None => Vec::new(),
+        };
+        let own = prefixes(path);
+        let mut pending = Vec::new();
+        if let Some(root) = &session.root {
+            // A missing chroot node is created too (Curator does the same for its namespace).
+            for p in &chroot {
+                pending.push(root.create(p, &[], &opts));
             }
         }
-        let mut prefix = String::new();
-        for seg in path[1..].split('/') {
-            prefix.push('/');
-            prefix.push_str(seg);
-            match session.wait(session.zk.create(&prefix, &[], &opts), deadline) {
+        for p in &own {
+            pending.push(session.zk.create(p, &[], &opts));
+        }
+        for f in pending {
+            match session.wait(f, deadline) {
                 Ok(_) | Err(Error::ZooKeeper(_)) => {}
                 Err(e) => return Err(e),
             }

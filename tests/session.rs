@@ -293,3 +293,31 @@ fn tcp_nodelay_is_set_on_the_session_socket() {
     let v = c.socket_nodelay();
     assert!(!v.is_empty() && v.iter().all(|&b| b), "{v:?}");
 }
+
+#[test]
+fn close_wakes_waiting_acquires_which_leave_no_node() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let holder = connect(&hosts, 5000);
+    let hm = Mutex::new(&holder, "/closewait/lock").unwrap();
+    let _g = hm.lock().unwrap();
+    let c = connect(&hosts, 5000);
+    let m = Arc::new(Mutex::new(&c, "/closewait/lock").unwrap());
+    let m2 = m.clone();
+    let t = std::thread::spawn(move || m2.lock().map(|_| ()));
+    let admin = zklock::testing::Admin::connect(&hosts).unwrap();
+    assert!(eventually(Duration::from_secs(5), || admin
+        .children("/closewait/lock")
+        .unwrap()
+        .len()
+        == 2));
+    let at = Instant::now();
+    c.close();
+    assert_eq!(t.join().unwrap(), Err(Error::Closed));
+    assert!(at.elapsed() < Duration::from_secs(1));
+    assert!(eventually(Duration::from_secs(3), || admin
+        .children("/closewait/lock")
+        .unwrap()
+        .len()
+        == 1));
+}

@@ -85,8 +85,17 @@ impl HeldNode {
     /// `Err(LockLost)` when the session ended before the release (the server already removed
     /// the node). On `Err(ConnectionLoss)` the node may still exist; calling again retries.
     pub(crate) fn release(&self) -> Result<()> {
-        if self.session.state().is_terminal() {
-            return Err(Error::LockLost);
+        // After expiry the server has removed the node; after `Client::close` the session
+        // still lives until its last lock is dropped, so the node is deleted now.
+        match self.session.state() {
+            SessionState::Expired => return Err(Error::LockLost),
+            SessionState::Closed => {
+                // Closing the client gave the lock up (is_held() says Lost); still take the
+                // node away now rather than when the last handle lets go of the session.
+                let _ = delete_node(&self.session, &self.node, self.session.call_deadline());
+                return Err(Error::LockLost);
+            }
+            _ => {}
         }
         let budget = Instant::now() + self.session.zk.session_timeout() * 2;
         match delete_node(&self.session, &self.node, budget) {
@@ -241,7 +250,7 @@ impl Queue {
                 }
                 Err(zk::Error::NoNode) if !parents_made => {
                     drop(list);
-                    self.client.create_parents(session, &self.path, d)?;
+                    self.client.create_parents(session, &self.path, d, self.protocol)?;
                     parents_made = true;
                 }
                 Err(zk::Error::ConnectionLoss)
@@ -394,7 +403,7 @@ impl Queue {
                     }
                     Outcome::Cancelled => {
                         self.cleanup(&session, &name);
-                        return Err(Error::Cancelled);
+                        return Err(session.ended_error().unwrap_or(Error::Cancelled));
                     }
                 }
             } else if deadline.is_some_and(|dl| Instant::now() >= dl) {

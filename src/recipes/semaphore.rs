@@ -446,7 +446,7 @@ impl Semaphore {
                 Err(zk::Error::NoNode) if !parents_made => {
                     let parent = crate::path::parent(&self.path);
                     if parent != "/" {
-                        self.client.create_parents(session, parent, d)?;
+                        self.client.create_parents(session, parent, d, self.protocol)?;
                     }
                     parents_made = true;
                 }
@@ -565,7 +565,7 @@ pub(super) fn wait(
             Ok(true)
         }
         Outcome::TimedOut => Ok(false),
-        Outcome::Cancelled => Err(Error::Cancelled),
+        Outcome::Cancelled => Err(session.ended_error().unwrap_or(Error::Cancelled)),
     }
 }
 
@@ -643,7 +643,7 @@ pub(super) fn create_ephemeral(
                 return Ok((made, stat.czxid));
             }
             Err(zk::Error::NoNode) if !parents_made => {
-                client.create_parents(session, dir, d)?;
+                client.create_parents(session, dir, d, client.protocol())?;
                 parents_made = true;
             }
             Err(zk::Error::NodeExists) if !sequential => {

@@ -70,7 +70,7 @@ impl SimpleLock {
                 Err(zk::Error::NodeExists) => {}
                 Err(zk::Error::NoNode) if !parents_made => {
                     self.client
-                        .create_parents(session, crate::path::parent(&self.path), d)
+                        .create_parents(session, crate::path::parent(&self.path), d, self.client.protocol())
                         .or_else(|e| {
                             if crate::path::parent(&self.path) == "/" {
                                 Ok(())
@@ -144,7 +144,9 @@ impl SimpleLock {
                 }
                 Outcome::Ready(_) => {}
                 Outcome::TimedOut => return Ok(None),
-                Outcome::Cancelled => return Err(Error::Cancelled),
+                Outcome::Cancelled => {
+                    return Err(session.ended_error().unwrap_or(Error::Cancelled))
+                }
             }
         }
     }
