@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# The real Curator and kazoo of the interop tests.
+scripts/install-peers.sh
 export CARGO_TERM_COLOR=never
 cargo fmt --check
 cargo clippy --all-targets --features testing -- -D warnings

@@ -78,6 +78,15 @@ impl Admin {
         }
     }
 
+    /// Deletes one node (any version); Ok if it does not exist.
+    pub fn delete(&self, path: &str) -> Result<()> {
+        let s = self.client.session()?;
+        match s.wait_raw(s.zk.delete(path, None), s.call_deadline()) {
+            Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+            Err(e) => Err(s.map_err(e)),
+        }
+    }
+
     /// Creates a persistent node (parents must exist).
     pub fn create(&self, path: &str, data: &[u8]) -> Result<()> {
         let s = self.client.session()?;
