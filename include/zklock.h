@@ -75,6 +75,15 @@ typedef enum zkl_protocol {
  */
 typedef struct zkl_client zkl_client;
 
+/*
+ One participant in one lock recipe; holds nothing when made. Use from one thread at a time,
+ except zkl_lock_cancel, which any thread may call at any time. A lock made by zkl_mutex_new,
+ zkl_read_lock_new or zkl_write_lock_new is reentrant per thread and must be released on the
+ thread that acquired it (zkl_lock_is_held and zkl_lock_fencing_token also answer for the
+ calling thread); the other kinds belong to the handle: any thread may release them.
+ */
+typedef struct zkl_lock zkl_lock;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -82,7 +91,7 @@ extern "C" {
 /*
  Connects to ZooKeeper and opens a session.
 
- hosts: "host:port[,host:port...][/chroot]" (port 2181 if omitted). session_timeout_ms: the
+ hosts: `host:port[,host:port...][/chroot]` (port 2181 if omitted). session_timeout_ms: the
  session timeout asked of the server (at least 100), which also bounds how long this call
  waits for the first connection. On ZKL_OK, *out_client owns a new client: free it with
  zkl_client_free; on any other status *out_client is left unchanged.
@@ -145,6 +154,211 @@ void zkl_client_free(struct zkl_client *client);
  thread has its own message.
  */
 const char *zkl_last_error_message(void);
+
+/*
+ Makes a fair (FIFO), herd-free, exclusive lock at path, compatible with Curator's
+ InterProcessMutex (or kazoo's Lock, per the client's protocol). Reentrant per thread: n
+ acquires by one thread need n releases, on that thread.
+
+ On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
+ on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
+ a malformed path. Never blocks. Any thread.
+
+ # Safety
+ `client` is NULL or a live zkl_client; `path` is NULL or NUL-terminated; `out_lock` is
+ NULL or valid for writing.
+ */
+enum zkl_status zkl_mutex_new(struct zkl_client *client,
+                              const char *path,
+                              struct zkl_lock **out_lock);
+
+/*
+ Makes a fair exclusive lock at path that is not reentrant and that any thread may release
+ (Curator's InterProcessSemaphoreMutex semantics; an addition to the contract). Acquiring it
+ again through a handle that holds it is ZKL_INVALID_ARGUMENT.
+
+ On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
+ on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
+ a malformed path. Never blocks. Any thread.
+
+ # Safety
+ As zkl_mutex_new.
+ */
+enum zkl_status zkl_semaphore_mutex_new(struct zkl_client *client,
+                                        const char *path,
+                                        struct zkl_lock **out_lock);
+
+/*
+ Makes a simple lock: one ephemeral node at path itself. Not fair (every waiter wakes on each
+ release), cheapest when contention is rare; not reentrant.
+
+ On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
+ on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
+ a malformed path. Never blocks. Any thread.
+
+ # Safety
+ As zkl_mutex_new.
+ */
+enum zkl_status zkl_simple_lock_new(struct zkl_client *client,
+                                    const char *path,
+                                    struct zkl_lock **out_lock);
+
+/*
+ Makes the shared (read) half of the read-write lock at path, compatible with Curator's
+ InterProcessReadWriteLock (or kazoo's ReadLock, per the client's protocol): any number of
+ readers hold it together while no writer does. FIFO, so a waiting writer is not starved by
+ later readers. Reentrant per thread; release on the acquiring thread. A thread holding the
+ write half through zkl_write_lock_new's handle is a separate participant: to downgrade
+ within one participant use the Rust API.
+
+ On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
+ on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
+ a malformed path. Never blocks. Any thread.
+
+ # Safety
+ As zkl_mutex_new.
+ */
+enum zkl_status zkl_read_lock_new(struct zkl_client *client,
+                                  const char *path,
+                                  struct zkl_lock **out_lock);
+
+/*
+ Makes the exclusive (write) half of the read-write lock at path, compatible with Curator's
+ InterProcessReadWriteLock (or kazoo's WriteLock, per the client's protocol): held alone,
+ with no reader. FIFO. Reentrant per thread; release on the acquiring thread.
+
+ On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
+ on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
+ a malformed path. Never blocks. Any thread.
+
+ # Safety
+ As zkl_mutex_new.
+ */
+enum zkl_status zkl_write_lock_new(struct zkl_client *client,
+                                   const char *path,
+                                   struct zkl_lock **out_lock);
+
+/*
+ Makes a counting semaphore at path with at most max_leases holders at once (Curator's
+ InterProcessSemaphoreV2 or kazoo's Semaphore layout, per the client's protocol). Each
+ zkl_lock_acquire takes one lease and each zkl_lock_release returns the most recent one; a
+ handle may hold several; any thread may release. An acquire with timeout 0 never waits for a
+ lease, but may wait up to half a second for the short-held mutex that guards the count.
+
+ On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free
+ (which returns its leases); on any other status *out_lock is left unchanged.
+ ZKL_INVALID_ARGUMENT for a NULL argument, a malformed path or max_leases 0. Never blocks.
+ Any thread.
+
+ # Safety
+ As zkl_mutex_new.
+ */
+enum zkl_status zkl_semaphore_new(struct zkl_client *client,
+                                  const char *path,
+                                  uint32_t max_leases,
+                                  struct zkl_lock **out_lock);
+
+/*
+ Makes an all-or-nothing lock over count locks of any kinds (not multi-locks): an acquire
+ takes every one (in a canonical order, so two multi-locks over the same locks cannot
+ deadlock) or, on failure, releases those it took and leaves nothing held; one timeout
+ covers the whole acquire. zkl_lock_is_held is 1 while every component is held;
+ zkl_lock_fencing_token is ZKL_INVALID_ARGUMENT (each component has its own token). If a
+ component is a mutex or read/write half, acquire and release on one thread.
+
+ Takes ownership of locks[0..count) on ZKL_OK only: they must not be used or freed any more
+ (zkl_lock_free of the multi-lock frees them); on any other status they stay the caller's
+ and *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL array, out_lock or element,
+ count 0, the same handle twice, or a multi-lock as an element. Never blocks. Any thread.
+
+ # Safety
+ `locks` is NULL or points to `count` readable handle pointers, each NULL or a live zkl_lock
+ that no other thread uses; `out_lock` is NULL or valid for writing.
+ */
+enum zkl_status zkl_multi_lock_new(struct zkl_lock *const *locks,
+                                   size_t count,
+                                   struct zkl_lock **out_lock);
+
+/*
+ Acquires the lock. timeout_ms < 0 waits forever; 0 tries once without waiting; > 0 waits
+ at most that long in all.
+
+ Returns ZKL_OK when held, ZKL_TIMEOUT when not acquired in time (0: the lock was busy),
+ ZKL_CANCELLED when zkl_lock_cancel interrupted the wait, ZKL_CONNECTION_LOSS or
+ ZKL_SESSION_EXPIRED when the session failed; on every non-OK status no node of this attempt
+ is left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a
+ time per handle.
+
+ # Safety
+ `lock` is NULL or a live zkl_lock, not freed during the call.
+ */
+enum zkl_status zkl_lock_acquire(struct zkl_lock *lock, int64_t timeout_ms);
+
+/*
+ Releases one hold of the lock.
+
+ Returns ZKL_NOT_HELD if this handle (for a mutex or read/write half: this thread) does not
+ hold it, ZKL_SESSION_EXPIRED if the lock had been lost with its session (the hold is dropped
+ anyway), ZKL_CONNECTION_LOSS if the server could not be told in time (still held: call
+ again, or free the handle to finish in the background). Blocks at most twice the session
+ timeout. One thread at a time per handle.
+
+ # Safety
+ `lock` is NULL or a live zkl_lock, not freed during the call.
+ */
+enum zkl_status zkl_lock_release(struct zkl_lock *lock);
+
+/*
+ Cancels the acquires waiting on this handle now: they return ZKL_CANCELLED (acquires that
+ start later are not affected). Any thread, at any time, even while another thread is inside
+ zkl_lock_acquire on the same handle. Returns at once (for a multi-lock: within a second, while
+ the waiting acquire lets go of the locks it took).
+
+ Do not free the handle while another thread is inside zkl_lock_acquire: cancel, wait for
+ that thread to return, then free.
+
+ # Safety
+ `lock` is NULL or a live zkl_lock, not freed during the call.
+ */
+enum zkl_status zkl_lock_cancel(struct zkl_lock *lock);
+
+/*
+ 1 while the lock is held (for a mutex or read/write half: by the calling thread) and the
+ session is alive (for a multi-lock: every component), else 0 (also for NULL). Never blocks.
+ One thread at a time per handle.
+
+ # Safety
+ `lock` is NULL or a live zkl_lock.
+ */
+int zkl_lock_is_held(const struct zkl_lock *lock);
+
+/*
+ Writes the fencing token of the current hold to *out_token: strictly increasing across
+ successive holders of the same lock (the lock node's creation zxid), so a resource can
+ refuse writes from a holder that lost the lock.
+
+ Returns ZKL_NOT_HELD if not held (for a mutex or read/write half: by the calling thread) or
+ lost, and ZKL_INVALID_ARGUMENT for a multi-lock; then *out_token is left unchanged. Never
+ blocks. One thread at a time per handle.
+
+ # Safety
+ `lock` is NULL or a live zkl_lock; `out_token` is NULL or valid for writing.
+ */
+enum zkl_status zkl_lock_fencing_token(const struct zkl_lock *lock, int64_t *out_token);
+
+/*
+ Frees a lock handle, releasing first whatever it holds (if the server cannot be told in
+ time, the node is deleted in the background while the session lives). NULL is a no-op;
+ must not be called twice for one handle. Frees the client's session too if the client and
+ all its other locks were freed already. Blocks at most twice the session timeout.
+
+ Never call it while another thread is inside a call on the same handle (even
+ zkl_lock_acquire: cancel, wait for that thread to return, then free).
+
+ # Safety
+ `lock` is NULL or a live zkl_lock that no other thread uses during or after the call.
+ */
+void zkl_lock_free(struct zkl_lock *lock);
 
 /*
  The name of a zkl_status value, e.g. "ZKL_TIMEOUT"; "ZKL_UNKNOWN_STATUS" for any other

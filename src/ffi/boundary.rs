@@ -24,7 +24,9 @@ use crate::Error;
 /// the panic's text becomes the last error message. Nothing unwinds into C.
 macro_rules! ffi_boundary {
     (status $body:block) => {
-        $crate::ffi::boundary::run(move || -> ::std::result::Result<(), $crate::ffi::boundary::Failure> { $body })
+        $crate::ffi::boundary::run(
+            move || -> ::std::result::Result<(), $crate::ffi::boundary::Failure> { $body },
+        )
     };
     (value $body:block) => {
         $crate::ffi::boundary::run(move || $body)
@@ -40,12 +42,18 @@ pub(crate) struct Failure {
 
 impl Failure {
     pub(crate) fn new(status: zkl_status, message: impl Into<String>) -> Failure {
-        Failure { status, message: message.into() }
+        Failure {
+            status,
+            message: message.into(),
+        }
     }
 
     /// `ZKL_INVALID_ARGUMENT` with `message`.
     pub(crate) fn invalid(message: impl Into<String>) -> Failure {
-        Failure::new(zkl_status::ZKL_INVALID_ARGUMENT, format!("invalid argument: {}", message.into()))
+        Failure::new(
+            zkl_status::ZKL_INVALID_ARGUMENT,
+            format!("invalid argument: {}", message.into()),
+        )
     }
 
     /// `ZKL_INVALID_ARGUMENT` for a NULL pointer argument.
@@ -137,7 +145,11 @@ fn panic_message(payload: &(dyn Any + Send)) -> &str {
 
 /// Runs `f` for a handle: `ZKL_INTERNAL_ERROR` at once if the handle is poisoned; if `f`
 /// panics the handle becomes poisoned and the panic goes on to [`ffi_boundary!`].
-pub(crate) fn with_poison<T>(poisoned: &AtomicBool, what: &str, f: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+pub(crate) fn with_poison<T>(
+    poisoned: &AtomicBool,
+    what: &str,
+    f: impl FnOnce() -> Result<T, Failure>,
+) -> Result<T, Failure> {
     if poisoned.load(Ordering::Acquire) {
         return Err(Failure::new(
             zkl_status::ZKL_INTERNAL_ERROR,
@@ -160,7 +172,8 @@ pub(crate) fn with_poison<T>(poisoned: &AtomicBool, what: &str, f: impl FnOnce()
 pub(crate) unsafe fn try_str<'a>(p: *const c_char, arg: &str) -> Result<&'a str, Failure> {
     // SAFETY: the caller's contract.
     let bytes = unsafe { try_bytes(p, arg) }?;
-    std::str::from_utf8(bytes).map_err(|e| Failure::invalid(format!("`{arg}` is not valid UTF-8 ({e})")))
+    std::str::from_utf8(bytes)
+        .map_err(|e| Failure::invalid(format!("`{arg}` is not valid UTF-8 ({e})")))
 }
 
 /// A NUL-terminated C string argument as bytes (no UTF-8 check).
@@ -188,7 +201,10 @@ impl<T> Out<'_, T> {
         if p.is_null() {
             Err(Failure::null(arg))
         } else {
-            Ok(Out { ptr: p, _life: PhantomData })
+            Ok(Out {
+                ptr: p,
+                _life: PhantomData,
+            })
         }
     }
 
@@ -216,7 +232,10 @@ pub(crate) trait BoxCastable: Castable {}
 ///
 /// # Safety
 /// `p` is NULL or a live handle of type `C` made by this module, not freed during `'a`.
-pub(crate) unsafe fn try_ref<'a, C: Castable>(p: *const C, arg: &str) -> Result<&'a C::Rust, Failure> {
+pub(crate) unsafe fn try_ref<'a, C: Castable>(
+    p: *const C,
+    arg: &str,
+) -> Result<&'a C::Rust, Failure> {
     if p.is_null() {
         return Err(Failure::null(arg));
     }
@@ -234,7 +253,10 @@ pub(crate) fn arc_into_ptr<C: ArcCastable>(a: Arc<C::Rust>) -> *mut C {
 ///
 /// # Safety
 /// As [`try_ref`], for a handle made by [`arc_into_ptr`].
-pub(crate) unsafe fn try_clone_arc<C: ArcCastable>(p: *const C, arg: &str) -> Result<Arc<C::Rust>, Failure> {
+pub(crate) unsafe fn try_clone_arc<C: ArcCastable>(
+    p: *const C,
+    arg: &str,
+) -> Result<Arc<C::Rust>, Failure> {
     if p.is_null() {
         return Err(Failure::null(arg));
     }
@@ -274,5 +296,84 @@ pub(crate) unsafe fn box_take<C: BoxCastable>(p: *mut C) -> Option<Box<C::Rust>>
     } else {
         // SAFETY: p came from Box::into_raw and nobody else uses or owns it any more.
         Some(unsafe { Box::from_raw(p.cast::<C::Rust>()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+
+    use super::*;
+    use crate::ffi::zkl_last_error_message;
+
+    fn last_error() -> String {
+        // SAFETY: zkl_last_error_message never returns NULL and the text lives until the next
+        // failing call on this thread.
+        unsafe { CStr::from_ptr(zkl_last_error_message()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_internal_error_with_its_message() {
+        let s = run(|| -> Result<(), Failure> { panic!("boom {}", 42) });
+        assert_eq!(s, zkl_status::ZKL_INTERNAL_ERROR);
+        assert!(last_error().contains("boom 42"), "{}", last_error());
+        assert_eq!(run(|| -> c_int { panic!("x") }), 0);
+        let p = run(|| -> *const c_char { panic!("x") });
+        assert!(!p.is_null());
+    }
+
+    #[test]
+    fn a_failure_sets_the_message_and_success_keeps_it() {
+        assert_eq!(
+            run(|| Err(Failure::null("path"))),
+            zkl_status::ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(last_error(), "invalid argument: `path` is NULL");
+        assert_eq!(
+            run(|| -> Result<(), Failure> { Ok(()) }),
+            zkl_status::ZKL_OK
+        );
+        assert_eq!(last_error(), "invalid argument: `path` is NULL");
+        assert_eq!(
+            run(|| Err(Failure::from(Error::ZooKeeper("a\0b".into())))),
+            zkl_status::ZKL_ZOOKEEPER_ERROR
+        );
+        assert_eq!(last_error(), "ZooKeeper error: a\u{fffd}b");
+    }
+
+    #[test]
+    fn a_panic_poisons_the_handle() {
+        let poisoned = AtomicBool::new(false);
+        let s = run(|| {
+            with_poison(&poisoned, "zkl_lock", || -> Result<(), Failure> {
+                panic!("inside")
+            })
+        });
+        assert_eq!(s, zkl_status::ZKL_INTERNAL_ERROR);
+        assert!(poisoned.load(Ordering::Relaxed));
+        let s = run(|| with_poison(&poisoned, "zkl_lock", || Ok(())));
+        assert_eq!(s, zkl_status::ZKL_INTERNAL_ERROR);
+        assert!(last_error().contains("unusable"), "{}", last_error());
+    }
+
+    #[test]
+    fn text_and_out_params() {
+        // SAFETY: NULL is allowed; the other pointers point to live NUL-terminated strings.
+        unsafe {
+            assert!(try_str(std::ptr::null(), "x").is_err());
+            assert_eq!(try_str(c"/a".as_ptr(), "x").unwrap(), "/a");
+            let bad = b"/\xff\0";
+            assert_eq!(
+                try_str(bad.as_ptr().cast(), "path").unwrap_err().status,
+                zkl_status::ZKL_INVALID_ARGUMENT
+            );
+            assert_eq!(try_bytes(bad.as_ptr().cast(), "auth").unwrap(), b"/\xff");
+            assert!(Out::<i64>::new(std::ptr::null_mut(), "out").is_err());
+            let mut v = 1i64;
+            Out::new(&mut v, "out").unwrap().write(7);
+            assert_eq!(v, 7);
+        }
     }
 }

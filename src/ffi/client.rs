@@ -5,7 +5,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::boundary::{arc_free, arc_into_ptr, try_bytes, try_ref, try_str, with_poison, ArcCastable, Castable, Failure, Out};
+use super::boundary::{
+    arc_free, arc_into_ptr, try_bytes, try_ref, try_str, with_poison, ArcCastable, Castable,
+    Failure, Out,
+};
 use super::status::{zkl_protocol, zkl_status};
 use crate::{Client, Options};
 
@@ -37,14 +40,17 @@ impl Drop for ClientHandle {
 
 impl ClientHandle {
     /// Runs `f` on the client unless it is poisoned; a panic in `f` poisons it.
-    pub(crate) fn run<T>(&self, f: impl FnOnce(&Client) -> Result<T, Failure>) -> Result<T, Failure> {
+    pub(crate) fn run<T>(
+        &self,
+        f: impl FnOnce(&Client) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
         with_poison(&self.poisoned, "zkl_client", || f(&self.client))
     }
 }
 
 /// Connects to ZooKeeper and opens a session.
 ///
-/// hosts: "host:port[,host:port...][/chroot]" (port 2181 if omitted). session_timeout_ms: the
+/// hosts: `host:port[,host:port...][/chroot]` (port 2181 if omitted). session_timeout_ms: the
 /// session timeout asked of the server (at least 100), which also bounds how long this call
 /// waits for the first connection. On ZKL_OK, *out_client owns a new client: free it with
 /// zkl_client_free; on any other status *out_client is left unchanged.
@@ -83,7 +89,10 @@ pub unsafe extern "C" fn zkl_client_connect(
 /// # Safety
 /// `client` is NULL or a live zkl_client.
 #[no_mangle]
-pub unsafe extern "C" fn zkl_client_set_protocol(client: *mut zkl_client, protocol: u32) -> zkl_status {
+pub unsafe extern "C" fn zkl_client_set_protocol(
+    client: *mut zkl_client,
+    protocol: u32,
+) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: the caller's contract for `client`.
         let handle = unsafe { try_ref(client.cast_const(), "client") }?;
@@ -107,7 +116,11 @@ pub unsafe extern "C" fn zkl_client_set_protocol(client: *mut zkl_client, protoc
 /// # Safety
 /// `client` is NULL or a live zkl_client; `scheme` and `auth` are NULL or NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn zkl_client_add_auth(client: *mut zkl_client, scheme: *const c_char, auth: *const c_char) -> zkl_status {
+pub unsafe extern "C" fn zkl_client_add_auth(
+    client: *mut zkl_client,
+    scheme: *const c_char,
+    auth: *const c_char,
+) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: the caller's contract for `client`.
         let handle = unsafe { try_ref(client.cast_const(), "client") }?;

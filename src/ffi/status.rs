@@ -49,7 +49,9 @@ impl From<&Error> for zkl_status {
             Error::InvalidArgument(_) | Error::WouldDeadlock(_) => zkl_status::ZKL_INVALID_ARGUMENT,
             Error::NotHeld => zkl_status::ZKL_NOT_HELD,
             Error::ConnectionLoss(_) => zkl_status::ZKL_CONNECTION_LOSS,
-            Error::SessionExpired | Error::LockLost | Error::Closed => zkl_status::ZKL_SESSION_EXPIRED,
+            Error::SessionExpired | Error::LockLost | Error::Closed => {
+                zkl_status::ZKL_SESSION_EXPIRED
+            }
             Error::Cancelled => zkl_status::ZKL_CANCELLED,
             Error::ZooKeeper(_) => zkl_status::ZKL_ZOOKEEPER_ERROR,
         }
@@ -124,4 +126,48 @@ pub extern "C" fn zkl_status_name(status: u32) -> *const c_char {
             Err(_) => c"ZKL_UNKNOWN_STATUS".as_ptr(),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_has_its_status() {
+        use zkl_status::*;
+        let cases = [
+            (Error::Timeout, ZKL_TIMEOUT),
+            (Error::InvalidArgument("x".into()), ZKL_INVALID_ARGUMENT),
+            (Error::WouldDeadlock("x".into()), ZKL_INVALID_ARGUMENT),
+            (Error::NotHeld, ZKL_NOT_HELD),
+            (Error::ConnectionLoss("x".into()), ZKL_CONNECTION_LOSS),
+            (Error::SessionExpired, ZKL_SESSION_EXPIRED),
+            (Error::LockLost, ZKL_SESSION_EXPIRED),
+            (Error::Closed, ZKL_SESSION_EXPIRED),
+            (Error::Cancelled, ZKL_CANCELLED),
+            (Error::ZooKeeper("x".into()), ZKL_ZOOKEEPER_ERROR),
+        ];
+        for (e, s) in cases {
+            assert_eq!(zkl_status::from(&e), s, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn u32_round_trip() {
+        for v in 0..=8u32 {
+            let s = zkl_status::try_from(v).unwrap();
+            assert_eq!(s as u32, v);
+            assert!(s.name().to_str().unwrap().starts_with("ZKL_"));
+        }
+        assert_eq!(zkl_status::try_from(9), Err(9));
+        assert_eq!(
+            zkl_protocol::try_from(1),
+            Ok(zkl_protocol::ZKL_PROTOCOL_KAZOO)
+        );
+        assert_eq!(zkl_protocol::try_from(2), Err(2));
+        assert_eq!(
+            Protocol::from(zkl_protocol::ZKL_PROTOCOL_CURATOR),
+            Protocol::Curator
+        );
+    }
 }

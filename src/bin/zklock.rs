@@ -1,0 +1,630 @@
+//! `zklock`: run a command while holding a ZooKeeper lock, like `flock(1)` across machines.
+//!
+//! ```text
+//! zklock [OPTIONS] PATH [--] COMMAND [ARGS...]
+//! zklock holders [OPTIONS] PATH
+//! ```
+//!
+//! See `zklock --help` for the options and the exit statuses.
+
+use std::process::{Child, Command, ExitCode};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use zklock::{
+    Client, Lease, Mutex, MutexGuard, Options, Protocol, ReadGuard, ReadWriteLock, Semaphore,
+    SessionState, SimpleLock, SimpleLockGuard, WriteGuard,
+};
+
+/// Not acquired before the timeout (EX_TEMPFAIL from sysexits.h; change with --conflict-exit-code).
+const EXIT_NOT_ACQUIRED: u8 = 75;
+/// Bad command line (EX_USAGE).
+const EXIT_USAGE: u8 = 64;
+/// ZooKeeper unreachable, session lost while acquiring, or another ZooKeeper error
+/// (EX_UNAVAILABLE).
+const EXIT_UNAVAILABLE: u8 = 69;
+/// COMMAND found but not executable (as shells do).
+const EXIT_CANNOT_EXECUTE: u8 = 126;
+/// COMMAND not found (as shells do).
+const EXIT_NOT_FOUND: u8 = 127;
+
+const USAGE: &str = "\
+Usage: zklock [OPTIONS] PATH [--] COMMAND [ARGS...]
+       zklock holders [OPTIONS] PATH
+
+Runs COMMAND while holding the ZooKeeper lock at PATH (like flock(1), across machines), and
+exits with COMMAND's exit status (128+N if it was killed by signal N). `zklock holders PATH`
+lists the lock's queue: holders first, each with its holder id.
+
+Options:
+  --hosts H             ZooKeeper hosts \"host:port[,host:port...][/chroot]\"
+                        (default: $ZKL_HOSTS, else 127.0.0.1:2181)
+  --timeout S           wait at most S seconds for the lock (decimals allowed; 0 tries
+                        once); default: wait forever
+  -n, --nonblock        same as --timeout 0
+  --read                take the shared (read) half of a read-write lock at PATH
+  --write               take the exclusive (write) half of a read-write lock at PATH
+  --semaphore N         take one of N leases of a semaphore at PATH
+  --simple              take a simple lock (one ephemeral node at PATH itself)
+                        (default kind: the fair mutex, Curator InterProcessMutex compatible)
+  --protocol P          node naming: curator (default) or kazoo
+  --session-timeout S   ZooKeeper session timeout in seconds (default 10)
+  --holder-id ID        the id stored in the lock node (default HOSTNAME:PID)
+  --on-lost ACTION      if the session is lost while COMMAND runs (the lock may then be
+                        held by someone else): term (default: send COMMAND SIGTERM),
+                        kill (SIGKILL) or ignore; a message goes to stderr in every case
+  -E, --conflict-exit-code N
+                        exit status when the lock is not acquired in time (default 75)
+  -v, --verbose         say on stderr when the lock is acquired and released
+  -h, --help            this text
+  -V, --version         the version
+
+COMMAND's environment also gets ZKLOCK_PATH and ZKLOCK_FENCING_TOKEN (the hold's fencing
+token: strictly increasing from one holder of the lock to the next).
+
+Exit status:
+  COMMAND's status    COMMAND ran while the lock was held
+  75                  not acquired before the timeout (or busy, with --timeout 0 / -n)
+  64                  bad usage
+  69                  ZooKeeper unreachable, or a ZooKeeper error, before COMMAND started
+  126, 127            COMMAND could not be executed / was not found
+";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Mutex,
+    Read,
+    Write,
+    Semaphore(u32),
+    Simple,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnLost {
+    Term,
+    Kill,
+    Ignore,
+}
+
+#[derive(Debug)]
+struct Args {
+    holders: bool,
+    hosts: String,
+    timeout: Option<Duration>,
+    kind: Kind,
+    protocol: Protocol,
+    session_timeout: Duration,
+    holder_id: Option<String>,
+    on_lost: OnLost,
+    conflict_exit: u8,
+    verbose: bool,
+    path: String,
+    command: Vec<String>,
+}
+
+enum Parsed {
+    Run(Args),
+    Exit(ExitCode),
+}
+
+fn seconds(flag: &str, v: &str) -> Result<Duration, String> {
+    let s: f64 = v
+        .parse()
+        .map_err(|_| format!("{flag}: {v:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(s)
+        .map_err(|_| format!("{flag}: {v:?} is not a number of seconds >= 0"))
+}
+
+fn parse(argv: Vec<String>) -> Result<Parsed, String> {
+    let mut a = Args {
+        holders: false,
+        hosts: std::env::var("ZKL_HOSTS")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "127.0.0.1:2181".into()),
+        timeout: None,
+        kind: Kind::Mutex,
+        protocol: Protocol::Curator,
+        session_timeout: Duration::from_secs(10),
+        holder_id: None,
+        on_lost: OnLost::Term,
+        conflict_exit: EXIT_NOT_ACQUIRED,
+        verbose: false,
+        path: String::new(),
+        command: Vec::new(),
+    };
+    let mut kinds = 0;
+    let mut it = argv.into_iter().peekable();
+    if it.peek().map(String::as_str) == Some("holders") {
+        a.holders = true;
+        it.next();
+    }
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            inline
+                .clone()
+                .or_else(|| it.next())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match flag.as_str() {
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return Ok(Parsed::Exit(ExitCode::SUCCESS));
+            }
+            "-V" | "--version" => {
+                println!("zklock {}", env!("CARGO_PKG_VERSION"));
+                return Ok(Parsed::Exit(ExitCode::SUCCESS));
+            }
+            "--hosts" => a.hosts = value("--hosts")?,
+            "--timeout" => {
+                let t = seconds("--timeout", &value("--timeout")?)?;
+                // Longer than the clock can count: the same as forever.
+                a.timeout = std::time::Instant::now().checked_add(t).map(|_| t);
+            }
+            "-n" | "--nonblock" => a.timeout = Some(Duration::ZERO),
+            "--read" => {
+                a.kind = Kind::Read;
+                kinds += 1;
+            }
+            "--write" => {
+                a.kind = Kind::Write;
+                kinds += 1;
+            }
+            "--simple" => {
+                a.kind = Kind::Simple;
+                kinds += 1;
+            }
+            "--semaphore" => {
+                let v = value("--semaphore")?;
+                let n: u32 = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    format!("--semaphore: {v:?} is not a number of leases (1 or more)")
+                })?;
+                a.kind = Kind::Semaphore(n);
+                kinds += 1;
+            }
+            "--protocol" => {
+                a.protocol = match value("--protocol")?.as_str() {
+                    "curator" => Protocol::Curator,
+                    "kazoo" => Protocol::Kazoo,
+                    other => {
+                        return Err(format!(
+                            "--protocol: {other:?} is neither curator nor kazoo"
+                        ))
+                    }
+                }
+            }
+            "--session-timeout" => {
+                a.session_timeout = seconds("--session-timeout", &value("--session-timeout")?)?
+            }
+            "--holder-id" => a.holder_id = Some(value("--holder-id")?),
+            "--on-lost" => {
+                a.on_lost = match value("--on-lost")?.as_str() {
+                    "term" => OnLost::Term,
+                    "kill" => OnLost::Kill,
+                    "ignore" => OnLost::Ignore,
+                    other => {
+                        return Err(format!("--on-lost: {other:?} is not term, kill or ignore"))
+                    }
+                }
+            }
+            "-E" | "--conflict-exit-code" => {
+                let v = value("--conflict-exit-code")?;
+                a.conflict_exit = v.parse().map_err(|_| {
+                    format!("--conflict-exit-code: {v:?} is not a status from 0 to 255")
+                })?;
+            }
+            "-v" | "--verbose" => a.verbose = true,
+            "--" if a.path.is_empty() => return Err("PATH is missing before `--`".into()),
+            _ if flag.starts_with('-') && flag.len() > 1 => {
+                return Err(format!("unknown option {arg}"))
+            }
+            // The subcommand may also follow options (a lock path starts with '/').
+            "holders" if !a.holders => a.holders = true,
+            _ => {
+                a.path = arg;
+                break;
+            }
+        }
+    }
+    if kinds > 1 {
+        return Err("choose at most one of --read, --write, --semaphore, --simple".into());
+    }
+    if a.path.is_empty() {
+        return Err("PATH is missing".into());
+    }
+    let rest: Vec<String> = it.collect();
+    a.command = match rest.first().map(String::as_str) {
+        Some("--") => rest[1..].to_vec(),
+        _ => rest,
+    };
+    if a.holders && !a.command.is_empty() {
+        return Err(format!(
+            "`zklock holders` takes no COMMAND (got {:?})",
+            a.command
+        ));
+    }
+    if !a.holders && a.command.is_empty() {
+        return Err("COMMAND is missing".into());
+    }
+    Ok(Parsed::Run(a))
+}
+
+fn main() -> ExitCode {
+    let args = match parse(std::env::args().skip(1).collect()) {
+        Ok(Parsed::Run(a)) => a,
+        Ok(Parsed::Exit(code)) => return code,
+        Err(e) => {
+            eprintln!("zklock: {e}\nTry `zklock --help`.");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let mut opts = Options::default()
+        .session_timeout(args.session_timeout)
+        .connect_timeout(args.session_timeout)
+        .protocol(args.protocol)
+        // A lock lost with its session stays lost: never quietly open a new session.
+        .reconnect_on_expiry(false);
+    if let Some(id) = &args.holder_id {
+        opts = opts.holder_id(id.clone());
+    }
+    let client = match Client::connect(&args.hosts, opts) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let code = if args.holders {
+        holders(&client, &args)
+    } else {
+        run(&client, &args)
+    };
+    client.close();
+    code
+}
+
+/// The exit status for an error of the library.
+fn fail(e: &zklock::Error) -> ExitCode {
+    eprintln!("zklock: {e}");
+    match e {
+        zklock::Error::InvalidArgument(_) => ExitCode::from(EXIT_USAGE),
+        _ => ExitCode::from(EXIT_UNAVAILABLE),
+    }
+}
+
+/// `zklock holders PATH`.
+fn holders(client: &Client, args: &Args) -> ExitCode {
+    let listed = match args.kind {
+        Kind::Mutex => Mutex::new(client, &args.path)
+            .and_then(|m| m.participants())
+            .map(Some),
+        Kind::Read | Kind::Write => ReadWriteLock::new(client, &args.path)
+            .and_then(|l| l.participants())
+            .map(Some),
+        Kind::Semaphore(n) => {
+            return match Semaphore::new(client, &args.path, n).and_then(|s| s.lease_holders()) {
+                Ok(ids) => {
+                    for id in ids {
+                        println!("holder\t{id}");
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e),
+            }
+        }
+        Kind::Simple => {
+            return match SimpleLock::new(client, &args.path).and_then(|l| l.holder()) {
+                Ok(Some(id)) => {
+                    println!("holder\t{id}");
+                    ExitCode::SUCCESS
+                }
+                Ok(None) => ExitCode::SUCCESS,
+                Err(e) => fail(&e),
+            }
+        }
+    };
+    match listed {
+        Ok(list) => {
+            for p in list.unwrap_or_default() {
+                let role = if p.is_holder { "holder" } else { "waiting" };
+                let mode = if p.is_reader { "read" } else { "write" };
+                let mode = if matches!(args.kind, Kind::Mutex) {
+                    ""
+                } else {
+                    mode
+                };
+                let sep = if mode.is_empty() { "" } else { "\t" };
+                println!(
+                    "{role}\t{}{sep}{mode}\t{}\t{}",
+                    p.sequence, p.holder_id, p.node
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// A hold of any kind, released on drop.
+enum Held<'a> {
+    Mutex(MutexGuard<'a>),
+    Read(ReadGuard<'a>),
+    Write(WriteGuard<'a>),
+    Lease(Lease<'a>),
+    Simple(SimpleLockGuard<'a>),
+}
+
+impl Held<'_> {
+    fn fencing_token(&self) -> i64 {
+        match self {
+            Held::Mutex(g) => g.fencing_token(),
+            Held::Read(g) => g.fencing_token(),
+            Held::Write(g) => g.fencing_token(),
+            Held::Lease(g) => g.fencing_token(),
+            Held::Simple(g) => g.fencing_token(),
+        }
+    }
+
+    /// Calls `f` once, on another thread, when the hold is lost (its session ended).
+    fn on_lost(&self, client: &Client, f: impl FnOnce() + Send + 'static) {
+        match self {
+            Held::Mutex(g) => g.on_lost(f),
+            Held::Read(g) => g.on_lost(f),
+            Held::Write(g) => g.on_lost(f),
+            Held::Lease(g) => g.on_lost(f),
+            // The simple lock's guard has no on_lost: its hold ends with the session.
+            Held::Simple(_) => {
+                let f = std::sync::Mutex::new(Some(f));
+                let fire = move || {
+                    if let Some(f) = f.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                        f()
+                    }
+                };
+                let fire = std::sync::Arc::new(fire);
+                let listener = fire.clone();
+                client.add_listener(move |ev| {
+                    if ev.state.is_terminal() {
+                        listener()
+                    }
+                });
+                if client.state().is_terminal() {
+                    fire()
+                }
+            }
+        }
+    }
+}
+
+/// The lock objects (the guards borrow them).
+enum Lock {
+    Mutex(Mutex),
+    ReadWrite(ReadWriteLock),
+    Semaphore(Semaphore),
+    Simple(SimpleLock),
+}
+
+fn make_lock(client: &Client, args: &Args) -> zklock::Result<Lock> {
+    Ok(match args.kind {
+        Kind::Mutex => Lock::Mutex(Mutex::new(client, &args.path)?),
+        Kind::Read | Kind::Write => Lock::ReadWrite(ReadWriteLock::new(client, &args.path)?),
+        Kind::Semaphore(n) => Lock::Semaphore(Semaphore::new(client, &args.path, n)?),
+        Kind::Simple => Lock::Simple(SimpleLock::new(client, &args.path)?),
+    })
+}
+
+/// Acquires per the timeout: None waits forever, zero tries once. `Ok(None)`: not acquired.
+fn acquire<'a>(
+    lock: &'a Lock,
+    kind: Kind,
+    timeout: Option<Duration>,
+) -> zklock::Result<Option<Held<'a>>> {
+    macro_rules! take {
+        ($l:expr, $wrap:path, $forever:ident, $once:ident, $for:ident) => {
+            match timeout {
+                None => $l.$forever().map(|g| Some($wrap(g))),
+                Some(t) if t.is_zero() => $l.$once().map(|g| g.map($wrap)),
+                Some(t) => $l.$for(t).map(|g| g.map($wrap)),
+            }
+        };
+    }
+    match (lock, kind) {
+        (Lock::Mutex(m), _) => take!(m, Held::Mutex, lock, try_lock, try_lock_for),
+        (Lock::ReadWrite(l), Kind::Read) => {
+            take!(l.read(), Held::Read, lock, try_lock, try_lock_for)
+        }
+        (Lock::ReadWrite(l), _) => take!(l.write(), Held::Write, lock, try_lock, try_lock_for),
+        (Lock::Semaphore(s), _) => take!(s, Held::Lease, acquire, try_acquire, try_acquire_for),
+        (Lock::Simple(l), _) => take!(l, Held::Simple, lock, try_lock, try_lock_for),
+    }
+}
+
+/// `zklock PATH COMMAND...`.
+fn run(client: &Client, args: &Args) -> ExitCode {
+    let lock = match make_lock(client, args) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let held = match acquire(&lock, args.kind, args.timeout) {
+        Ok(Some(h)) => h,
+        Ok(None) => {
+            let how = match args.timeout {
+                Some(t) if t.is_zero() => "it is busy".to_string(),
+                Some(t) => format!("not acquired within {:?}", t),
+                None => "not acquired".to_string(),
+            };
+            eprintln!("zklock: {}: {how}", args.path);
+            return ExitCode::from(args.conflict_exit);
+        }
+        Err(e) => return fail(&e),
+    };
+    let token = held.fencing_token();
+    if args.verbose {
+        eprintln!("zklock: acquired {} (fencing token {token})", args.path);
+    }
+    let (lost_tx, lost_rx) = mpsc::channel::<()>();
+    held.on_lost(client, move || {
+        let _ = lost_tx.send(());
+    });
+
+    let child = Command::new(&args.command[0])
+        .args(&args.command[1..])
+        .env("ZKLOCK_PATH", &args.path)
+        .env("ZKLOCK_FENCING_TOKEN", token.to_string())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("zklock: cannot run {:?}: {e}", args.command[0]);
+            return ExitCode::from(match e.kind() {
+                std::io::ErrorKind::NotFound => EXIT_NOT_FOUND,
+                _ => EXIT_CANNOT_EXECUTE,
+            });
+        }
+    };
+    let status = wait_child(&mut child, &lost_rx, client, args);
+    drop(held);
+    if args.verbose {
+        eprintln!("zklock: released {}", args.path);
+    }
+    match status {
+        Ok(s) => exit_code_of(s),
+        Err(e) => {
+            eprintln!("zklock: waiting for {:?}: {e}", args.command[0]);
+            ExitCode::from(EXIT_UNAVAILABLE)
+        }
+    }
+}
+
+/// Waits for the child; when the lock is lost meanwhile, says so and applies --on-lost. The
+/// child is signalled only while it is known not to have been reaped, so its pid is still its own.
+fn wait_child(
+    child: &mut Child,
+    lost_rx: &mpsc::Receiver<()>,
+    client: &Client,
+    args: &Args,
+) -> std::io::Result<std::process::ExitStatus> {
+    let mut lost = false;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(s);
+        }
+        if !lost && lost_rx.recv_timeout(Duration::from_millis(50)).is_ok() {
+            lost = true;
+            let why = match client.state() {
+                SessionState::Closed => "the ZooKeeper session was closed",
+                _ => "the ZooKeeper session expired",
+            };
+            let pid = child.id();
+            match args.on_lost {
+                OnLost::Term => {
+                    eprintln!(
+                        "zklock: lost the lock on {} ({why}); sending SIGTERM to {pid}",
+                        args.path
+                    );
+                    signal(pid, "TERM");
+                }
+                OnLost::Kill => {
+                    eprintln!(
+                        "zklock: lost the lock on {} ({why}); killing {pid} (SIGKILL)",
+                        args.path
+                    );
+                    let _ = child.kill();
+                }
+                OnLost::Ignore => {
+                    eprintln!(
+                        "zklock: lost the lock on {} ({why}); {pid} keeps running (--on-lost=ignore)",
+                        args.path
+                    );
+                }
+            }
+        } else if lost {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Sends `SIG<sig>` to `pid` with kill(1) (no unsafe code outside the FFI).
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("zklock: could not send SIG{sig} to {pid}");
+    }
+}
+
+fn exit_code_of(s: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => ExitCode::from(c as u8),
+        (None, Some(sig)) => ExitCode::from(128u8.wrapping_add(sig as u8)),
+        _ => ExitCode::from(EXIT_UNAVAILABLE),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Result<Args, String> {
+        match parse(v.iter().map(|s| s.to_string()).collect())? {
+            Parsed::Run(a) => Ok(a),
+            Parsed::Exit(_) => Err("exit".into()),
+        }
+    }
+
+    #[test]
+    fn parses_flags_path_and_command() {
+        let a = args(&[
+            "--hosts",
+            "h:1",
+            "--timeout=2.5",
+            "--read",
+            "/p",
+            "--",
+            "echo",
+            "--x",
+        ])
+        .unwrap();
+        assert_eq!(a.hosts, "h:1");
+        assert_eq!(a.timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(a.kind, Kind::Read);
+        assert_eq!(a.path, "/p");
+        assert_eq!(a.command, ["echo", "--x"]);
+        let a = args(&["-n", "--semaphore", "3", "--on-lost", "kill", "/p", "true"]).unwrap();
+        assert_eq!(
+            (a.timeout, a.kind, a.on_lost),
+            (Some(Duration::ZERO), Kind::Semaphore(3), OnLost::Kill)
+        );
+        assert_eq!(a.command, ["true"]);
+        let a = args(&["holders", "--protocol", "kazoo", "/p"]).unwrap();
+        assert!(a.holders && a.command.is_empty() && a.protocol == Protocol::Kazoo);
+        assert_eq!(
+            args(&["--timeout", "1e19", "/p", "true"]).unwrap().timeout,
+            None
+        );
+        let a = args(&["--hosts", "h:1", "holders", "/p"]).unwrap();
+        assert!(a.holders && a.path == "/p");
+    }
+
+    #[test]
+    fn rejects_bad_usage() {
+        for bad in [
+            &["/p"][..],
+            &[],
+            &["--read", "--write", "/p", "true"],
+            &["--semaphore", "0", "/p", "true"],
+            &["--timeout", "-1", "/p", "true"],
+            &["--on-lost", "maybe", "/p", "true"],
+            &["--bogus", "/p", "true"],
+            &["holders", "/p", "extra"],
+            &["--", "true"],
+            &["-E", "300", "/p", "true"],
+        ] {
+            assert!(args(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! The `zklock` command against a real ZooKeeper server: exit status passthrough, the
+//! not-acquired status with a busy lock, `holders`, every lock kind, and a session lost while
+//! the command runs.
+#![cfg(feature = "testing")]
+
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use zklock::testing::TestingServer;
+use zklock::{Client, Mutex, Options, ReadWriteLock, Semaphore, SimpleLock};
+
+const ZKLOCK: &str = env!("CARGO_BIN_EXE_zklock");
+
+/// One server for the tests that do not stop it.
+fn hosts() -> String {
+    static SERVER: OnceLock<TestingServer> = OnceLock::new();
+    SERVER
+        .get_or_init(|| {
+            TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh)")
+        })
+        .connect_string()
+}
+
+fn client(hosts: &str, id: &str) -> Client {
+    Client::connect(
+        hosts,
+        Options::default()
+            .session_timeout(Duration::from_secs(5))
+            .holder_id(id),
+    )
+    .unwrap()
+}
+
+fn path(name: &str) -> String {
+    format!("/cli/{name}/{}", std::process::id())
+}
+
+fn zklock(hosts: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(ZKLOCK);
+    c.arg("--hosts").arg(hosts).args(args).stdin(Stdio::null());
+    c
+}
+
+fn run(mut c: Command) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = c.output().expect("run zklock");
+    let code = status.code().expect("zklock exits, it is not killed");
+    (
+        code,
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+#[test]
+fn runs_the_command_and_passes_its_exit_status() {
+    let h = hosts();
+    let p = path("status");
+    let (code, out, err) = run(zklock(&h, &[&p, "--", "sh", "-c", "echo hello; exit 7"]));
+    assert_eq!((code, out.as_str()), (7, "hello\n"), "{err}");
+    let (code, _, err) = run(zklock(&h, &[&p, "true"]));
+    assert_eq!(code, 0, "{err}");
+    // Killed by a signal: 128 + N, as shells report it.
+    let (code, _, _) = run(zklock(&h, &[&p, "sh", "-c", "kill -9 $$"]));
+    assert_eq!(code, 128 + 9);
+    // The command sees the lock path and its fencing token.
+    let (code, out, err) = run(zklock(
+        &h,
+        &[
+            "-v",
+            &p,
+            "sh",
+            "-c",
+            "echo \"$ZKLOCK_PATH $ZKLOCK_FENCING_TOKEN\"",
+        ],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let (seen_path, token) = out.trim().split_once(' ').unwrap();
+    assert_eq!(seen_path, p);
+    assert!(token.parse::<i64>().unwrap() > 0);
+    assert!(
+        err.contains("acquired") && err.contains("released"),
+        "{err}"
+    );
+    // Nothing is left behind.
+    assert!(Mutex::new(&client(&h, "t"), &p)
+        .unwrap()
+        .participants()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn busy_lock_gives_the_not_acquired_status() {
+    let h = hosts();
+    let p = path("busy");
+    let c = client(&h, "holder-a");
+    let m = Mutex::new(&c, &p).unwrap();
+    let g = m.lock().unwrap();
+    let (code, out, err) = run(zklock(&h, &["-n", &p, "echo", "ran"]));
+    assert_eq!(code, 75, "{err}");
+    assert!(out.is_empty(), "the command must not run: {out}");
+    assert!(err.contains("busy"), "{err}");
+    let t = Instant::now();
+    let (code, _, err) = run(zklock(&h, &["--timeout", "0.4", &p, "true"]));
+    assert_eq!(code, 75, "{err}");
+    assert!(
+        t.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        t.elapsed()
+    );
+    // The status is configurable, like flock -E.
+    let (code, _, _) = run(zklock(&h, &["-E", "3", "-n", &p, "true"]));
+    assert_eq!(code, 3);
+    // A waiting zklock runs once the holder lets go.
+    let waiter = zklock(&h, &["--timeout", "20", &p, "true"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(g);
+    let out = waiter.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // No node of the failed attempts is left.
+    assert!(m.participants().unwrap().is_empty());
+}
+
+#[test]
+fn concurrent_commands_are_mutually_exclusive() {
+    let h = hosts();
+    let p = path("exclusive");
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("n");
+    std::fs::write(&counter, "0\n").unwrap();
+    let script = format!(
+        "v=$(cat {0}); sleep 0.05; echo $((v + 1)) > {0}",
+        counter.display()
+    );
+    let kids: Vec<_> = (0..6)
+        .map(|_| {
+            zklock(&h, &["--timeout", "60", &p, "sh", "-c", &script])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in kids {
+        assert_eq!(k.wait_with_output().unwrap().status.code(), Some(0));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap().trim(),
+        "6",
+        "two commands overlapped"
+    );
+}
+
+#[test]
+fn holders_lists_the_queue_with_holder_ids() {
+    let h = hosts();
+    let p = path("holders");
+    let (ca, cb) = (client(&h, "worker-a"), client(&h, "worker-b"));
+    let (ma, mb) = (Mutex::new(&ca, &p).unwrap(), Mutex::new(&cb, &p).unwrap());
+    let (code, out, _) = run(zklock(&h, &["holders", &p]));
+    assert_eq!((code, out.as_str()), (0, ""));
+    let g = ma.lock().unwrap();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| mb.lock().map(drop));
+        let t = Instant::now();
+        while mb.participants().unwrap().len() < 2 && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (code, out, err) = run(zklock(&h, &["holders", &p]));
+        assert_eq!(code, 0, "{err}");
+        let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split('\t').collect()).collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert_eq!((lines[0][0], lines[0][2]), ("holder", "worker-a"), "{out}");
+        assert_eq!((lines[1][0], lines[1][2]), ("waiting", "worker-b"), "{out}");
+        assert!(lines[0][1].parse::<i64>().unwrap() < lines[1][1].parse::<i64>().unwrap());
+        drop(g);
+        waiter.join().unwrap().unwrap();
+    });
+}
+
+#[test]
+fn read_write_semaphore_and_simple_kinds() {
+    let h = hosts();
+    let c = client(&h, "rust-side");
+    // Read-write: a reader in Rust lets zklock read but not write.
+    let p = path("rw");
+    let rw = ReadWriteLock::new(&c, &p).unwrap();
+    let r = rw.read().lock().unwrap();
+    assert_eq!(run(zklock(&h, &["--read", "-n", &p, "true"])).0, 0);
+    assert_eq!(run(zklock(&h, &["--write", "-n", &p, "true"])).0, 75);
+    let (code, out, _) = run(zklock(&h, &["holders", "--read", &p]));
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("holder\t") && out.contains("\tread\trust-side\t"),
+        "{out}"
+    );
+    drop(r);
+    assert_eq!(run(zklock(&h, &["--write", "-n", &p, "true"])).0, 0);
+    // Semaphore: with both leases taken, zklock cannot get one.
+    let p = path("sem");
+    let s = Semaphore::new(&c, &p, 2).unwrap();
+    let (l1, l2) = (s.acquire().unwrap(), s.acquire().unwrap());
+    assert_eq!(
+        run(zklock(&h, &["--semaphore", "2", "-n", &p, "true"])).0,
+        75
+    );
+    let (code, out, _) = run(zklock(&h, &["holders", "--semaphore", "2", &p]));
+    assert_eq!((code, out.lines().count()), (0, 2), "{out}");
+    drop(l1);
+    assert_eq!(
+        run(zklock(&h, &["--semaphore", "2", "-n", &p, "true"])).0,
+        0
+    );
+    drop(l2);
+    // Simple lock.
+    let p = path("simple");
+    let sl = SimpleLock::new(&c, &p).unwrap();
+    let g = sl.try_lock().unwrap().unwrap();
+    assert_eq!(run(zklock(&h, &["--simple", "-n", &p, "true"])).0, 75);
+    assert_eq!(
+        run(zklock(&h, &["holders", "--simple", &p])).1,
+        "holder\trust-side\n"
+    );
+    drop(g);
+    assert_eq!(run(zklock(&h, &["--simple", "-n", &p, "true"])).0, 0);
+    // The kazoo protocol (kazoo node names) works the same way.
+    let p = path("kazoo");
+    let (code, out, err) = run(zklock(&h, &["--protocol", "kazoo", &p, "sh", "-c", "true"]));
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn usage_connection_and_command_errors() {
+    let h = hosts();
+    for bad in [
+        &["/p"][..],
+        &["--read", "--write", "/p", "true"],
+        &["--nope", "/p", "true"],
+        &["relative", "true"],
+    ] {
+        let (code, _, err) = run(zklock(&h, bad));
+        assert_eq!(code, 64, "{bad:?}: {err}");
+    }
+    let (code, out, _) = run(zklock(&h, &["--help"]));
+    assert_eq!(code, 0);
+    assert!(out.contains("Exit status"));
+    let (code, _, err) = run(zklock(&h, &[&path("nocmd"), "/nonexistent/command"]));
+    assert_eq!(code, 127, "{err}");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let nowhere = format!("127.0.0.1:{port}");
+    let t = Instant::now();
+    let (code, _, err) = run(zklock(&nowhere, &["--session-timeout", "1", "/p", "true"]));
+    assert_eq!(code, 69, "{err}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+/// Runs `zklock --on-lost <action>` over `command`, stops the server while it runs, and
+/// returns (exit code, stderr, how long after the stop zklock ended).
+fn lose_session_while_running(action: &str, command: &[&str]) -> (i32, String, Duration) {
+    let mut zk = TestingServer::start().expect("start a real ZooKeeper server");
+    let h = zk.connect_string();
+    let mut args = vec![
+        "--session-timeout",
+        "2",
+        "--on-lost",
+        action,
+        "/cli/lost",
+        "--",
+    ];
+    args.extend_from_slice(command);
+    let child = zklock(&h, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until it holds the lock (its node exists), then take the server away.
+    let c = client(&h, "observer");
+    let m = Mutex::new(&c, "/cli/lost").unwrap();
+    let t = Instant::now();
+    while m.participants().unwrap().is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "zklock never took the lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(m);
+    c.close();
+    zk.stop();
+    let stopped = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        stopped.elapsed(),
+    )
+}
+
+#[test]
+fn lost_session_terminates_the_command() {
+    let (code, err, took) = lose_session_while_running("term", &["sleep", "60"]);
+    assert_eq!(code, 128 + 15, "{err}");
+    assert!(
+        err.contains("lost the lock") && err.contains("SIGTERM"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(15), "{took:?}");
+}
+
+#[test]
+fn lost_session_can_kill_or_leave_the_command() {
+    let (code, err, _) = lose_session_while_running("kill", &["sleep", "60"]);
+    assert_eq!(code, 128 + 9, "{err}");
+    assert!(
+        err.contains("lost the lock") && err.contains("SIGKILL"),
+        "{err}"
+    );
+    let (code, err, took) = lose_session_while_running("ignore", &["sleep", "7"]);
+    assert_eq!(code, 0, "the command ran to its end: {err}");
+    assert!(
+        err.contains("lost the lock") && err.contains("keeps running"),
+        "{err}"
+    );
+    assert!(took >= Duration::from_secs(3), "{took:?}");
+}

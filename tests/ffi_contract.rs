@@ -1,0 +1,687 @@
+//! The C API's contract (`shared/design/c-api.md`, rules section), checked by calling the
+//! `extern "C"` functions from Rust: NULL for every pointer argument, non-UTF-8 text,
+//! out-of-range enum values, release without acquire, free of NULL, out-parameters left
+//! untouched on failure, the last error message, status names; and the basic lock life cycle
+//! against a real ZooKeeper server.
+#![cfg(feature = "testing")]
+// Every call here is to an `unsafe extern "C"` fn with valid or NULL pointers, which is
+// exactly what the contract allows; one SAFETY note per test instead of per call.
+#![allow(clippy::undocumented_unsafe_blocks)]
+
+use std::ffi::{c_char, CStr, CString};
+use std::ptr::{null, null_mut};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use zklock::ffi::zkl_status::*;
+use zklock::ffi::*;
+use zklock::testing::{Admin, TestingServer};
+
+/// One server for the whole file (a JVM per test would be slow on small machines).
+fn hosts() -> String {
+    static SERVER: OnceLock<TestingServer> = OnceLock::new();
+    SERVER
+        .get_or_init(|| {
+            TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh)")
+        })
+        .connect_string()
+}
+
+fn last_error() -> String {
+    // SAFETY: never NULL, valid until the next failing call on this thread.
+    let p = zkl_last_error_message();
+    assert!(!p.is_null());
+    unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string()
+}
+
+/// A handle moved to another thread for a test (the test keeps one thread at a time on it,
+/// except zkl_lock_cancel, which the contract allows from any thread).
+struct SendPtr<T>(*mut T);
+// SAFETY: see above; the handles themselves are Send + Sync on the Rust side.
+unsafe impl<T> Send for SendPtr<T> {}
+
+fn cstr(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+/// A sentinel pointer that must survive a failing call (out-params are written only on OK).
+fn sentinel<T>() -> *mut T {
+    0x1234usize as *mut T
+}
+
+fn connect(hosts: &str) -> *mut zkl_client {
+    let h = cstr(hosts);
+    let mut c = null_mut();
+    // SAFETY: valid string and out pointer.
+    let s = unsafe { zkl_client_connect(h.as_ptr(), 5000, &mut c) };
+    assert_eq!(s, ZKL_OK, "{}", last_error());
+    assert!(!c.is_null());
+    c
+}
+
+fn mutex(c: *mut zkl_client, path: &str) -> *mut zkl_lock {
+    let p = cstr(path);
+    let mut l = null_mut();
+    let s = unsafe { zkl_mutex_new(c, p.as_ptr(), &mut l) };
+    assert_eq!(s, ZKL_OK, "{}", last_error());
+    l
+}
+
+type Ctor = unsafe extern "C" fn(*mut zkl_client, *const c_char, *mut *mut zkl_lock) -> zkl_status;
+
+unsafe extern "C" fn semaphore2(
+    c: *mut zkl_client,
+    p: *const c_char,
+    out: *mut *mut zkl_lock,
+) -> zkl_status {
+    unsafe { zkl_semaphore_new(c, p, 2, out) }
+}
+
+/// The constructors with the signature (client, path, out_lock).
+fn path_ctors() -> Vec<(&'static str, Ctor)> {
+    vec![
+        ("zkl_mutex_new", zkl_mutex_new as Ctor),
+        ("zkl_semaphore_mutex_new", zkl_semaphore_mutex_new as Ctor),
+        ("zkl_simple_lock_new", zkl_simple_lock_new as Ctor),
+        ("zkl_read_lock_new", zkl_read_lock_new as Ctor),
+        ("zkl_write_lock_new", zkl_write_lock_new as Ctor),
+        ("zkl_semaphore_new(2)", semaphore2 as Ctor),
+    ]
+}
+
+#[test]
+fn status_names_and_version() {
+    let name = |v: u32| {
+        unsafe { CStr::from_ptr(zkl_status_name(v)) }
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let expected = [
+        "ZKL_OK",
+        "ZKL_TIMEOUT",
+        "ZKL_INVALID_ARGUMENT",
+        "ZKL_NOT_HELD",
+        "ZKL_CONNECTION_LOSS",
+        "ZKL_SESSION_EXPIRED",
+        "ZKL_ZOOKEEPER_ERROR",
+        "ZKL_INTERNAL_ERROR",
+        "ZKL_CANCELLED",
+    ];
+    for (v, n) in expected.iter().enumerate() {
+        assert_eq!(name(v as u32), *n);
+    }
+    for v in [9, 100, u32::MAX] {
+        assert_eq!(name(v), "ZKL_UNKNOWN_STATUS");
+    }
+    // The numbers are the ABI.
+    assert_eq!(ZKL_OK as u32, 0);
+    assert_eq!(ZKL_TIMEOUT as u32, 1);
+    assert_eq!(ZKL_CANCELLED as u32, 8);
+    assert_eq!(zkl_protocol::ZKL_PROTOCOL_KAZOO as u32, 1);
+    let v = unsafe { CStr::from_ptr(zkl_version()) }.to_str().unwrap();
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn last_error_is_per_thread_never_null_and_kept_by_success() {
+    std::thread::spawn(|| {
+        assert_eq!(last_error(), "no error");
+        let mut t = 0i64;
+        assert_eq!(
+            unsafe { zkl_lock_fencing_token(null(), &mut t) },
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(last_error(), "invalid argument: `lock` is NULL");
+        let other = std::thread::spawn(last_error).join().unwrap();
+        assert_eq!(other, "no error");
+        // A call that succeeds does not clear it.
+        assert!(!zkl_version().is_null());
+        assert_eq!(last_error(), "invalid argument: `lock` is NULL");
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn null_pointers_without_a_server() {
+    let hosts = cstr("127.0.0.1:1");
+    let path = cstr("/ffi/null");
+    let mut out_c: *mut zkl_client = sentinel();
+    let mut out_l: *mut zkl_lock = sentinel();
+    let mut token = 77i64;
+    unsafe {
+        assert_eq!(
+            zkl_client_connect(null(), 1000, &mut out_c),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(last_error().contains("`hosts` is NULL"), "{}", last_error());
+        assert_eq!(
+            zkl_client_connect(hosts.as_ptr(), 1000, null_mut()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(
+            last_error().contains("`out_client` is NULL"),
+            "{}",
+            last_error()
+        );
+        assert_eq!(zkl_client_set_protocol(null_mut(), 0), ZKL_INVALID_ARGUMENT);
+        assert_eq!(
+            zkl_client_add_auth(null_mut(), c"digest".as_ptr(), c"u:p".as_ptr()),
+            ZKL_INVALID_ARGUMENT
+        );
+        for (name, ctor) in path_ctors() {
+            assert_eq!(
+                ctor(null_mut(), path.as_ptr(), &mut out_l),
+                ZKL_INVALID_ARGUMENT,
+                "{name}"
+            );
+            assert!(
+                last_error().contains("`client` is NULL"),
+                "{name}: {}",
+                last_error()
+            );
+        }
+        assert_eq!(zkl_lock_acquire(null_mut(), 0), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_lock_acquire(null_mut(), -1), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_lock_release(null_mut()), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_lock_cancel(null_mut()), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_lock_is_held(null()), 0);
+        assert_eq!(
+            zkl_lock_fencing_token(null(), &mut token),
+            ZKL_INVALID_ARGUMENT
+        );
+        // Free of NULL is a no-op.
+        zkl_lock_free(null_mut());
+        zkl_client_free(null_mut());
+    }
+    assert_eq!(out_c, sentinel());
+    assert_eq!(out_l, sentinel());
+    assert_eq!(token, 77);
+}
+
+#[test]
+fn bad_host_lists_and_text() {
+    let mut out: *mut zkl_client = sentinel();
+    let bad_utf8 = b"127.0.0.1:\xff\xfe\0";
+    unsafe {
+        assert_eq!(
+            zkl_client_connect(bad_utf8.as_ptr().cast(), 1000, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(
+            last_error().contains("`hosts` is not valid UTF-8"),
+            "{}",
+            last_error()
+        );
+        for h in [
+            "",
+            "127.0.0.1:notaport",
+            "127.0.0.1:2181/bad//chroot",
+            ":2181",
+        ] {
+            let h = cstr(h);
+            assert_eq!(
+                zkl_client_connect(h.as_ptr(), 1000, &mut out),
+                ZKL_INVALID_ARGUMENT,
+                "{h:?}"
+            );
+        }
+        // A session timeout the server cannot honour.
+        assert_eq!(
+            zkl_client_connect(c"127.0.0.1:1".as_ptr(), 0, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+    }
+    assert_eq!(out, sentinel());
+}
+
+#[test]
+fn connect_to_nothing_is_connection_loss_within_the_timeout() {
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let h = cstr(&format!("127.0.0.1:{port}"));
+    let mut out: *mut zkl_client = sentinel();
+    let t = Instant::now();
+    let s = unsafe { zkl_client_connect(h.as_ptr(), 800, &mut out) };
+    assert_eq!(s, ZKL_CONNECTION_LOSS, "{}", last_error());
+    assert!(
+        t.elapsed() < Duration::from_millis(800 + 1500),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(out, sentinel());
+}
+
+#[test]
+fn bad_arguments_with_a_live_client() {
+    let c = connect(&hosts());
+    let mut out: *mut zkl_lock = sentinel();
+    let bad_utf8 = b"/ffi/\xc3\x28\0";
+    unsafe {
+        // Enum values from C are range-checked.
+        assert_eq!(zkl_client_set_protocol(c, 2), ZKL_INVALID_ARGUMENT);
+        assert!(
+            last_error().contains("not a zkl_protocol"),
+            "{}",
+            last_error()
+        );
+        assert_eq!(zkl_client_set_protocol(c, u32::MAX), ZKL_INVALID_ARGUMENT);
+        assert_eq!(
+            zkl_client_set_protocol(c, zkl_protocol::ZKL_PROTOCOL_KAZOO as u32),
+            ZKL_OK
+        );
+        assert_eq!(
+            zkl_client_set_protocol(c, zkl_protocol::ZKL_PROTOCOL_CURATOR as u32),
+            ZKL_OK
+        );
+        assert_eq!(
+            zkl_client_add_auth(c, null(), c"u:p".as_ptr()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_client_add_auth(c, c"digest".as_ptr(), null()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_client_add_auth(c, bad_utf8.as_ptr().cast(), c"u:p".as_ptr()),
+            ZKL_INVALID_ARGUMENT
+        );
+        for (name, ctor) in path_ctors() {
+            assert_eq!(ctor(c, null(), &mut out), ZKL_INVALID_ARGUMENT, "{name}");
+            assert!(
+                last_error().contains("`path` is NULL"),
+                "{name}: {}",
+                last_error()
+            );
+            assert_eq!(
+                ctor(c, c"/ffi/x".as_ptr(), null_mut()),
+                ZKL_INVALID_ARGUMENT,
+                "{name}"
+            );
+            assert!(
+                last_error().contains("`out_lock` is NULL"),
+                "{name}: {}",
+                last_error()
+            );
+            assert_eq!(
+                ctor(c, bad_utf8.as_ptr().cast(), &mut out),
+                ZKL_INVALID_ARGUMENT,
+                "{name}"
+            );
+            assert!(last_error().contains("UTF-8"), "{name}: {}", last_error());
+            for p in ["", "relative", "/", "/a//b", "/a/", "/zookeeper/x"] {
+                let p = cstr(p);
+                assert_eq!(
+                    ctor(c, p.as_ptr(), &mut out),
+                    ZKL_INVALID_ARGUMENT,
+                    "{name} {p:?}"
+                );
+            }
+        }
+        assert_eq!(out, sentinel());
+        // Valid credentials of an unused scheme are accepted ("digest" accepts any user:pw).
+        assert_eq!(
+            zkl_client_add_auth(c, c"digest".as_ptr(), c"user:pw".as_ptr()),
+            ZKL_OK,
+            "{}",
+            last_error()
+        );
+        let l = mutex(c, "/ffi/bad_args");
+        let mut token = 5i64;
+        assert_eq!(zkl_lock_fencing_token(l, null_mut()), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_lock_fencing_token(l, &mut token), ZKL_NOT_HELD);
+        assert_eq!(token, 5);
+        zkl_lock_free(l);
+        zkl_client_free(c);
+    }
+}
+
+#[test]
+fn release_without_acquire_is_not_held_for_every_recipe() {
+    let c = connect(&hosts());
+    for (name, ctor) in path_ctors() {
+        let mut l = null_mut();
+        let path = cstr(&format!("/ffi/not_held/{name}"));
+        unsafe {
+            assert_eq!(
+                ctor(c, path.as_ptr(), &mut l),
+                ZKL_OK,
+                "{name}: {}",
+                last_error()
+            );
+            assert_eq!(zkl_lock_release(l), ZKL_NOT_HELD, "{name}");
+            assert_eq!(
+                last_error(),
+                "the lock is not held by this handle",
+                "{name}"
+            );
+            assert_eq!(zkl_lock_is_held(l), 0);
+            // Acquire, release, and a second release is not held again.
+            assert_eq!(zkl_lock_acquire(l, 0), ZKL_OK, "{name}: {}", last_error());
+            assert_eq!(zkl_lock_is_held(l), 1);
+            assert_eq!(zkl_lock_release(l), ZKL_OK, "{name}: {}", last_error());
+            assert_eq!(zkl_lock_release(l), ZKL_NOT_HELD, "{name}");
+            zkl_lock_free(l);
+        }
+    }
+    unsafe { zkl_client_free(c) };
+}
+
+#[test]
+fn acquire_contend_timeout_tokens_and_no_leftovers() {
+    let hosts = hosts();
+    let (c1, c2) = (connect(&hosts), connect(&hosts));
+    let path = "/ffi/contend";
+    let (a, b) = (mutex(c1, path), mutex(c2, path));
+    let admin = Admin::connect(&hosts).unwrap();
+    unsafe {
+        assert_eq!(zkl_lock_acquire(a, -1), ZKL_OK, "{}", last_error());
+        // Any timeout is fine, however long (this one is already held by this thread).
+        assert_eq!(zkl_lock_acquire(a, i64::MAX), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_lock_release(a), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(a, i64::MIN), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_lock_release(a), ZKL_OK);
+        let mut t1 = 0i64;
+        assert_eq!(zkl_lock_fencing_token(a, &mut t1), ZKL_OK);
+        assert!(t1 > 0);
+        // Busy: try once, then a bounded wait; neither leaves a node behind.
+        assert_eq!(zkl_lock_acquire(b, 0), ZKL_TIMEOUT);
+        assert!(last_error().contains("busy"), "{}", last_error());
+        let t = Instant::now();
+        assert_eq!(zkl_lock_acquire(b, 300), ZKL_TIMEOUT);
+        assert!(
+            t.elapsed() >= Duration::from_millis(300) && t.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(admin.children(path).unwrap().len(), 1);
+        // Reentrant per thread: two acquires need two releases.
+        assert_eq!(zkl_lock_acquire(a, 0), ZKL_OK);
+        assert_eq!(zkl_lock_release(a), ZKL_OK);
+        assert_eq!(zkl_lock_is_held(a), 1);
+        assert_eq!(zkl_lock_release(a), ZKL_OK);
+        assert_eq!(zkl_lock_is_held(a), 0);
+        // The next holder's token is larger.
+        assert_eq!(zkl_lock_acquire(b, 2000), ZKL_OK, "{}", last_error());
+        let mut t2 = 0i64;
+        assert_eq!(zkl_lock_fencing_token(b, &mut t2), ZKL_OK);
+        assert!(t2 > t1, "{t2} after {t1}");
+        // Freeing a held lock releases it.
+        zkl_lock_free(b);
+        assert_eq!(zkl_lock_acquire(a, 2000), ZKL_OK, "{}", last_error());
+        zkl_lock_free(a);
+        zkl_client_free(c1);
+        zkl_client_free(c2);
+    }
+    assert!(admin.children(path).unwrap().is_empty());
+}
+
+#[test]
+fn mutex_is_held_per_thread_and_released_on_the_acquiring_thread() {
+    let c = connect(&hosts());
+    let l = mutex(c, "/ffi/per_thread");
+    unsafe {
+        assert_eq!(zkl_lock_acquire(l, 0), ZKL_OK);
+        let h = SendPtr(l);
+        let (held, release) = std::thread::spawn(move || {
+            let h = h;
+            (zkl_lock_is_held(h.0), zkl_lock_release(h.0))
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            (held, release),
+            (0, ZKL_NOT_HELD),
+            "another thread does not hold this thread's mutex"
+        );
+        assert_eq!(zkl_lock_release(l), ZKL_OK);
+        zkl_lock_free(l);
+        zkl_client_free(c);
+    }
+}
+
+#[test]
+fn semaphore_mutex_is_not_reentrant_and_any_thread_releases() {
+    let c = connect(&hosts());
+    let mut l = null_mut();
+    unsafe {
+        assert_eq!(
+            zkl_semaphore_mutex_new(c, c"/ffi/semmutex".as_ptr(), &mut l),
+            ZKL_OK
+        );
+        assert_eq!(zkl_lock_acquire(l, 0), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(l, 0), ZKL_INVALID_ARGUMENT);
+        assert!(last_error().contains("not reentrant"), "{}", last_error());
+        let h = SendPtr(l);
+        let r = std::thread::spawn(move || {
+            let h = h;
+            zkl_lock_release(h.0)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(r, ZKL_OK);
+        assert_eq!(zkl_lock_is_held(l), 0);
+        zkl_lock_free(l);
+        zkl_client_free(c);
+    }
+}
+
+#[test]
+fn cancel_from_another_thread() {
+    let hosts = hosts();
+    let (c1, c2) = (connect(&hosts), connect(&hosts));
+    let path = "/ffi/cancel";
+    let (a, b) = (mutex(c1, path), mutex(c2, path));
+    unsafe {
+        assert_eq!(zkl_lock_acquire(a, 0), ZKL_OK);
+        let h = SendPtr(b);
+        let waiter = std::thread::spawn(move || {
+            let h = h;
+            let t = Instant::now();
+            let s = zkl_lock_acquire(h.0, -1);
+            (s, last_error(), t.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(zkl_lock_cancel(b), ZKL_OK);
+        let (s, msg, took) = waiter.join().unwrap();
+        assert_eq!(s, ZKL_CANCELLED, "{msg}");
+        assert_eq!(msg, "the acquire was cancelled");
+        assert!(took < Duration::from_secs(5));
+        assert_eq!(
+            Admin::connect(&hosts)
+                .unwrap()
+                .children(path)
+                .unwrap()
+                .len(),
+            1
+        );
+        // Cancel affects only acquires waiting at the time.
+        assert_eq!(zkl_lock_release(a), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(b, 2000), ZKL_OK, "{}", last_error());
+        zkl_lock_free(a);
+        zkl_lock_free(b);
+        zkl_client_free(c1);
+        zkl_client_free(c2);
+    }
+}
+
+#[test]
+fn locks_keep_the_session_open_after_the_client_is_freed() {
+    let hosts = hosts();
+    let c = connect(&hosts);
+    let l = mutex(c, "/ffi/keepalive");
+    let admin = Admin::connect(&hosts).unwrap();
+    unsafe {
+        zkl_client_free(c);
+        assert_eq!(zkl_lock_acquire(l, 0), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_lock_is_held(l), 1);
+        assert_eq!(admin.children("/ffi/keepalive").unwrap().len(), 1);
+        // Freeing the last lock releases and closes the session.
+        zkl_lock_free(l);
+    }
+    assert!(admin.children("/ffi/keepalive").unwrap().is_empty());
+}
+
+#[test]
+fn semaphore_counts_leases_and_rejects_zero() {
+    let hosts = hosts();
+    let c = connect(&hosts);
+    let path = c"/ffi/semaphore";
+    let mut out: *mut zkl_lock = sentinel();
+    unsafe {
+        assert_eq!(
+            zkl_semaphore_new(c, path.as_ptr(), 0, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(last_error().contains("max_leases"), "{}", last_error());
+        assert_eq!(
+            zkl_semaphore_new(null_mut(), path.as_ptr(), 1, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_semaphore_new(c, null(), 1, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_semaphore_new(c, path.as_ptr(), 1, null_mut()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(out, sentinel());
+        let (mut a, mut b) = (null_mut(), null_mut());
+        assert_eq!(zkl_semaphore_new(c, path.as_ptr(), 2, &mut a), ZKL_OK);
+        assert_eq!(zkl_semaphore_new(c, path.as_ptr(), 2, &mut b), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(a, 1000), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_lock_acquire(a, 1000), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_lock_acquire(b, 0), ZKL_TIMEOUT);
+        assert_eq!(zkl_lock_acquire(b, 200), ZKL_TIMEOUT);
+        assert_eq!(zkl_lock_release(a), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(b, 2000), ZKL_OK, "{}", last_error());
+        zkl_lock_free(a);
+        zkl_lock_free(b);
+        zkl_client_free(c);
+    }
+}
+
+#[test]
+fn read_write_halves_share_and_exclude() {
+    let hosts = hosts();
+    let (c1, c2) = (connect(&hosts), connect(&hosts));
+    let path = c"/ffi/rw";
+    let (mut r1, mut r2, mut w) = (null_mut(), null_mut(), null_mut());
+    unsafe {
+        assert_eq!(zkl_read_lock_new(c1, path.as_ptr(), &mut r1), ZKL_OK);
+        assert_eq!(zkl_read_lock_new(c2, path.as_ptr(), &mut r2), ZKL_OK);
+        assert_eq!(zkl_write_lock_new(c2, path.as_ptr(), &mut w), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(r1, 0), ZKL_OK, "{}", last_error());
+        assert_eq!(
+            zkl_lock_acquire(r2, 0),
+            ZKL_OK,
+            "readers share: {}",
+            last_error()
+        );
+        assert_eq!(zkl_lock_acquire(w, 0), ZKL_TIMEOUT);
+        assert_eq!(zkl_lock_release(r1), ZKL_OK);
+        assert_eq!(zkl_lock_release(r2), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(w, 1000), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_lock_acquire(r1, 0), ZKL_TIMEOUT);
+        for l in [r1, r2, w] {
+            zkl_lock_free(l);
+        }
+        zkl_client_free(c1);
+        zkl_client_free(c2);
+    }
+}
+
+#[test]
+fn multi_lock_arguments_and_ownership() {
+    let hosts = hosts();
+    let c = connect(&hosts);
+    let (a, b) = (mutex(c, "/ffi/multi/a"), mutex(c, "/ffi/multi/b"));
+    let mut out: *mut zkl_lock = sentinel();
+    unsafe {
+        let both = [a, b];
+        assert_eq!(
+            zkl_multi_lock_new(null(), 2, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(last_error().contains("`locks` is NULL"), "{}", last_error());
+        assert_eq!(
+            zkl_multi_lock_new(both.as_ptr(), 2, null_mut()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_multi_lock_new(both.as_ptr(), 0, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(last_error().contains("`count` is 0"), "{}", last_error());
+        let with_null = [a, null_mut()];
+        assert_eq!(
+            zkl_multi_lock_new(with_null.as_ptr(), 2, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(
+            last_error().contains("`locks[1]` is NULL"),
+            "{}",
+            last_error()
+        );
+        let twice = [a, b, a];
+        assert_eq!(
+            zkl_multi_lock_new(twice.as_ptr(), 3, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(
+            last_error().contains("locks[2] is the same handle"),
+            "{}",
+            last_error()
+        );
+        assert_eq!(out, sentinel());
+        // The failed calls did not take the handles: they still work.
+        assert_eq!(zkl_lock_acquire(a, 0), ZKL_OK);
+        assert_eq!(zkl_lock_release(a), ZKL_OK);
+
+        let mut m = null_mut();
+        assert_eq!(
+            zkl_multi_lock_new(both.as_ptr(), 2, &mut m),
+            ZKL_OK,
+            "{}",
+            last_error()
+        );
+        let nested = [m];
+        assert_eq!(
+            zkl_multi_lock_new(nested.as_ptr(), 1, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(last_error().contains("multi-lock"), "{}", last_error());
+        assert_eq!(zkl_lock_release(m), ZKL_NOT_HELD, "{}", last_error());
+        assert_eq!(zkl_lock_is_held(m), 0);
+
+        // All or nothing: with /ffi/multi/b busy elsewhere, nothing stays held.
+        let c2 = connect(&hosts);
+        let other = mutex(c2, "/ffi/multi/b");
+        assert_eq!(zkl_lock_acquire(other, 0), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(m, 0), ZKL_TIMEOUT);
+        assert_eq!(zkl_lock_is_held(m), 0);
+        let admin = Admin::connect(&hosts).unwrap();
+        assert!(admin.children("/ffi/multi/a").unwrap().is_empty());
+        assert_eq!(zkl_lock_release(other), ZKL_OK);
+
+        assert_eq!(zkl_lock_acquire(m, 2000), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_lock_is_held(m), 1);
+        let mut t = 9i64;
+        assert_eq!(zkl_lock_fencing_token(m, &mut t), ZKL_INVALID_ARGUMENT);
+        assert_eq!(t, 9);
+        assert_eq!(zkl_lock_acquire(other, 0), ZKL_TIMEOUT);
+        assert_eq!(zkl_lock_release(m), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_lock_acquire(other, 0), ZKL_OK);
+        // Freeing the multi-lock frees its components (a and b are not freed separately).
+        zkl_lock_free(m);
+        zkl_lock_free(other);
+        zkl_client_free(c2);
+        zkl_client_free(c);
+    }
+}

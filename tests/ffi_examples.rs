@@ -1,0 +1,362 @@
+//! Every example of `ffi-examples/` is also a test: the C programs (one per recipe) and the
+//! C++ demo are compiled with warnings as errors against `include/zklock.h` and the freshly
+//! built `libzklock.so`, then run, like the Python demo, against a real ZooKeeper server; two
+//! processes (also C against Python) contend on one lock; and the C examples run again under
+//! AddressSanitizer + UndefinedBehaviorSanitizer (leak detection on) and under valgrind, where
+//! the toolchain has them.
+#![cfg(feature = "testing")]
+
+mod ffi_util;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use zklock::testing::TestingServer;
+
+/// The C examples: one per recipe.
+const C_EXAMPLES: &[&str] = &[
+    "mutex",
+    "semaphore_mutex",
+    "simple_lock",
+    "rwlock",
+    "semaphore",
+    "multi_lock",
+];
+
+const C_FLAGS: &[&str] = &[
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pedantic",
+    "-pthread",
+];
+const CXX_FLAGS: &[&str] = &[
+    "-std=c++17",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pedantic",
+    "-pthread",
+];
+const SANITIZE: &[&str] = &[
+    "-fsanitize=address,undefined",
+    "-fno-omit-frame-pointer",
+    "-g",
+];
+
+fn hosts() -> String {
+    static SERVER: OnceLock<TestingServer> = OnceLock::new();
+    SERVER
+        .get_or_init(|| {
+            TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh)")
+        })
+        .connect_string()
+}
+
+/// `target/<profile>/ffi-examples`, with `lib/` holding `libzklock.so` and its SONAME link.
+fn build_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let so = ffi_util::cdylib();
+        let dir = ffi_util::profile_dir().join("ffi-examples");
+        let lib = dir.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        for name in ["libzklock.so", "libzklock.so.0"] {
+            let link = lib.join(name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&so, &link).unwrap();
+        }
+        dir
+    })
+}
+
+fn lib_dir() -> PathBuf {
+    build_dir().join("lib")
+}
+
+/// Compiles one example (once per process); returns the executable.
+fn compile(compiler: &str, flags: &[&str], source: &str, out_name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let repo = ffi_util::repo();
+    let exe = build_dir().join(out_name);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if built.iter().any(|b| b == out_name) {
+        return exe;
+    }
+    let lib = lib_dir();
+    let out = Command::new(compiler)
+        .args(flags)
+        .arg("-I")
+        .arg(repo.join("include"))
+        .arg("-I")
+        .arg(repo.join("ffi-examples/cpp"))
+        .arg(repo.join(source))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib)
+        .arg("-lzklock")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
+    assert!(
+        out.status.success(),
+        "{compiler} {source} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    built.push(out_name.to_string());
+    exe
+}
+
+/// A command for an example with the server, a lock path prefix of its own and the library.
+fn example(exe: &Path, zkl_path: &str) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.env("ZKL_HOSTS", hosts())
+        .env("ZKL_PATH", zkl_path)
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env("ZKLOCK_LIBRARY", lib_dir().join("libzklock.so"))
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn run(mut cmd: Command, what: &str) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {what}: {e}"));
+    let text = format!(
+        "{what}: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    eprintln!("{text}");
+    out
+}
+
+fn unique(prefix: &str) -> String {
+    format!("/ffi-examples/{prefix}/{}", std::process::id())
+}
+
+fn python() -> Option<&'static str> {
+    ["python3", "python"]
+        .into_iter()
+        .find(|p| ffi_util::have(p))
+}
+
+#[test]
+fn c_examples_pass() {
+    for name in C_EXAMPLES {
+        let exe = compile("cc", C_FLAGS, &format!("ffi-examples/c/{name}.c"), name);
+        let out = run(example(&exe, &unique(&format!("c-{name}"))), name);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(&format!("{name}: all ")), "{stdout}");
+        assert!(!stdout.contains("FAIL"), "{stdout}");
+    }
+}
+
+#[test]
+fn cpp_demo_passes() {
+    let exe = compile("c++", CXX_FLAGS, "ffi-examples/cpp/demo.cpp", "demo_cpp");
+    let out = run(example(&exe, &unique("cpp")), "demo.cpp");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("demo.cpp: all checks passed"));
+}
+
+#[test]
+fn python_demo_passes() {
+    let Some(py) = python() else {
+        eprintln!("no python3: skipping the Python demo");
+        return;
+    };
+    let mut cmd = example(Path::new(py), &unique("python"));
+    cmd.arg(ffi_util::repo().join("ffi-examples/python/demo.py"))
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = run(cmd, "demo.py");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("demo.py: all tests passed"));
+}
+
+/// Two processes run the contention loop of `common.h` on one lock: each round reads a
+/// counter file, waits, and writes it back plus one, so a lost update shows an overlap.
+fn contend(first: Command, second: Command, rounds: u32, counter: &Path, what: &str) {
+    let mut kids: Vec<_> = [first, second]
+        .into_iter()
+        .map(|mut c| {
+            c.stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn a contender")
+        })
+        .collect();
+    for k in kids.drain(..) {
+        let out = k.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{what}: a contender failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let n: u32 = std::fs::read_to_string(counter)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        n,
+        2 * rounds,
+        "{what}: lost updates mean two holders at once"
+    );
+}
+
+#[test]
+fn two_c_processes_contend_on_each_recipe() {
+    let rounds = 15;
+    for name in C_EXAMPLES {
+        let exe = compile("cc", C_FLAGS, &format!("ffi-examples/c/{name}.c"), name);
+        let dir = tempfile::tempdir().unwrap();
+        let counter = dir.path().join("counter");
+        let zkl_path = unique(&format!("contend-{name}"));
+        let mk = || {
+            let mut c = example(&exe, &zkl_path);
+            c.arg("contend").arg(&counter).arg(rounds.to_string());
+            c
+        };
+        contend(mk(), mk(), rounds, &counter, name);
+    }
+}
+
+#[test]
+fn c_and_python_processes_contend_on_one_mutex() {
+    let Some(py) = python() else {
+        eprintln!("no python3: skipping C-against-Python contention");
+        return;
+    };
+    let exe = compile("cc", C_FLAGS, "ffi-examples/c/mutex.c", "mutex");
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    let zkl_path = unique("contend-c-python");
+    let rounds = 15;
+    let mut c = example(&exe, &zkl_path);
+    c.arg("contend").arg(&counter).arg(rounds.to_string());
+    let mut p = example(Path::new(py), &zkl_path);
+    p.arg(ffi_util::repo().join("ffi-examples/python/demo.py"))
+        .arg("contend")
+        .arg(&counter)
+        .arg(rounds.to_string())
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    contend(c, p, rounds, &counter, "C against Python");
+}
+
+/// Whether `cc` can build and run a sanitized program here.
+fn sanitizers_work() -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("t.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let exe = dir.path().join("t");
+    let built = Command::new("cc")
+        .args(SANITIZE)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    built && Command::new(&exe).status().is_ok_and(|s| s.success())
+}
+
+#[test]
+fn c_examples_are_clean_under_address_and_undefined_sanitizers() {
+    if !sanitizers_work() {
+        eprintln!("cc cannot build with -fsanitize=address,undefined here: skipping");
+        return;
+    }
+    let flags: Vec<&str> = C_FLAGS.iter().chain(SANITIZE).copied().collect();
+    for name in C_EXAMPLES {
+        let exe = compile(
+            "cc",
+            &flags,
+            &format!("ffi-examples/c/{name}.c"),
+            &format!("{name}-asan"),
+        );
+        let mut cmd = example(&exe, &unique(&format!("asan-{name}")));
+        cmd.env(
+            "ASAN_OPTIONS",
+            "detect_leaks=1:abort_on_error=0:exitcode=86",
+        )
+        .env(
+            "UBSAN_OPTIONS",
+            "print_stacktrace=1:halt_on_error=1:exitcode=87",
+        );
+        let out = run(cmd, &format!("{name} (ASan+UBSan)"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("ERROR: AddressSanitizer"),
+            "{name}: {stderr}"
+        );
+        assert!(!stderr.contains("ERROR: LeakSanitizer"), "{name}: {stderr}");
+        assert!(!stderr.contains("runtime error:"), "{name}: {stderr}");
+    }
+}
+
+#[test]
+fn c_examples_are_clean_under_valgrind() {
+    if !ffi_util::have("valgrind") {
+        eprintln!("valgrind is not installed: skipping (the ASan test covers memory errors)");
+        return;
+    }
+    for name in C_EXAMPLES {
+        let exe = compile("cc", C_FLAGS, &format!("ffi-examples/c/{name}.c"), name);
+        let mut cmd = example(Path::new("valgrind"), &unique(&format!("valgrind-{name}")));
+        cmd.args([
+            "--quiet",
+            "--error-exitcode=99",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+            "--show-leak-kinds=definite",
+        ])
+        .arg(&exe);
+        run(cmd, &format!("{name} (valgrind)"));
+    }
+}
+
+/// The system libraries a static link needs, as `cargo rustc --crate-type staticlib -- --print
+/// native-static-libs` reports them; the README's "Using from C" names the same list.
+const NATIVE_STATIC_LIBS: &str = "-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc";
+
+#[test]
+fn c_example_links_statically_with_the_documented_libraries() {
+    let lib_a = ffi_util::cdylib().with_file_name("libzklock.a");
+    assert!(lib_a.exists(), "{} not built", lib_a.display());
+    let repo = ffi_util::repo();
+    let exe = build_dir().join("mutex-static");
+    let out = Command::new("cc")
+        .args(C_FLAGS)
+        .arg("-I")
+        .arg(repo.join("include"))
+        .arg(repo.join("ffi-examples/c/mutex.c"))
+        .arg(&lib_a)
+        .args(NATIVE_STATIC_LIBS.split(' '))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "static link failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // No libzklock.so is needed at run time.
+    let mut cmd = example(&exe, &unique("static"));
+    cmd.env_remove("LD_LIBRARY_PATH");
+    let out = run(cmd, "mutex (static)");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mutex: all "));
+    let docs = ["README.md", "ffi-examples/README-sections.md"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(repo.join(f)).ok())
+        .collect::<String>();
+    assert!(
+        docs.contains(NATIVE_STATIC_LIBS),
+        "the README must name the static link's libraries: {NATIVE_STATIC_LIBS}"
+    );
+}

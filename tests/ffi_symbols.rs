@@ -1,0 +1,199 @@
+//! The header and the library agree: the `zkl_*` symbols exported by `libzklock.so` are
+//! exactly the functions declared in `include/zklock.h`, and every name of the C contract
+//! (`shared/design/c-api.md`) is in the header with the contract's values.
+#![cfg(feature = "testing")]
+
+mod ffi_util;
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+/// The names of the contract (`shared/design/c-api.md`), copied here so the test also runs
+/// from a crate checkout without the design directory; when the file is there, the test also
+/// checks that this list is still its list.
+const CONTRACT_FUNCTIONS: &[&str] = &[
+    "zkl_client_connect",
+    "zkl_client_set_protocol",
+    "zkl_client_add_auth",
+    "zkl_client_free",
+    "zkl_mutex_new",
+    "zkl_read_lock_new",
+    "zkl_write_lock_new",
+    "zkl_semaphore_new",
+    "zkl_simple_lock_new",
+    "zkl_multi_lock_new",
+    "zkl_lock_acquire",
+    "zkl_lock_release",
+    "zkl_lock_cancel",
+    "zkl_lock_is_held",
+    "zkl_lock_fencing_token",
+    "zkl_lock_free",
+    "zkl_last_error_message",
+    "zkl_status_name",
+    "zkl_version",
+];
+
+const CONTRACT_VALUES: &[(&str, u32)] = &[
+    ("ZKL_OK", 0),
+    ("ZKL_TIMEOUT", 1),
+    ("ZKL_INVALID_ARGUMENT", 2),
+    ("ZKL_NOT_HELD", 3),
+    ("ZKL_CONNECTION_LOSS", 4),
+    ("ZKL_SESSION_EXPIRED", 5),
+    ("ZKL_ZOOKEEPER_ERROR", 6),
+    ("ZKL_INTERNAL_ERROR", 7),
+    ("ZKL_CANCELLED", 8),
+    ("ZKL_PROTOCOL_CURATOR", 0),
+    ("ZKL_PROTOCOL_KAZOO", 1),
+];
+
+fn header() -> String {
+    std::fs::read_to_string(ffi_util::repo().join("include/zklock.h"))
+        .expect("read include/zklock.h")
+}
+
+/// The header without its comments.
+fn header_code() -> String {
+    let h = header();
+    let mut out = String::new();
+    let mut rest = h.as_str();
+    while let Some(i) = rest.find("/*") {
+        out.push_str(&rest[..i]);
+        let end = rest[i..].find("*/").expect("unterminated comment") + i + 2;
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out.lines()
+        .map(|l| l.split("//").next().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Identifiers `zkl_...` directly followed by `(`: the declared functions.
+fn declared_functions(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let b = code.as_bytes();
+    let mut i = 0;
+    while let Some(off) = code[i..].find("zkl_") {
+        let start = i + off;
+        let mut end = start;
+        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+            end += 1;
+        }
+        let boundary =
+            start == 0 || !(b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_');
+        if boundary && b.get(end) == Some(&b'(') {
+            out.insert(code[start..end].to_string());
+        }
+        i = end.max(start + 1);
+    }
+    out
+}
+
+#[test]
+fn exported_symbols_equal_header_prototypes() {
+    let so = ffi_util::cdylib();
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+        .expect("run nm (binutils)");
+    assert!(
+        out.status.success(),
+        "nm failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported: BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|s| s.starts_with("zkl_"))
+        .map(str::to_string)
+        .collect();
+    let declared = declared_functions(&header_code());
+    assert!(!declared.is_empty());
+    assert_eq!(
+        exported,
+        declared,
+        "exported but not declared: {:?}; declared but not exported: {:?}",
+        exported.difference(&declared).collect::<Vec<_>>(),
+        declared.difference(&exported).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn header_has_every_name_of_the_contract() {
+    let code = header_code();
+    let declared = declared_functions(&code);
+    let missing: Vec<_> = CONTRACT_FUNCTIONS
+        .iter()
+        .filter(|f| !declared.contains(**f))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "contract functions missing from the header: {missing:?}"
+    );
+    for (name, value) in CONTRACT_VALUES {
+        let decl = format!("{name} = {value},");
+        assert!(code.contains(&decl), "header lacks `{decl}`");
+    }
+    for t in [
+        "typedef struct zkl_client zkl_client;",
+        "typedef struct zkl_lock zkl_lock;",
+        "typedef enum zkl_status {",
+        "} zkl_status;",
+        "typedef enum zkl_protocol {",
+        "} zkl_protocol;",
+    ] {
+        assert!(code.contains(t), "header lacks `{t}`");
+    }
+    // Enum values from C are uint32_t (style.md 8.3); the rest as in the contract.
+    let flat = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    for proto in [
+        "zkl_client_connect(const char *hosts, uint32_t session_timeout_ms, struct zkl_client **out_client)",
+        "zkl_client_set_protocol(struct zkl_client *client, uint32_t protocol)",
+        "const char *zkl_status_name(uint32_t status)",
+        "zkl_lock_acquire(struct zkl_lock *lock, int64_t timeout_ms)",
+        "int zkl_lock_is_held(const struct zkl_lock *lock)",
+        "zkl_lock_fencing_token(const struct zkl_lock *lock, int64_t *out_token)",
+        "zkl_semaphore_new(struct zkl_client *client, const char *path, uint32_t max_leases, struct zkl_lock **out_lock)",
+        "zkl_multi_lock_new(struct zkl_lock *const *locks, size_t count, struct zkl_lock **out_lock)",
+        "const char *zkl_last_error_message(void)",
+        "const char *zkl_version(void)",
+    ] {
+        assert!(flat.contains(proto), "header lacks the prototype `{proto}`");
+    }
+    for m in [
+        "ZKL_VERSION_MAJOR",
+        "ZKL_VERSION_MINOR",
+        "ZKL_VERSION_PATCH",
+        "ZKL_VERSION_STRING",
+    ] {
+        assert!(code.contains(&format!("#define {m} ")), "header lacks {m}");
+    }
+    assert!(
+        header().starts_with("/* Generated by build.rs"),
+        "header banner missing"
+    );
+}
+
+#[test]
+fn contract_list_matches_the_design_document() {
+    let doc = ffi_util::repo().join("../shared/design/c-api.md");
+    let Ok(text) = std::fs::read_to_string(&doc) else {
+        eprintln!(
+            "{} not found: checking the built-in copy of the contract only",
+            doc.display()
+        );
+        return;
+    };
+    let in_doc = declared_functions(&text);
+    let ours: BTreeSet<String> = CONTRACT_FUNCTIONS.iter().map(|s| s.to_string()).collect();
+    assert_eq!(in_doc, ours, "c-api.md changed: update CONTRACT_FUNCTIONS");
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (name, value) in CONTRACT_VALUES {
+        assert!(
+            flat.contains(&format!("{name} = {value},")),
+            "c-api.md no longer says {name} = {value}"
+        );
+    }
+}
