@@ -148,6 +148,65 @@ impl HeldNode {
     }
 }
 
+/// The hold of a handle that is not reentrant and that any thread may release
+/// ([`SemaphoreMutex`], [`SimpleLock`]). Releases on drop.
+#[derive(Default)]
+pub(crate) struct HandleHold(parking_lot::Mutex<Option<HeldNode>>);
+
+impl HandleHold {
+    pub(crate) fn is_held_at_all(&self) -> bool {
+        self.0.lock().is_some()
+    }
+
+    /// Records a new hold; returns its fencing token.
+    pub(crate) fn set(&self, h: HeldNode) -> i64 {
+        let t = h.token;
+        *self.0.lock() = Some(h);
+        t
+    }
+
+    /// Releases: `NotHeld` if nothing is held; on connection loss the hold stays (call again).
+    pub(crate) fn release(&self) -> Result<()> {
+        let Some(h) = self.0.lock().clone() else {
+            return Err(Error::NotHeld);
+        };
+        match h.release() {
+            Err(e) if e.is_connection_loss() => Err(e),
+            r => {
+                *self.0.lock() = None;
+                r
+            }
+        }
+    }
+
+    /// Releases for a guard's or the handle's `Drop`.
+    pub(crate) fn release_for_drop(&self) {
+        let h = self.0.lock().take();
+        if let Some(h) = h {
+            h.release_or_background();
+        }
+    }
+
+    pub(crate) fn state(&self) -> HoldState {
+        self.0.lock().as_ref().map_or(HoldState::NotHeld, |h| h.state())
+    }
+
+    pub(crate) fn token(&self) -> Option<i64> {
+        self.0.lock().as_ref().filter(|h| h.state() != HoldState::Lost).map(|h| h.token)
+    }
+
+    pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        let h = self.0.lock().clone();
+        h.map_or(true, |h| h.wait_lost(timeout))
+    }
+}
+
+impl Drop for HandleHold {
+    fn drop(&mut self) {
+        self.release_for_drop();
+    }
+}
+
 /// The earlier contender a participant must wait for, if any, and whether it is the only
 /// contender ahead that blocks it.
 pub(crate) type Blocker = fn(&[Contender], usize) -> Option<(usize, bool)>;

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{exclusive_blocker, Acquired, HeldNode, HoldState, Participant, Queue};
+use super::{exclusive_blocker, Acquired, HandleHold, HoldState, Participant, Queue};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::node::{Kind, Protocol};
@@ -24,7 +24,7 @@ use crate::wait::CancelToken;
 /// ```
 pub struct SemaphoreMutex {
     queue: Queue,
-    hold: parking_lot::Mutex<Option<HeldNode>>,
+    hold: HandleHold,
     acquiring: parking_lot::Mutex<bool>,
     cancel: CancelToken,
 }
@@ -50,7 +50,7 @@ impl SemaphoreMutex {
     ) -> Result<SemaphoreMutex> {
         Ok(SemaphoreMutex {
             queue: Queue::new(client, path, protocol, Kind::Lock, exclusive_blocker, true)?,
-            hold: parking_lot::Mutex::new(None),
+            hold: HandleHold::default(),
             acquiring: parking_lot::Mutex::new(false),
             cancel: CancelToken::new(),
         })
@@ -98,7 +98,7 @@ impl SemaphoreMutex {
     fn acquire_inner(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
         {
             let mut acq = self.acquiring.lock();
-            if self.hold.lock().is_some() || *acq {
+            if self.hold.is_held_at_all() || *acq {
                 return Err(Error::WouldDeadlock(
                     "this SemaphoreMutex handle already holds (or is acquiring) the lock; it is not reentrant".into(),
                 ));
@@ -108,11 +108,7 @@ impl SemaphoreMutex {
         let r = self.queue.acquire(deadline, try_once, &self.cancel);
         *self.acquiring.lock() = false;
         match r? {
-            Acquired::Held(h) => {
-                let t = h.token;
-                *self.hold.lock() = Some(h);
-                Ok(Some(t))
-            }
+            Acquired::Held(h) => Ok(Some(self.hold.set(h))),
             Acquired::NotAcquired => Ok(None),
         }
     }
@@ -126,16 +122,7 @@ impl SemaphoreMutex {
     /// # Errors
     /// [`Error::NotHeld`], [`Error::LockLost`], or [`Error::ConnectionLoss`] (still held: call again).
     pub fn release(&self) -> Result<()> {
-        let Some(h) = self.hold.lock().clone() else {
-            return Err(Error::NotHeld);
-        };
-        match h.release() {
-            Err(e) if e.is_connection_loss() => Err(e),
-            r => {
-                *self.hold.lock() = None;
-                r
-            }
-        }
+        self.hold.release()
     }
 
     /// Whether held with a live session.
@@ -145,25 +132,17 @@ impl SemaphoreMutex {
 
     /// Held, uncertain, lost or not held.
     pub fn hold_state(&self) -> HoldState {
-        self.hold
-            .lock()
-            .as_ref()
-            .map_or(HoldState::NotHeld, |h| h.state())
+        self.hold.state()
     }
 
     /// The fencing token while held.
     pub fn fencing_token(&self) -> Option<i64> {
-        self.hold
-            .lock()
-            .as_ref()
-            .filter(|h| h.state() != HoldState::Lost)
-            .map(|h| h.token)
+        self.hold.token()
     }
 
     /// Blocks until the hold is lost or `timeout`; true if lost (or not held).
     pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        let h = self.hold.lock().clone();
-        h.map_or(true, |h| h.wait_lost(timeout))
+        self.hold.wait_lost(timeout)
     }
 
     /// Cancels waiting acquires now.
@@ -191,14 +170,6 @@ impl std::fmt::Debug for SemaphoreMutex {
     }
 }
 
-impl Drop for SemaphoreMutex {
-    fn drop(&mut self) {
-        if let Some(h) = self.hold.lock().take() {
-            h.release_or_background();
-        }
-    }
-}
-
 impl SemaphoreMutexGuard<'_> {
     /// The fencing token.
     pub fn fencing_token(&self) -> i64 {
@@ -218,9 +189,6 @@ impl SemaphoreMutexGuard<'_> {
 
 impl Drop for SemaphoreMutexGuard<'_> {
     fn drop(&mut self) {
-        let h = self.mutex.hold.lock().take();
-        if let Some(h) = h {
-            h.release_or_background();
-        }
+        self.mutex.hold.release_for_drop();
     }
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-use super::{HeldNode, HoldState};
+use super::{HandleHold, HeldNode, HoldState};
 use crate::client::{Client, Session};
 use crate::error::{Error, Result};
 use crate::runtime::Outcome;
@@ -25,7 +25,7 @@ use crate::wait::CancelToken;
 pub struct SimpleLock {
     client: Client,
     path: String,
-    hold: parking_lot::Mutex<Option<HeldNode>>,
+    hold: HandleHold,
     cancel: CancelToken,
 }
 
@@ -48,7 +48,7 @@ impl SimpleLock {
         Ok(SimpleLock {
             client: client.clone(),
             path: path.to_string(),
-            hold: parking_lot::Mutex::new(None),
+            hold: HandleHold::default(),
             cancel: CancelToken::new(),
         })
     }
@@ -112,7 +112,7 @@ impl SimpleLock {
     }
 
     fn acquire_inner(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
-        if self.hold.lock().is_some() {
+        if self.hold.is_held_at_all() {
             return Err(Error::WouldDeadlock(
                 "this SimpleLock handle already holds the lock".into(),
             ));
@@ -121,9 +121,7 @@ impl SimpleLock {
         let reg = self.cancel.register();
         loop {
             if let Try::Held(h) = self.try_once(&session, deadline)? {
-                let t = h.token;
-                *self.hold.lock() = Some(h);
-                return Ok(Some(t));
+                return Ok(Some(self.hold.set(h)));
             }
             if try_once {
                 return Ok(None);
@@ -200,16 +198,7 @@ impl SimpleLock {
 
     /// Releases (from any thread).
     pub fn release(&self) -> Result<()> {
-        let Some(h) = self.hold.lock().clone() else {
-            return Err(Error::NotHeld);
-        };
-        match h.release() {
-            Err(e) if e.is_connection_loss() => Err(e),
-            r => {
-                *self.hold.lock() = None;
-                r
-            }
-        }
+        self.hold.release()
     }
 
     /// Whether held with a live session.
@@ -219,19 +208,17 @@ impl SimpleLock {
 
     /// Held, uncertain, lost or not held.
     pub fn hold_state(&self) -> HoldState {
-        self.hold
-            .lock()
-            .as_ref()
-            .map_or(HoldState::NotHeld, |h| h.state())
+        self.hold.state()
     }
 
     /// The fencing token while held.
     pub fn fencing_token(&self) -> Option<i64> {
-        self.hold
-            .lock()
-            .as_ref()
-            .filter(|h| h.state() != HoldState::Lost)
-            .map(|h| h.token)
+        self.hold.token()
+    }
+
+    /// Blocks until the hold is lost or `timeout`; true if lost (or not held).
+    pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        self.hold.wait_lost(timeout)
     }
 
     /// Cancels waiting acquires now.
@@ -259,14 +246,6 @@ impl std::fmt::Debug for SimpleLock {
     }
 }
 
-impl Drop for SimpleLock {
-    fn drop(&mut self) {
-        if let Some(h) = self.hold.lock().take() {
-            h.release_or_background();
-        }
-    }
-}
-
 impl SimpleLockGuard<'_> {
     /// The fencing token (the node's creation zxid).
     pub fn fencing_token(&self) -> i64 {
@@ -286,9 +265,6 @@ impl SimpleLockGuard<'_> {
 
 impl Drop for SimpleLockGuard<'_> {
     fn drop(&mut self) {
-        let h = self.lock.hold.lock().take();
-        if let Some(h) = h {
-            h.release_or_background();
-        }
+        self.lock.hold.release_for_drop();
     }
 }
