@@ -274,6 +274,8 @@ pub(crate) struct Inner {
     next_listener: AtomicU64,
     events: Mutex<Option<std::sync::mpsc::Sender<SessionEvent>>>,
     watch_events: AtomicU64,
+    /// Authentication added after connecting, replayed on every later session too.
+    added_auth: Mutex<Vec<(String, Vec<u8>)>>,
 }
 
 /// One ZooKeeper session, shared by any number of threads and locks (`Send + Sync`, cheap to
@@ -370,6 +372,7 @@ impl Client {
             next_listener: AtomicU64::new(0),
             events: Mutex::new(None),
             watch_events: AtomicU64::new(0),
+            added_auth: Mutex::new(Vec::new()),
         });
         let client = Client { inner };
         client.new_session(None)?;
@@ -399,7 +402,7 @@ impl Client {
         let mut connector = zk::Client::connector()
             .with_session_timeout(opts.session_timeout)
             .with_connection_timeout(opts.session_timeout.min(opts.connect_timeout));
-        for (scheme, auth) in &opts.auth {
+        for (scheme, auth) in opts.auth.iter().chain(self.inner.added_auth.lock().iter()) {
             connector = connector.with_auth(scheme, auth);
         }
         let deadline = Instant::now() + opts.connect_timeout;
@@ -582,10 +585,12 @@ impl Client {
         self.inner.listeners.lock().retain(|(i, _)| *i != id);
     }
 
-    /// Adds authentication to the session now (and to every later reconnect).
+    /// Adds authentication to the session now, and to every later session of this client.
     pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> Result<()> {
         let s = self.session()?;
-        s.wait(s.zk.auth(scheme, auth), s.call_deadline())
+        s.wait(s.zk.auth(scheme, auth), s.call_deadline())?;
+        self.inner.added_auth.lock().push((scheme.to_string(), auth.to_vec()));
+        Ok(())
     }
 
     /// Closes the client: acquires waiting on it return [`Error::Closed`] (deleting their

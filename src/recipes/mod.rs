@@ -97,7 +97,7 @@ impl HeldNode {
             }
             _ => {}
         }
-        let budget = Instant::now() + self.session.zk.session_timeout() * 2;
+        let budget = Instant::now() + self.session.zk.session_timeout();
         match delete_node(&self.session, &self.node, budget) {
             Ok(()) => Ok(()),
             Err(e) if e.is_session_end() => Err(Error::LockLost),
@@ -118,7 +118,7 @@ impl HeldNode {
     /// Blocks until the lock is lost (the session ended) or `timeout`; true if lost.
     pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
         self.session
-            .wait_terminal(timeout.map(|t| Instant::now() + t))
+            .wait_terminal(timeout.and_then(after))
             .is_terminal()
     }
 
@@ -145,6 +145,20 @@ impl HeldNode {
             fire();
         }
         id
+    }
+}
+
+/// The deadline `timeout` from now; `None` (wait forever) when it is too far to represent.
+pub(crate) fn after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
+/// How an explicit acquire with `timeout` runs: `None` waits forever, zero tries once.
+pub(crate) fn plan(timeout: Option<Duration>) -> (Option<Instant>, bool) {
+    match timeout {
+        None => (None, false),
+        Some(t) if t.is_zero() => (None, true),
+        Some(t) => (after(t), false),
     }
 }
 
@@ -198,6 +212,16 @@ impl HandleHold {
     pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
         let h = self.0.lock().clone();
         h.map_or(true, |h| h.wait_lost(timeout))
+    }
+
+    pub(crate) fn on_lost(&self, client: &Client, f: impl FnOnce() + Send + 'static) {
+        let h = self.0.lock().clone();
+        match h {
+            Some(h) => {
+                h.on_lost(client, f);
+            }
+            None => f(),
+        }
     }
 }
 

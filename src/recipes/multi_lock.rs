@@ -298,7 +298,10 @@ impl<'a> MultiLock<'a> {
 
     /// Waits at most `timeout` in all: `Ok(None)` if not every lock was taken by then.
     pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<MultiLockGuard<'_, 'a>>> {
-        self.try_lock_until(Instant::now() + timeout)
+        match super::after(timeout) {
+            Some(d) => self.try_lock_until(d),
+            None => self.lock().map(Some),
+        }
     }
 
     /// Waits until `deadline` at most, for all the locks together.
@@ -311,10 +314,9 @@ impl<'a> MultiLock<'a> {
     /// Explicit acquire (for the C layer): `timeout` None waits forever, `Some(ZERO)` tries
     /// once. Returns whether every lock is held; release with [`MultiLock::release`].
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-        match timeout {
-            None => self.acquire_inner(None, false),
-            Some(t) if t.is_zero() => self.acquire_inner(None, true),
-            Some(t) => self.acquire_inner(Some(Instant::now() + t), false),
+        {
+            let (deadline, try_once) = super::plan(timeout);
+            self.acquire_inner(deadline, try_once)
         }
     }
 

@@ -85,7 +85,7 @@ impl Mutex {
 
     /// Waits at most `timeout` in all: `Ok(None)` if not acquired by then (no node is left).
     pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<MutexGuard<'_>>> {
-        self.acquire_inner(Some(Instant::now() + timeout), false)
+        self.acquire_inner(super::after(timeout), false)
     }
 
     /// Waits until `deadline` at most (one total deadline, however many predecessors leave).
@@ -96,10 +96,9 @@ impl Mutex {
     /// Explicit acquire (for the C layer): `timeout` None waits forever, `Some(ZERO)` tries
     /// once. Returns whether it is held; release with [`Mutex::release`] on the same thread.
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-        let r = match timeout {
-            None => self.acquire_inner(None, false)?,
-            Some(t) if t.is_zero() => self.acquire_inner(None, true)?,
-            Some(t) => self.acquire_inner(Some(Instant::now() + t), false)?,
+        let r = {
+            let (deadline, try_once) = super::plan(timeout);
+            self.acquire_inner(deadline, try_once)?
         };
         Ok(r.map(std::mem::forget).is_some())
     }

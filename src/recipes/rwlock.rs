@@ -307,14 +307,6 @@ fn with_hold<R>(holds: &Holds, f: impl FnOnce(&HeldNode) -> R) -> Option<R> {
     holds.lock().get(&me()).map(|(h, _)| f(h))
 }
 
-fn deadline_of(timeout: Option<Duration>) -> (Option<Instant>, bool) {
-    match timeout {
-        None => (None, false),
-        Some(t) if t.is_zero() => (None, true),
-        Some(t) => (Some(Instant::now() + t), false),
-    }
-}
-
 impl Core {
     fn acquire_read(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
         if let Some(r) = reenter(&self.reads) {
@@ -423,7 +415,10 @@ macro_rules! half_api {
 
             /// Waits at most `timeout` in all: `Ok(None)` if not acquired by then (no node is left).
             pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<$guard<'_>>> {
-                self.try_lock_until(Instant::now() + timeout)
+                match super::after(timeout) {
+                    Some(d) => self.try_lock_until(d),
+                    None => self.lock().map(Some),
+                }
             }
 
             /// Waits until `deadline` at most (one total deadline, however many predecessors leave).
@@ -434,7 +429,7 @@ macro_rules! half_api {
             /// Explicit acquire (for the C layer): `timeout` None waits forever, `Some(ZERO)`
             /// tries once. Returns whether it is held; release with `release` on the same thread.
             pub fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-                let (deadline, try_once) = deadline_of(timeout);
+                let (deadline, try_once) = super::plan(timeout);
                 Ok(self.core.$acq(deadline, try_once)?.is_some())
             }
 

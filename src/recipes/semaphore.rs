@@ -161,7 +161,10 @@ impl Semaphore {
 
     /// Waits at most `timeout` in all for a lease: `Ok(None)` if none by then (no node is left).
     pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease<'_>>> {
-        self.try_acquire_until(Instant::now() + timeout)
+        match super::after(timeout) {
+            Some(d) => self.try_acquire_until(d),
+            None => self.acquire().map(Some),
+        }
     }
 
     /// Waits until `deadline` at most for a lease (one deadline for the guarding mutex and the
@@ -176,10 +179,9 @@ impl Semaphore {
     /// (as [`Semaphore::try_acquire`]). Returns whether a lease was taken; it is kept by the
     /// handle until [`Semaphore::release_lease`]. A handle may hold several leases this way.
     pub fn acquire_lease(&self, timeout: Option<Duration>) -> Result<bool> {
-        let r = match timeout {
-            None => self.acquire_inner(None, false)?,
-            Some(t) if t.is_zero() => self.acquire_inner(None, true)?,
-            Some(t) => self.acquire_inner(Some(Instant::now() + t), false)?,
+        let r = {
+            let (deadline, try_once) = super::plan(timeout);
+            self.acquire_inner(deadline, try_once)?
         };
         Ok(self.keep(r))
     }

@@ -75,7 +75,10 @@ impl SemaphoreMutex {
 
     /// Waits at most `timeout` in all.
     pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<SemaphoreMutexGuard<'_>>> {
-        self.try_lock_until(Instant::now() + timeout)
+        match super::after(timeout) {
+            Some(d) => self.try_lock_until(d),
+            None => self.lock().map(Some),
+        }
     }
 
     /// Waits until `deadline` at most.
@@ -87,10 +90,9 @@ impl SemaphoreMutex {
 
     /// Explicit acquire: `None` waits forever, `Some(ZERO)` tries once. Returns whether held.
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-        let r = match timeout {
-            None => self.acquire_inner(None, false)?,
-            Some(t) if t.is_zero() => self.acquire_inner(None, true)?,
-            Some(t) => self.acquire_inner(Some(Instant::now() + t), false)?,
+        let r = {
+            let (deadline, try_once) = super::plan(timeout);
+            self.acquire_inner(deadline, try_once)?
         };
         Ok(r.is_some())
     }
@@ -178,6 +180,18 @@ impl SemaphoreMutexGuard<'_> {
     /// Whether still held.
     pub fn is_held(&self) -> bool {
         self.mutex.is_held()
+    }
+    /// Held, uncertain (disconnected), or lost.
+    pub fn hold_state(&self) -> HoldState {
+        self.mutex.hold_state()
+    }
+    /// Blocks until the lock is lost or `timeout` (None: forever); true if lost.
+    pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        self.mutex.hold.wait_lost(timeout)
+    }
+    /// Calls `f` once, on another thread, when the lock is lost.
+    pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
+        self.mutex.hold.on_lost(&self.mutex.queue.client, f)
     }
     /// Releases now and reports how it went.
     pub fn unlock(self) -> Result<()> {

@@ -173,7 +173,10 @@ impl SimpleLock {
 
     /// Waits at most `timeout` in all.
     pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<SimpleLockGuard<'_>>> {
-        self.try_lock_until(Instant::now() + timeout)
+        match super::after(timeout) {
+            Some(d) => self.try_lock_until(d),
+            None => self.lock().map(Some),
+        }
     }
 
     /// Waits until `deadline` at most.
@@ -188,10 +191,9 @@ impl SimpleLock {
 
     /// Explicit acquire: `None` waits forever, `Some(ZERO)` tries once. Returns whether held.
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-        let r = match timeout {
-            None => self.acquire_inner(None, false)?,
-            Some(t) if t.is_zero() => self.acquire_inner(None, true)?,
-            Some(t) => self.acquire_inner(Some(Instant::now() + t), false)?,
+        let r = {
+            let (deadline, try_once) = super::plan(timeout);
+            self.acquire_inner(deadline, try_once)?
         };
         Ok(r.is_some())
     }
@@ -254,6 +256,18 @@ impl SimpleLockGuard<'_> {
     /// Whether still held.
     pub fn is_held(&self) -> bool {
         self.lock.is_held()
+    }
+    /// Held, uncertain (disconnected), or lost.
+    pub fn hold_state(&self) -> HoldState {
+        self.lock.hold_state()
+    }
+    /// Blocks until the lock is lost or `timeout` (None: forever); true if lost.
+    pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        self.lock.hold.wait_lost(timeout)
+    }
+    /// Calls `f` once, on another thread, when the lock is lost.
+    pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
+        self.lock.hold.on_lost(&self.lock.client, f)
     }
     /// Releases now and reports how it went.
     pub fn unlock(self) -> Result<()> {
