@@ -4,6 +4,7 @@
 #   - default-jre-headless  (only if `java` is missing)
 #   - gcc, g++              (only if `cc` / `c++` are missing; for the C examples and tests)
 #   - python3               (only if missing)
+#   - pkg-config, binutils, valgrind (only if missing; the C library's packaging and memory tests)
 # Idempotent: runs `apt-get update` only when something has to be installed. Uses sudo only
 # when not root and sudo exists. Tests run with plain `cargo test`; cargo-nextest is not needed.
 set -euo pipefail
@@ -15,6 +16,9 @@ command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v nm >/dev/null 2>&1 || missing+=(binutils)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: everything is already installed"

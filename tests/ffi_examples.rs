@@ -267,10 +267,10 @@ fn sanitizers_work() -> bool {
 
 #[test]
 fn c_examples_are_clean_under_address_and_undefined_sanitizers() {
-    if !sanitizers_work() {
-        eprintln!("cc cannot build with -fsanitize=address,undefined here: skipping");
-        return;
-    }
+    assert!(
+        sanitizers_work(),
+        "cc cannot build with -fsanitize=address,undefined: run scripts/install-deps.sh"
+    );
     let flags: Vec<&str> = C_FLAGS.iter().chain(SANITIZE).copied().collect();
     for name in C_EXAMPLES {
         let exe = compile(
@@ -301,10 +301,10 @@ fn c_examples_are_clean_under_address_and_undefined_sanitizers() {
 
 #[test]
 fn c_examples_are_clean_under_valgrind() {
-    if !ffi_util::have("valgrind") {
-        eprintln!("valgrind is not installed: skipping (the ASan test covers memory errors)");
-        return;
-    }
+    assert!(
+        ffi_util::have("valgrind"),
+        "valgrind is not installed: run scripts/install-deps.sh"
+    );
     for name in C_EXAMPLES {
         let exe = compile("cc", C_FLAGS, &format!("ffi-examples/c/{name}.c"), name);
         let mut cmd = example(Path::new("valgrind"), &unique(&format!("valgrind-{name}")));
