@@ -9,7 +9,9 @@ mod semaphore;
 mod semaphore_mutex;
 mod simple_lock;
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
@@ -162,6 +164,110 @@ pub(crate) fn plan(timeout: Option<Duration>) -> (Option<Instant>, bool) {
     }
 }
 
+/// The holds of a lock that is reentrant per thread ([`Mutex`], the halves of a
+/// [`ReadWriteLock`]): each thread is its own participant, with a count. Releases all on drop.
+#[derive(Default)]
+pub(crate) struct ThreadHolds(parking_lot::Mutex<HashMap<ThreadId, (HeldNode, usize)>>);
+
+fn me() -> ThreadId {
+    std::thread::current().id()
+}
+
+impl ThreadHolds {
+    /// A reentrant re-acquire by the calling thread, if it already holds: its token, or
+    /// `LockLost` if that hold was lost.
+    pub(crate) fn reenter(&self) -> Option<Result<i64>> {
+        let mut holds = self.0.lock();
+        let (held, count) = holds.get_mut(&me())?;
+        if held.state() == HoldState::Lost {
+            return Some(Err(Error::LockLost));
+        }
+        *count += 1;
+        Some(Ok(held.token))
+    }
+
+    /// Records the calling thread's new hold; returns its token.
+    pub(crate) fn insert(&self, h: HeldNode) -> i64 {
+        let t = h.token;
+        self.0.lock().insert(me(), (h, 1));
+        t
+    }
+
+    /// The calling thread's hold.
+    pub(crate) fn held(&self) -> Option<HeldNode> {
+        self.0.lock().get(&me()).map(|(h, _)| h.clone())
+    }
+
+    /// Releases one hold of the calling thread; on connection loss the hold stays.
+    pub(crate) fn release(&self) -> Result<()> {
+        let held = {
+            let mut holds = self.0.lock();
+            let Some((held, count)) = holds.get_mut(&me()) else {
+                return Err(Error::NotHeld);
+            };
+            if *count > 1 {
+                *count -= 1;
+                return Ok(());
+            }
+            held.clone()
+        };
+        match held.release() {
+            Err(e) if e.is_connection_loss() => Err(e),
+            r => {
+                self.0.lock().remove(&me());
+                r
+            }
+        }
+    }
+
+    /// Releases one hold of the calling thread for a guard's `Drop`.
+    pub(crate) fn release_for_drop(&self) {
+        let mut holds = self.0.lock();
+        let Some((held, count)) = holds.get_mut(&me()) else {
+            return;
+        };
+        if *count > 1 {
+            *count -= 1;
+            return;
+        }
+        let held = held.clone();
+        holds.remove(&me());
+        drop(holds);
+        held.release_or_background();
+    }
+
+    pub(crate) fn state(&self) -> HoldState {
+        self.0
+            .lock()
+            .get(&me())
+            .map_or(HoldState::NotHeld, |(h, _)| h.state())
+    }
+
+    pub(crate) fn token(&self) -> Option<i64> {
+        self.0
+            .lock()
+            .get(&me())
+            .filter(|(h, _)| h.state() != HoldState::Lost)
+            .map(|(h, _)| h.token)
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.0.lock().get(&me()).map_or(0, |(_, n)| *n)
+    }
+
+    pub(crate) fn with_hold<R>(&self, f: impl FnOnce(&HeldNode) -> R) -> Option<R> {
+        self.0.lock().get(&me()).map(|(h, _)| f(h))
+    }
+}
+
+impl Drop for ThreadHolds {
+    fn drop(&mut self) {
+        for (_, (h, _)) in self.0.get_mut().drain() {
+            h.release_or_background();
+        }
+    }
+}
+
 /// The hold of a handle that is not reentrant and that any thread may release
 /// ([`SemaphoreMutex`], [`SimpleLock`]). Releases on drop.
 #[derive(Default)]
@@ -202,11 +308,18 @@ impl HandleHold {
     }
 
     pub(crate) fn state(&self) -> HoldState {
-        self.0.lock().as_ref().map_or(HoldState::NotHeld, |h| h.state())
+        self.0
+            .lock()
+            .as_ref()
+            .map_or(HoldState::NotHeld, |h| h.state())
     }
 
     pub(crate) fn token(&self) -> Option<i64> {
-        self.0.lock().as_ref().filter(|h| h.state() != HoldState::Lost).map(|h| h.token)
+        self.0
+            .lock()
+            .as_ref()
+            .filter(|h| h.state() != HoldState::Lost)
+            .map(|h| h.token)
     }
 
     pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
@@ -333,7 +446,8 @@ impl Queue {
                 }
                 Err(zk::Error::NoNode) if !parents_made => {
                     drop(list);
-                    self.client.create_parents(session, &self.path, d, self.protocol)?;
+                    self.client
+                        .create_parents(session, &self.path, d, self.protocol)?;
                     parents_made = true;
                 }
                 Err(zk::Error::ConnectionLoss)

@@ -1,11 +1,9 @@
 //! The fair, herd-free, reentrant mutex (Curator's `InterProcessMutex` semantics).
 
-use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use super::{exclusive_blocker, Acquired, HeldNode, HoldState, Participant, Queue};
+use super::{exclusive_blocker, Acquired, HoldState, Participant, Queue, ThreadHolds};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::node::{Kind, Protocol};
@@ -29,7 +27,7 @@ use crate::wait::CancelToken;
 /// ```
 pub struct Mutex {
     queue: Queue,
-    holds: parking_lot::Mutex<HashMap<ThreadId, (HeldNode, usize)>>,
+    holds: ThreadHolds,
     cancel: CancelToken,
 }
 
@@ -62,7 +60,7 @@ impl Mutex {
     pub fn with_protocol(client: &Client, path: &str, protocol: Protocol) -> Result<Mutex> {
         Ok(Mutex {
             queue: Queue::new(client, path, protocol, Kind::Lock, exclusive_blocker, true)?,
-            holds: parking_lot::Mutex::new(HashMap::new()),
+            holds: ThreadHolds::default(),
             cancel: CancelToken::new(),
         })
     }
@@ -108,20 +106,11 @@ impl Mutex {
         deadline: Option<Instant>,
         try_once: bool,
     ) -> Result<Option<MutexGuard<'_>>> {
-        let me = std::thread::current().id();
-        if let Some((held, count)) = self.holds.lock().get_mut(&me) {
-            if held.state() == HoldState::Lost {
-                return Err(Error::LockLost);
-            }
-            *count += 1;
-            return Ok(Some(self.guard(held.token)));
+        if let Some(token) = self.holds.reenter() {
+            return Ok(Some(self.guard(token?)));
         }
         match self.queue.acquire(deadline, try_once, &self.cancel)? {
-            Acquired::Held(h) => {
-                let token = h.token;
-                self.holds.lock().insert(me, (h, 1));
-                Ok(Some(self.guard(token)))
-            }
+            Acquired::Held(h) => Ok(Some(self.guard(self.holds.insert(h)))),
             Acquired::NotAcquired => Ok(None),
         }
     }
@@ -141,41 +130,7 @@ impl Mutex {
     /// ended while it was held (the hold is dropped); [`Error::ConnectionLoss`] if the node
     /// could not be deleted in time (still held: call again).
     pub fn release(&self) -> Result<()> {
-        let me = std::thread::current().id();
-        let held = {
-            let mut holds = self.holds.lock();
-            let Some((held, count)) = holds.get_mut(&me) else {
-                return Err(Error::NotHeld);
-            };
-            if *count > 1 {
-                *count -= 1;
-                return Ok(());
-            }
-            held.clone()
-        };
-        match held.release() {
-            Err(e) if e.is_connection_loss() => Err(e),
-            r => {
-                self.holds.lock().remove(&me);
-                r
-            }
-        }
-    }
-
-    fn release_for_drop(&self) {
-        let me = std::thread::current().id();
-        let mut holds = self.holds.lock();
-        let Some((held, count)) = holds.get_mut(&me) else {
-            return;
-        };
-        if *count > 1 {
-            *count -= 1;
-            return;
-        }
-        let held = held.clone();
-        holds.remove(&me);
-        drop(holds);
-        held.release_or_background();
+        self.holds.release()
     }
 
     /// Whether the calling thread holds it and its session is alive.
@@ -185,27 +140,17 @@ impl Mutex {
 
     /// The calling thread's hold, as far as can be known.
     pub fn hold_state(&self) -> HoldState {
-        let me = std::thread::current().id();
-        self.holds
-            .lock()
-            .get(&me)
-            .map_or(HoldState::NotHeld, |(h, _)| h.state())
+        self.holds.state()
     }
 
     /// The calling thread's fencing token, if it holds the lock.
     pub fn fencing_token(&self) -> Option<i64> {
-        let me = std::thread::current().id();
-        self.holds
-            .lock()
-            .get(&me)
-            .filter(|(h, _)| h.state() != HoldState::Lost)
-            .map(|(h, _)| h.token)
+        self.holds.token()
     }
 
     /// How many times the calling thread holds it (reentrancy count).
     pub fn hold_count(&self) -> usize {
-        let me = std::thread::current().id();
-        self.holds.lock().get(&me).map_or(0, |(_, n)| *n)
+        self.holds.count()
     }
 
     /// A token that cancels this mutex's waiting acquires from any thread.
@@ -231,19 +176,6 @@ impl Mutex {
             .find(|p| p.is_holder)
             .map(|p| p.holder_id))
     }
-
-    fn with_hold<R>(&self, f: impl FnOnce(&HeldNode) -> R) -> Option<R> {
-        let me = std::thread::current().id();
-        self.holds.lock().get(&me).map(|(h, _)| f(h))
-    }
-}
-
-impl Drop for Mutex {
-    fn drop(&mut self) {
-        for (_, (h, _)) in self.holds.lock().drain() {
-            h.release_or_background();
-        }
-    }
 }
 
 impl MutexGuard<'_> {
@@ -266,6 +198,7 @@ impl MutexGuard<'_> {
     /// Blocks until the lock is lost or `timeout` (None: forever); true if lost.
     pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
         self.mutex
+            .holds
             .with_hold(|h| h.wait_lost(timeout))
             .unwrap_or(true)
     }
@@ -273,7 +206,7 @@ impl MutexGuard<'_> {
     /// Calls `f` once, on another thread, when the lock is lost.
     pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
         let client = self.mutex.queue.client.clone();
-        self.mutex.with_hold(|h| h.on_lost(&client, f));
+        self.mutex.holds.with_hold(|h| h.on_lost(&client, f));
     }
 
     /// Releases now and reports how it went (`Err(LockLost)` if it was lost meanwhile).
@@ -286,6 +219,6 @@ impl MutexGuard<'_> {
 
 impl Drop for MutexGuard<'_> {
     fn drop(&mut self) {
-        self.mutex.release_for_drop();
+        self.mutex.holds.release_for_drop();
     }
 }

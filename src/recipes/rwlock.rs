@@ -1,13 +1,11 @@
 //! The fair, herd-free, reentrant read-write lock (Curator's `InterProcessReadWriteLock`
 //! semantics, kazoo's `ReadLock`/`WriteLock` names in kazoo mode).
 
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use super::{Acquired, HeldNode, HoldState, Participant, Queue};
+use super::{Acquired, HeldNode, HoldState, Participant, Queue, ThreadHolds};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Contender, Kind, Protocol};
@@ -35,26 +33,16 @@ pub(crate) fn writer_blocker(queue: &[Contender], idx: usize) -> Option<(usize, 
     Some((pred, pred == 0))
 }
 
-type Holds = parking_lot::Mutex<HashMap<ThreadId, (HeldNode, usize)>>;
-
 struct Core {
     path: String,
     protocol: Protocol,
     client: Client,
     read_q: Queue,
     write_q: Queue,
-    reads: Holds,
-    writes: Holds,
+    reads: ThreadHolds,
+    writes: ThreadHolds,
     read_cancel: CancelToken,
     write_cancel: CancelToken,
-}
-
-impl Drop for Core {
-    fn drop(&mut self) {
-        for (_, (h, _)) in self.reads.lock().drain().chain(self.writes.lock().drain()) {
-            h.release_or_background();
-        }
-    }
 }
 
 /// A fair (FIFO by sequence), herd-free, reentrant distributed read-write lock.
@@ -172,8 +160,8 @@ impl ReadWriteLock {
             client: client.clone(),
             read_q,
             write_q,
-            reads: parking_lot::Mutex::new(HashMap::new()),
-            writes: parking_lot::Mutex::new(HashMap::new()),
+            reads: ThreadHolds::default(),
+            writes: ThreadHolds::default(),
             read_cancel: CancelToken::new(),
             write_cancel: CancelToken::new(),
         });
@@ -231,101 +219,25 @@ fn participants(core: &Core) -> Result<Vec<Participant>> {
     })
 }
 
-fn me() -> ThreadId {
-    std::thread::current().id()
-}
-
-/// A reentrant re-acquire by the calling thread, if it already holds.
-fn reenter(holds: &Holds) -> Option<Result<i64>> {
-    let mut holds = holds.lock();
-    let (held, count) = holds.get_mut(&me())?;
-    if held.state() == HoldState::Lost {
-        return Some(Err(Error::LockLost));
-    }
-    *count += 1;
-    Some(Ok(held.token))
-}
-
-fn release(holds: &Holds) -> Result<()> {
-    let me = me();
-    let held = {
-        let mut holds = holds.lock();
-        let Some((held, count)) = holds.get_mut(&me) else {
-            return Err(Error::NotHeld);
-        };
-        if *count > 1 {
-            *count -= 1;
-            return Ok(());
-        }
-        held.clone()
-    };
-    match held.release() {
-        Err(e) if e.is_connection_loss() => Err(e),
-        r => {
-            holds.lock().remove(&me);
-            r
-        }
-    }
-}
-
-fn release_for_drop(holds: &Holds) {
-    let me = me();
-    let mut map = holds.lock();
-    let Some((held, count)) = map.get_mut(&me) else {
-        return;
-    };
-    if *count > 1 {
-        *count -= 1;
-        return;
-    }
-    let held = held.clone();
-    map.remove(&me);
-    drop(map);
-    held.release_or_background();
-}
-
-fn hold_state(holds: &Holds) -> HoldState {
-    holds
-        .lock()
-        .get(&me())
-        .map_or(HoldState::NotHeld, |(h, _)| h.state())
-}
-
-fn fencing_token(holds: &Holds) -> Option<i64> {
-    holds
-        .lock()
-        .get(&me())
-        .filter(|(h, _)| h.state() != HoldState::Lost)
-        .map(|(h, _)| h.token)
-}
-
-fn hold_count(holds: &Holds) -> usize {
-    holds.lock().get(&me()).map_or(0, |(_, n)| *n)
-}
-
-fn with_hold<R>(holds: &Holds, f: impl FnOnce(&HeldNode) -> R) -> Option<R> {
-    holds.lock().get(&me()).map(|(h, _)| f(h))
-}
-
 impl Core {
     fn acquire_read(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
-        if let Some(r) = reenter(&self.reads) {
+        if let Some(r) = self.reads.reenter() {
             return r.map(Some);
         }
-        let write_hold = self.writes.lock().get(&me()).map(|(h, _)| h.clone());
+        let write_hold = self.writes.held();
         if let Some(w) = write_hold {
             if w.state() == HoldState::Lost {
                 return Err(Error::LockLost);
             }
             let h = self.downgrade(&w, deadline)?;
             let token = h.token;
-            self.reads.lock().insert(me(), (h, 1));
+            self.reads.insert(h);
             return Ok(Some(token));
         }
         match self.read_q.acquire(deadline, try_once, &self.read_cancel)? {
             Acquired::Held(h) => {
                 let token = h.token;
-                self.reads.lock().insert(me(), (h, 1));
+                self.reads.insert(h);
                 Ok(Some(token))
             }
             Acquired::NotAcquired => Ok(None),
@@ -371,10 +283,10 @@ impl Core {
     }
 
     fn acquire_write(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
-        if let Some(r) = reenter(&self.writes) {
+        if let Some(r) = self.writes.reenter() {
             return r.map(Some);
         }
-        if self.reads.lock().contains_key(&me()) {
+        if self.reads.count() > 0 {
             return Err(Error::WouldDeadlock(format!(
                 "this thread holds the read lock of {}; a read lock cannot be upgraded to the write lock \
                  (the write lock would wait for this very read lock forever): release the read lock first",
@@ -387,7 +299,7 @@ impl Core {
         {
             Acquired::Held(h) => {
                 let token = h.token;
-                self.writes.lock().insert(me(), (h, 1));
+                self.writes.insert(h);
                 Ok(Some(token))
             }
             Acquired::NotAcquired => Ok(None),
@@ -449,7 +361,7 @@ macro_rules! half_api {
             /// session ended while it was held (the hold is dropped); [`Error::ConnectionLoss`]
             /// if the node could not be deleted in time (still held: call again).
             pub fn release(&self) -> Result<()> {
-                release(&self.core.$holds)
+                self.core.$holds.release()
             }
 
             /// Whether the calling thread holds it and its session is alive.
@@ -459,17 +371,17 @@ macro_rules! half_api {
 
             /// The calling thread's hold, as far as can be known.
             pub fn hold_state(&self) -> HoldState {
-                hold_state(&self.core.$holds)
+                self.core.$holds.state()
             }
 
             /// The calling thread's fencing token (its node's creation zxid), if it holds.
             pub fn fencing_token(&self) -> Option<i64> {
-                fencing_token(&self.core.$holds)
+                self.core.$holds.token()
             }
 
             /// How many times the calling thread holds it (reentrancy count).
             pub fn hold_count(&self) -> usize {
-                hold_count(&self.core.$holds)
+                self.core.$holds.count()
             }
 
             #[doc = concat!("Cancels the ", $what, " acquires waiting on this lock now.")]
@@ -506,13 +418,13 @@ macro_rules! half_api {
 
             /// Blocks until the lock is lost or `timeout` (None: forever); true if lost.
             pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-                with_hold(&self.lock.core.$holds, |h| h.wait_lost(timeout)).unwrap_or(true)
+                self.lock.core.$holds.with_hold(|h| h.wait_lost(timeout)).unwrap_or(true)
             }
 
             /// Calls `f` once, on another thread, when the lock is lost.
             pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
                 let client = self.lock.core.client.clone();
-                with_hold(&self.lock.core.$holds, |h| h.on_lost(&client, f));
+                self.lock.core.$holds.with_hold(|h| h.on_lost(&client, f));
             }
 
             /// Releases now and reports how it went (`Err(LockLost)` if it was lost meanwhile).
@@ -525,7 +437,7 @@ macro_rules! half_api {
 
         impl Drop for $guard<'_> {
             fn drop(&mut self) {
-                release_for_drop(&self.lock.core.$holds);
+                self.lock.core.$holds.release_for_drop();
             }
         }
     };

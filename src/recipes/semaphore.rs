@@ -448,7 +448,8 @@ impl Semaphore {
                 Err(zk::Error::NoNode) if !parents_made => {
                     let parent = crate::path::parent(&self.path);
                     if parent != "/" {
-                        self.client.create_parents(session, parent, d, self.protocol)?;
+                        self.client
+                            .create_parents(session, parent, d, self.protocol)?;
                     }
                     parents_made = true;
                 }

@@ -70,7 +70,12 @@ impl SimpleLock {
                 Err(zk::Error::NodeExists) => {}
                 Err(zk::Error::NoNode) if !parents_made => {
                     self.client
-                        .create_parents(session, crate::path::parent(&self.path), d, self.client.protocol())
+                        .create_parents(
+                            session,
+                            crate::path::parent(&self.path),
+                            d,
+                            self.client.protocol(),
+                        )
                         .or_else(|e| {
                             if crate::path::parent(&self.path) == "/" {
                                 Ok(())
