@@ -197,3 +197,37 @@ fn contract_list_matches_the_design_document() {
         );
     }
 }
+
+/// build.rs regenerates include/zklock.h on every build (writing only on change): a header that
+/// differs from the committed one means the commit carries a stale header.
+#[test]
+fn checked_in_header_is_what_build_rs_generates() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let inside = std::process::Command::new("git")
+        .args(["-C", root, "rev-parse", "--is-inside-work-tree"])
+        .output();
+    let Ok(out) = inside else {
+        panic!("git is needed to compare the header with the committed one");
+    };
+    if !out.status.success() {
+        // A source tarball, not a checkout: the generated file is all there is.
+        return;
+    }
+    let diff = std::process::Command::new("git")
+        .args([
+            "-C",
+            root,
+            "diff",
+            "--stat",
+            "HEAD",
+            "--",
+            "include/zklock.h",
+        ])
+        .output()
+        .unwrap();
+    let stat = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        stat.trim().is_empty(),
+        "include/zklock.h differs from the committed header (build.rs regenerated it): commit it\n{stat}"
+    );
+}

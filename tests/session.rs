@@ -324,3 +324,50 @@ fn close_wakes_waiting_acquires_which_leave_no_node() {
         .len()
         == 1));
 }
+
+#[test]
+fn black_holed_connection_calls_and_connects_return_within_their_bounds() {
+    use zklock::testing::TcpProxy;
+    let zk = server();
+    let proxy = TcpProxy::start(&zk.connect_string()).unwrap();
+    let c = connect(&proxy.connect_string(), 2000);
+    let m = Mutex::new(&c, "/bh/lock").unwrap();
+    proxy.set_blackhole(true);
+    // A timed acquire: its timeout plus the session timeout at most.
+    let t = Instant::now();
+    let r = m.try_lock_for(Duration::from_millis(300));
+    assert!(r.is_err() || r.as_ref().unwrap().is_none());
+    assert!(
+        t.elapsed() < Duration::from_millis(300 + 2000 + 500),
+        "{:?}",
+        t.elapsed()
+    );
+    // A blocking acquire cannot wait forever on a dead network: the session ends.
+    let t = Instant::now();
+    let r = m.lock().map(|_| ());
+    assert!(
+        matches!(
+            r,
+            Err(Error::SessionExpired) | Err(Error::ConnectionLoss(_))
+        ),
+        "{r:?}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_millis(2000 * 2 + 1000),
+        "{:?}",
+        t.elapsed()
+    );
+    // Connecting through a black hole fails within the connect timeout.
+    let t = Instant::now();
+    let e = Client::connect(
+        &proxy.connect_string(),
+        opts(2000).connect_timeout(Duration::from_millis(800)),
+    )
+    .unwrap_err();
+    assert!(e.is_connection_loss(), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_millis(800 + 500),
+        "{:?}",
+        t.elapsed()
+    );
+}
