@@ -429,10 +429,13 @@ impl Queue {
             let d = min_deadline(deadline, session.call_deadline());
             let create = session.zk.create(&full_prefix, data, &opts);
             let list = session.zk.list_children(&self.path);
+            // Replies come in request order: wait for the listing's first, and the create's is
+            // then already in (this thread is woken once per round trip, not twice).
+            let listed = session.wait_raw(list, d);
             match session.wait_raw(create, d) {
                 Ok((stat, seq)) => {
                     let name = format!("{prefix}{seq}");
-                    let children = match session.wait_raw(list, d) {
+                    let children = match listed {
                         Ok(c) => c,
                         Err(_) => match self.list(session, deadline) {
                             Ok(c) => c,
@@ -445,7 +448,6 @@ impl Queue {
                     return Ok((name, stat.czxid, children));
                 }
                 Err(zk::Error::NoNode) if !parents_made => {
-                    drop(list);
                     self.client
                         .create_parents(session, &self.path, d, self.protocol)?;
                     parents_made = true;
@@ -453,7 +455,6 @@ impl Queue {
                 Err(zk::Error::ConnectionLoss)
                 | Err(zk::Error::Timeout)
                 | Err(zk::Error::UnexpectedError(_)) => {
-                    drop(list);
                     // The create may have been applied although its reply was lost: find our node
                     // by its unique id before creating again (never two nodes for one attempt).
                     match self.find_own(session, id, deadline)? {
@@ -569,6 +570,9 @@ impl Queue {
                 return Ok(Acquired::NotAcquired);
             }
             let target = self.child(&queue[w].name);
+            // Keep nothing of the listing while we wait: it is O(queue length) per waiter, so
+            // O(n²) memory for n waiters in one process.
+            drop(queue);
             let d = min_deadline(deadline, session.call_deadline());
             let watched = match session.wait_raw(session.zk.check_and_watch_stat(&target), d) {
                 Ok((Some(_), watcher)) => Some(watcher),
