@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""zklock's lines of the benchmark report (scripts/bench.sh): the issue's targets with the measured
+values, then W1 through the C ABI, W4 per recipe, W6 scale and client memory.
+
+Usage: benches/summary.py <main.jsonl> <extras.jsonl>
+  main.jsonl:   peers/run-all.sh rows (zklock, raw-java, curator, kazoo; run_id "repN-...")
+  extras.jsonl: zklock-only rows of the same repeats (run_id "repN-..."): W1 lock/ffi pairs,
+                W4 per recipe, W6.
+Ratios are taken within a repeat, then the median over repeats (as peers/summarize.py does)."""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+
+def load(path):
+    rows = []
+    try:
+        for line in open(path):
+            line = line.strip()
+            if line.startswith("{"):
+                r = json.loads(line)
+                if r.get("metrics"):
+                    rows.append(r)
+    except FileNotFoundError:
+        pass
+    return rows
+
+
+def rep(r):
+    return r.get("run_id", "").split("-")[0]
+
+
+def key(r):
+    return "%s:%s" % (r["impl"], r["recipe"])
+
+
+def clients(r):
+    return r["params"].get("clients", 1)
+
+
+main_rows = load(sys.argv[1])
+extra_rows = load(sys.argv[2]) if len(sys.argv) > 2 else []
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def per_rep(rows, w, impl, metric, c=None):
+    """{rep: [values]} of one metric."""
+    out = defaultdict(list)
+    for r in rows:
+        if r["workload"] == w and key(r) == impl and (c is None or clients(r) == c):
+            v = r["metrics"].get(metric)
+            if v is not None:
+                out[rep(r)].append(v)
+    return out
+
+
+def ratio(w, impl, metric, c=None, floor="raw-java:lock", rows=None):
+    rows = main_rows if rows is None else rows
+    a, f = per_rep(rows, w, impl, metric, c), per_rep(rows, w, floor, metric, c)
+    xs = [statistics.mean(a[k]) / statistics.mean(f[k]) for k in a if k in f and statistics.mean(f[k])]
+    return med(xs), len(xs)
+
+
+def fmt(x, nd=2, unit=""):
+    if x is None:
+        return "–"
+    return ("{:,.%df}" % nd).format(x) + unit
+
+
+def verdict(x, ok):
+    if x is None:
+        return "not measured"
+    return "**met**" if ok(x) else "**missed**"
+
+
+# ---------------------------------------------------------------- the targets
+w1, n1 = ratio("W1", "zklock:lock", "cycle_p50_us")
+w2, n2 = ratio("W2", "zklock:lock", "acq_per_s", 8)
+w3, n3 = ratio("W3", "zklock:lock", "handoff_p50_us")
+w4 = {}
+for rec in ("lock", "rw", "semaphore", "lease"):
+    xs = [r["metrics"]["notifications_per_release"] for r in main_rows + extra_rows
+          if r["workload"] == "W4" and key(r) == "zklock:" + rec]
+    if xs:
+        w4[rec] = (med(xs), min(xs), max(xs), len(xs))
+w4_all = [v for v in w4.values()]
+
+
+def w6_rows(mode="requeue", sessions="per-waiter"):
+    return [r for r in extra_rows if r["workload"] == "W6" and r["metrics"].get("mode", "requeue") == mode
+            and r["metrics"].get("sessions") == sessions]
+
+
+def w6_ratio(mode="requeue", sessions="per-waiter", n=1000, base=10, metric="handoff_p50_us"):
+    rows = w6_rows(mode, sessions)
+    a = {rep(r): r["metrics"][metric] for r in rows if r["metrics"]["waiters"] == n}
+    b = {rep(r): r["metrics"][metric] for r in rows if r["metrics"]["waiters"] == base}
+    xs = [a[k] / b[k] for k in a if k in b and b[k]]
+    return med(xs), len(xs)
+
+
+w6, n6 = w6_ratio()
+mem_rows = [r for r in extra_rows if r["workload"] == "W6" and r["metrics"]["waiters"] == 1000
+            and r["metrics"].get("sessions") == "shared"]
+mem = med([r["metrics"]["rss_per_waiter_kib"] for r in mem_rows])
+abi, nabi = ratio("W1", "zklock:ffi", "cycle_p50_us", floor="zklock:lock", rows=extra_rows)
+
+print("### Targets (medians of per-repeat ratios)\n")
+print("| target | measured | goal | |")
+print("|---|---|---|---|")
+print("| W1 uncontended p50, × raw floor | %s (n=%d) | ≤ 0.75 | %s |" % (fmt(w1), n1, verdict(w1, lambda x: x <= 0.75)))
+print("| W2 8 clients acq/s, × raw floor | %s (n=%d) | ≥ 1.2 | %s |" % (fmt(w2), n2, verdict(w2, lambda x: x >= 1.2)))
+print("| W3 handoff p50, × raw floor | %s (n=%d) | ≤ 0.80 | %s |" % (fmt(w3, 2), n3, verdict(w3, lambda x: x <= 0.80)))
+for rec, (m, lo, hi, n) in w4.items():
+    print("| W4 notifications/release, zklock:%s | %s (min %s, max %s, n=%d) | 1.00 | %s |"
+          % (rec, fmt(m), fmt(lo), fmt(hi), n, verdict(hi, lambda x: lo == 1.0 and x == 1.0)))
+print("| W6 handoff p50 at 1,000 waiters ÷ at 10 (steady queue, one session per waiter) | %s (n=%d) | ≤ 1.3 | %s |"
+      % (fmt(w6), n6, verdict(w6, lambda x: x <= 1.3)))
+print("| client RSS per waiting acquire, 1,000 waiters on one client (thread incl.) | %s | ≤ 32 KiB | %s |"
+      % (fmt(mem, 1, " KiB"), verdict(mem, lambda x: x <= 32)))
+print("| C ABI W1 p50 ÷ Rust API W1 p50 | %s (n=%d) | ≤ 1.05 | %s |" % (fmt(abi), nabi, verdict(abi, lambda x: x <= 1.05)))
+
+# ---------------------------------------------------------------- W1 C ABI
+print("\n### W1 through the C ABI vs the Rust API (same process image, alternated ABBA in each repeat)\n")
+print("| recipe | n | p50 µs | p99 µs | mean µs | × Rust API (p50) |")
+print("|---|---|---|---|---|---|")
+for rec in ("lock", "ffi"):
+    rs = [r for r in extra_rows if r["workload"] == "W1" and key(r) == "zklock:" + rec]
+    if rs:
+        rr = ratio("W1", "zklock:" + rec, "cycle_p50_us", floor="zklock:lock", rows=extra_rows)[0]
+        print("| zklock:%s | %d | %s | %s | %s | %s |" % (
+            rec, len(rs), fmt(med([r["metrics"]["cycle_p50_us"] for r in rs]), 0),
+            fmt(med([r["metrics"]["cycle_p99_us"] for r in rs]), 0),
+            fmt(med([r["metrics"]["cycle_mean_us"] for r in rs]), 0), fmt(rr)))
+
+# ---------------------------------------------------------------- W4 per recipe
+if w4:
+    print("\n### W4 herd, zklock recipes (50 waiters, 20 releases)\n")
+    print("| recipe | n | client notif./release | server triggers/release | mean handoff µs |")
+    print("|---|---|---|---|---|")
+    for rec in w4:
+        rs = [r for r in main_rows + extra_rows if r["workload"] == "W4" and key(r) == "zklock:" + rec]
+        print("| zklock:%s | %d | %s | %s | %s |" % (
+            rec, len(rs), fmt(med([r["metrics"]["notifications_per_release"] for r in rs])),
+            fmt(med([r["metrics"]["server_triggers_per_release"] for r in rs])),
+            fmt(med([r["metrics"]["mean_handoff_us"] for r in rs]), 0)))
+
+# ---------------------------------------------------------------- W6
+for mode, sessions, title in (
+        ("requeue", "per-waiter", "steady queue of N (every waiter queues again after its release), one session per waiter"),
+        ("requeue", "shared", "steady queue of N, all waiters on one client (one session)"),
+        ("drain", "per-waiter", "draining a queue of N (each waiter acquires once), one session per waiter")):
+    rows = w6_rows(mode, sessions)
+    if not rows:
+        continue
+    print("\n### W6 scale: %s\n" % title)
+    print("| waiters | n | handoff p50 µs | p99 µs | mean µs | × N=10 (p50) | acq/s | RSS/waiting acquire KiB | RSS/session KiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n in sorted({r["metrics"]["waiters"] for r in rows}):
+        rs = [r for r in rows if r["metrics"]["waiters"] == n]
+        m = lambda k: med([r["metrics"].get(k) for r in rs])
+        print("| %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            n, len(rs), fmt(m("handoff_p50_us"), 0), fmt(m("handoff_p99_us"), 0), fmt(m("handoff_mean_us"), 0),
+            fmt(w6_ratio(mode, sessions, n)[0]), fmt(m("acq_per_s"), 0), fmt(m("rss_per_waiter_kib"), 1),
+            fmt(m("rss_per_session_kib"), 1) if sessions == "per-waiter" else "–"))

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# zklock side by side with the raw floor, Curator and kazoo, in one interleaved run:
+#   1. installs what the peers need if it is missing (Curator jars, netcat, javac, kazoo),
+#   2. builds zklock's benchmark driver (examples/peerbench.rs) in release,
+#   3. runs REPEATS (3) interleaved repeats: peers/run-all.sh (W1, W2 C=2/8/32, W3, W4, W5) over
+#      zklock + raw-java + curator:lock + kazoo:lock, then in the same repeat the zklock-only
+#      rows: W1 through the C ABI against the Rust API (ABBA), W4 for the read-write lock and
+#      the semaphores, W6 (10 / 100 / 1,000 queued waiters) and client memory,
+#   4. prints the ratio table and writes it to benches/results/<date>.md (raw rows: *.jsonl).
+#
+# Environment: PEERS_DIR (default <repo>/../shared/peers), REPEATS (3), BENCH_DURATION (5 s for W2
+# and W5 instead of the harness's 10, to finish in about 15 minutes on 2 cores), BENCH_SKIP_INSTALL=1,
+# CARGO_TARGET_DIR (honoured), BENCH_W6_SIZES ("10 100 1000").
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PEERS_DIR=${PEERS_DIR:-$ROOT/../shared/peers}
+PEERS_DIR=$(cd "$PEERS_DIR" && pwd) || { echo "bench: no peers harness at $PEERS_DIR (set PEERS_DIR)" >&2; exit 2; }
+REPEATS=${REPEATS:-3}
+export BENCH_DURATION=${BENCH_DURATION:-5}
+W6_SIZES=${BENCH_W6_SIZES:-10 100 1000}
+say() { echo "bench: $*" >&2; }
+T0=$(date +%s)
+
+# ---------------------------------------------------------------- 1. prerequisites
+install_prereqs() {
+  local apt=() sudo=()
+  for jar in curator-recipes curator-framework curator-client; do
+    [ -f "/usr/share/java/$jar.jar" ] || apt+=("lib$jar-java")
+  done
+  [ -f /usr/share/java/zookeeper.jar ] || apt+=(zookeeper)
+  command -v javac >/dev/null 2>&1 || apt+=(openjdk-17-jdk-headless)
+  command -v nc >/dev/null 2>&1 || apt+=(netcat-openbsd)
+  command -v python3 >/dev/null 2>&1 || apt+=(python3 python3-pip)
+  if [ ${#apt[@]} -gt 0 ]; then
+    [ "$(id -u)" -eq 0 ] || { command -v sudo >/dev/null 2>&1 && sudo=(sudo); }
+    say "installing ${apt[*]}"
+    ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+    ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${apt[@]}" >&2
+  fi
+  if ! python3 -c 'import kazoo' >/dev/null 2>&1; then
+    say "pip install kazoo"
+    python3 -m pip install -q kazoo >&2 || python3 -m pip install -q --break-system-packages kazoo >&2
+  fi
+}
+if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then install_prereqs; fi
+
+# ---------------------------------------------------------------- 2. build
+say "building examples/peerbench in release"
+(cd "$ROOT" && cargo build --release --example peerbench >&2)
+TD=${CARGO_TARGET_DIR:-$ROOT/target}
+case "$TD" in /*) ;; *) TD=$ROOT/$TD ;; esac
+export ZKLOCK_BENCH_BIN=$TD/release/examples/peerbench
+ZKB=$ROOT/benches/zklock-bench
+
+# ---------------------------------------------------------------- 3. run
+export ZK_CONNECT=127.0.0.1:2182
+"$PEERS_DIR/zk.sh" start >&2
+DAY=$(date +%Y-%m-%d)
+HOSTINFO="$(hostname)-$(nproc)c-$(awk '/MemTotal/{printf "%dg", $2/1048576}' /proc/meminfo)"
+RES=$ROOT/benches/results
+mkdir -p "$RES"
+MAIN=$RES/$DAY-$HOSTINFO.jsonl
+EXTRA=$RES/$DAY-$HOSTINFO.zklock.jsonl
+LOG=$RES/$DAY-$HOSTINFO.log
+: > "$MAIN"; : > "$EXTRA"
+say "raw rows: $MAIN, $EXTRA; log: $LOG"
+one() { # one zklock-only row into $EXTRA: one W[..] recipe [clients] [KEY=VAL ...]
+  local w=$1 rec=${2:-lock} spec=$ZKB; [ -n "$2" ] && spec=$ZKB:$2; shift 2
+  echo "[rep $r] $w zklock:$rec $*  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)" >&2
+  BENCH_OUT=$EXTRA "$PEERS_DIR/run.sh" "$w" "$spec" "$@" > /dev/null || echo "  failed rc=$?" >&2
+}
+{
+  for r in $(seq 1 "$REPEATS"); do
+    BENCH_OUT=$MAIN REP_START=$r "$PEERS_DIR/run-all.sh" 1 "$ZKB" raw-java curator:lock kazoo:lock
+    export BENCH_RUN_ID="rep$r-$(date +%s)"
+    # C ABI vs Rust API on W1, ABBA so that drift cancels
+    one W1 "" ; one W1 ffi ; one W1 ffi ; one W1 ""
+    # W4 for the other herd-free recipes (zklock:lock is in run-all's rows)
+    for rec in rw semaphore lease; do one W4 "$rec"; done
+    # W6: steady queue of N, one session per waiter; then memory with all waiters on one client;
+    # then the draining queue (diagnostic: which part of a handoff grows with N)
+    for n in $W6_SIZES; do one W6 "" "$n"; done
+    BENCH_W6_SESSIONS=shared one W6 "" 1000
+    for n in 10 1000; do BENCH_W6_MODE=drain BENCH_W6_HANDOFFS=200 one W6 "" "$n"; done
+    unset BENCH_RUN_ID
+  done
+} 2> >(tee "$LOG" >&2)
+
+# ---------------------------------------------------------------- 4. report
+MD=$RES/$DAY.md
+{
+  echo "# zklock vs the peers — $DAY"
+  echo
+  echo "Command: \`scripts/bench.sh\` (REPEATS=$REPEATS, BENCH_DURATION=${BENCH_DURATION}s for W2/W5 —"
+  echo "the harness default is 10 s; shortened so the whole run fits in ~15 min on 2 cores). Every"
+  echo "ratio is taken within one interleaved repeat, then the median over repeats."
+  echo
+  echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')),"
+  echo "$(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr), host $(hostname);"
+  echo "ZooKeeper $(echo srvr | nc -q1 127.0.0.1 2182 2>/dev/null | awk -F': ' '/version/{print $2}' | cut -d- -f1) standalone on"
+  echo "127.0.0.1:2182 (peers/zk.sh: forceSync=no). Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "(the cores are shared with other jobs: absolute numbers are noisy, ratios are what count)."
+  echo "zklock $(grep -m1 '^version' "$ROOT/Cargo.toml" | cut -d'"' -f2) at $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && [ -n "$(git status --porcelain -- src Cargo.toml 2>/dev/null)" ] && echo ' (uncommitted changes)')."
+  echo
+  python3 "$ROOT/benches/summary.py" "$MAIN" "$EXTRA"
+  echo
+  echo "## Side by side (peers/summarize.py: W1–W5, raw floor = raw-java:lock)"
+  python3 "$PEERS_DIR/summarize.py" "$MAIN"
+  echo
+  echo "Raw rows: \`benches/results/$(basename "$MAIN")\`, \`benches/results/$(basename "$EXTRA")\`."
+  echo "Wall time: $(( ($(date +%s) - T0) / 60 )) min."
+} > "$MD"
+cat "$MD"
+say "wrote $MD"
