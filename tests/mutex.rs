@@ -214,36 +214,73 @@ fn timed_acquire_returns_within_its_deadline_and_leaves_no_node() {
 fn one_total_deadline_not_per_predecessor() {
     let zk = server();
     let hosts = zk.connect_string();
-    // A chain of holders that each leave after 300 ms: a per-predecessor timeout would never fire.
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut churn = Vec::new();
-    for _ in 0..3 {
-        let (hosts, stop) = (hosts.clone(), stop.clone());
-        churn.push(std::thread::spawn(move || {
-            let c = connect(&hosts, 5000);
-            let m = Mutex::new(&c, "/total/lock").unwrap();
-            while !stop.load(Ordering::SeqCst) {
-                let g = m.lock().unwrap();
-                std::thread::sleep(Duration::from_millis(300));
-                drop(g);
-            }
-        }));
-    }
-    std::thread::sleep(Duration::from_millis(200));
+    let admin = Admin::connect(&hosts).unwrap();
+    let holder = connect(&hosts, 5000);
+    let hm = Mutex::new(&holder, "/total/lock").unwrap();
+    let _g = hm.lock().unwrap();
+    // A waiter that gives up after 500 ms: the waiter behind it then watches another node.
+    let h2 = hosts.clone();
+    let quitter = std::thread::spawn(move || {
+        let c = connect(&h2, 5000);
+        let m = Mutex::new(&c, "/total/lock").unwrap();
+        let gave_up = m.try_lock_for(Duration::from_millis(500)).unwrap().is_none();
+        drop(m);
+        gave_up
+    });
+    assert!(eventually(Duration::from_secs(5), || admin
+        .children("/total/lock")
+        .unwrap()
+        .len()
+        == 2));
     let c = connect(&hosts, 5000);
     let m = Mutex::new(&c, "/total/lock").unwrap();
     let t = Instant::now();
-    let r = m.try_lock_for(Duration::from_millis(700)).unwrap();
+    assert!(m
+        .try_lock_for(Duration::from_millis(900))
+        .unwrap()
+        .is_none());
     let took = t.elapsed();
-    let got = r.is_some();
-    drop(r);
-    stop.store(true, Ordering::SeqCst);
-    for t in churn {
-        t.join().unwrap();
-    }
-    if !got {
-        assert!(took < Duration::from_millis(700 + 500), "{took:?}");
-    }
+    // A timeout restarted when the predecessor changed would end near 500 + 900 ms.
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(1300),
+        "{took:?}"
+    );
+    assert!(quitter.join().unwrap());
+    assert_eq!(admin.children("/total/lock").unwrap().len(), 1);
+}
+
+#[test]
+fn release_that_meets_connection_loss_retries_and_leaves_no_node() {
+    use zklock::testing::TcpProxy;
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = TcpProxy::start(&hosts).unwrap();
+    let c = connect(&proxy.connect_string(), 8000);
+    let m = Mutex::new(&c, "/rel/lock").unwrap();
+    assert!(m.acquire(None).unwrap());
+    // Cut the connection and refuse reconnects for a while: the release must wait it out and
+    // delete the node, not drop its state and leave the node behind.
+    proxy.refuse_new(true);
+    proxy.cut_all();
+    let p2 = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        proxy.refuse_new(false);
+        proxy
+    });
+    let t = Instant::now();
+    m.release().unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(1000),
+        "{:?}",
+        t.elapsed()
+    );
+    let _proxy = p2.join().unwrap();
+    assert!(!m.is_held());
+    assert!(Admin::connect(&hosts)
+        .unwrap()
+        .children("/rel/lock")
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
