@@ -460,7 +460,11 @@ impl Client {
         // happen there; listeners run on their own thread.
         let mut watcher = session.zk.state_watcher();
         let weak = Arc::downgrade(&session);
-        let servers = if opts.tcp_nodelay { self.inner.servers.clone() } else { Vec::new() };
+        let servers = if opts.tcp_nodelay {
+            self.inner.servers.clone()
+        } else {
+            Vec::new()
+        };
         runtime::spawn(async move {
             loop {
                 let s = watcher.changed().await;
@@ -589,7 +593,10 @@ impl Client {
     pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> Result<()> {
         let s = self.session()?;
         s.wait(s.zk.auth(scheme, auth), s.call_deadline())?;
-        self.inner.added_auth.lock().push((scheme.to_string(), auth.to_vec()));
+        self.inner
+            .added_auth
+            .lock()
+            .push((scheme.to_string(), auth.to_vec()));
         Ok(())
     }
 

@@ -223,7 +223,10 @@ fn one_total_deadline_not_per_predecessor() {
     let quitter = std::thread::spawn(move || {
         let c = connect(&h2, 5000);
         let m = Mutex::new(&c, "/total/lock").unwrap();
-        let gave_up = m.try_lock_for(Duration::from_millis(500)).unwrap().is_none();
+        let gave_up = m
+            .try_lock_for(Duration::from_millis(500))
+            .unwrap()
+            .is_none();
         drop(m);
         gave_up
     });
