@@ -340,10 +340,9 @@ impl Semaphore {
             true,
             deadline,
         )?;
-        let mut watch = false;
         loop {
-            let (children, watcher) = match list_watch(session, &self.leases_dir, deadline, watch) {
-                Ok(Some((c, w))) => (c, w),
+            let (children, watcher) = match list_watch(session, &self.leases_dir, deadline) {
+                Ok(Some((c, w))) => (c, Some(w)),
                 Ok(None) => (Vec::new(), None),
                 Err(e) => {
                     cleanup(session, &self.child(&name));
@@ -377,11 +376,7 @@ impl Semaphore {
                 cleanup(session, &self.child(&name));
                 return Ok(None);
             }
-            let Some(watcher) = watcher else {
-                // Over the limit: list again, now with the watch we will wait on.
-                watch = true;
-                continue;
-            };
+            let Some(watcher) = watcher else { continue };
             match wait(session, watcher, deadline, reg) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -406,10 +401,8 @@ impl Semaphore {
     ) -> Result<Option<HeldNode>> {
         let name = AttemptId::new().text(Protocol::Kazoo);
         let data = self.client.holder_id().as_bytes();
-        let mut watch = false;
         loop {
-            let Some((children, watcher)) = list_watch(session, &self.leases_dir, deadline, watch)?
-            else {
+            let Some((children, watcher)) = list_watch(session, &self.leases_dir, deadline)? else {
                 // P was deleted meanwhile: lay it out again.
                 self.ensure_kazoo_root(session, deadline)?;
                 continue;
@@ -433,10 +426,6 @@ impl Semaphore {
             if try_once {
                 return Ok(None);
             }
-            let Some(watcher) = watcher else {
-                watch = true;
-                continue;
-            };
             if !wait(session, watcher, deadline, reg)? {
                 return Ok(None);
             }
@@ -583,30 +572,19 @@ pub(super) fn wait(
     }
 }
 
-/// Lists `dir`'s children, watching them only if `watch` (a lister that will not wait must
-/// not leave a watch armed: it would fire on the next lease change for nobody), retrying on
-/// connection loss until `deadline` or the session ends. `None` if `dir` does not exist.
+/// Lists `dir`'s children and watches them, retrying on connection loss until `deadline` or the
+/// session ends. `None` if `dir` does not exist.
 fn list_watch(
     session: &Session,
     dir: &str,
     deadline: Option<Instant>,
-    watch: bool,
-) -> Result<Option<(Vec<String>, Option<zk::OneshotWatcher>)>> {
+) -> Result<Option<(Vec<String>, zk::OneshotWatcher)>> {
     loop {
         if let Some(e) = session.ended_error() {
             return Err(e);
         }
         let d = min_deadline(deadline, session.call_deadline());
-        let r = if watch {
-            session
-                .wait_raw(session.zk.list_and_watch_children(dir), d)
-                .map(|(c, w)| (c, Some(w)))
-        } else {
-            session
-                .wait_raw(session.zk.list_children(dir), d)
-                .map(|c| (c, None))
-        };
-        match r {
+        match session.wait_raw(session.zk.list_and_watch_children(dir), d) {
             Ok(x) => return Ok(Some(x)),
             Err(zk::Error::NoNode) => return Ok(None),
             Err(e) if retriable(&e) => {
