@@ -14,7 +14,7 @@
 //! } // released here
 //! if let Some(_guard) = mutex.try_lock_for(Duration::from_secs(2)).unwrap() {
 //!     // held
-//! }
+//! };
 //! ```
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
