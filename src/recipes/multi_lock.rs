@@ -38,62 +38,32 @@ fn forget<G>(g: Option<G>) -> bool {
     g.map(std::mem::forget).is_some()
 }
 
-impl Lockable for Mutex {
-    fn path(&self) -> &str {
-        Mutex::path(self)
-    }
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        Ok(match (deadline, try_once) {
-            (_, true) => forget(self.try_lock()?),
-            (Some(d), false) => forget(self.try_lock_until(d)?),
-            (None, false) => forget(Some(self.lock()?)),
-        })
-    }
-    fn release(&self) -> Result<()> {
-        Mutex::release(self)
-    }
-    fn cancel(&self) {
-        Mutex::cancel(self)
-    }
+/// `Lockable` for the recipes whose acquires return guards: the guard is forgotten, the hold
+/// stays with the handle until [`Lockable::release`].
+macro_rules! lockable_by_guard {
+    ($($t:ident),*) => {$(
+        impl Lockable for $t {
+            fn path(&self) -> &str {
+                $t::path(self)
+            }
+            fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
+                Ok(match (deadline, try_once) {
+                    (_, true) => forget(self.try_lock()?),
+                    (Some(d), false) => forget(self.try_lock_until(d)?),
+                    (None, false) => forget(Some(self.lock()?)),
+                })
+            }
+            fn release(&self) -> Result<()> {
+                $t::release(self)
+            }
+            fn cancel(&self) {
+                $t::cancel(self)
+            }
+        }
+    )*};
 }
 
-impl Lockable for SemaphoreMutex {
-    fn path(&self) -> &str {
-        SemaphoreMutex::path(self)
-    }
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        Ok(match (deadline, try_once) {
-            (_, true) => forget(self.try_lock()?),
-            (Some(d), false) => forget(self.try_lock_until(d)?),
-            (None, false) => forget(Some(self.lock()?)),
-        })
-    }
-    fn release(&self) -> Result<()> {
-        SemaphoreMutex::release(self)
-    }
-    fn cancel(&self) {
-        SemaphoreMutex::cancel(self)
-    }
-}
-
-impl Lockable for SimpleLock {
-    fn path(&self) -> &str {
-        SimpleLock::path(self)
-    }
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        Ok(match (deadline, try_once) {
-            (_, true) => forget(self.try_lock()?),
-            (Some(d), false) => forget(self.try_lock_until(d)?),
-            (None, false) => forget(Some(self.lock()?)),
-        })
-    }
-    fn release(&self) -> Result<()> {
-        SimpleLock::release(self)
-    }
-    fn cancel(&self) {
-        SimpleLock::cancel(self)
-    }
-}
+lockable_by_guard!(Mutex, SemaphoreMutex, SimpleLock);
 
 impl Lockable for ReadLock {
     fn path(&self) -> &str {
