@@ -325,75 +325,16 @@ fn held(r: zklock::Result<bool>) -> zklock::Result<()> {
     }
 }
 
-impl Lock for zklock::Mutex {
+/// Every recipe through the library's own `Lockable` (a `Semaphore` takes one lease per call).
+impl<T: zklock::Lockable + Send + Sync> Lock for T {
     fn acquire(&self) -> zklock::Result<()> {
-        held(zklock::Mutex::acquire(self, None))
+        held(zklock::Lockable::acquire_until(self, None, false))
     }
     fn release(&self) -> zklock::Result<()> {
-        zklock::Mutex::release(self)
+        zklock::Lockable::release(self)
     }
     fn cancel(&self) {
-        zklock::Mutex::cancel(self)
-    }
-}
-
-impl Lock for zklock::SemaphoreMutex {
-    fn acquire(&self) -> zklock::Result<()> {
-        held(zklock::SemaphoreMutex::acquire(self, None))
-    }
-    fn release(&self) -> zklock::Result<()> {
-        zklock::SemaphoreMutex::release(self)
-    }
-    fn cancel(&self) {
-        zklock::SemaphoreMutex::cancel(self)
-    }
-}
-
-impl Lock for zklock::SimpleLock {
-    fn acquire(&self) -> zklock::Result<()> {
-        held(zklock::SimpleLock::acquire(self, None))
-    }
-    fn release(&self) -> zklock::Result<()> {
-        zklock::SimpleLock::release(self)
-    }
-    fn cancel(&self) {
-        zklock::SimpleLock::cancel(self)
-    }
-}
-
-impl Lock for zklock::ReadLock {
-    fn acquire(&self) -> zklock::Result<()> {
-        held(zklock::ReadLock::acquire(self, None))
-    }
-    fn release(&self) -> zklock::Result<()> {
-        zklock::ReadLock::release(self)
-    }
-    fn cancel(&self) {
-        zklock::ReadLock::cancel(self)
-    }
-}
-
-impl Lock for zklock::WriteLock {
-    fn acquire(&self) -> zklock::Result<()> {
-        held(zklock::WriteLock::acquire(self, None))
-    }
-    fn release(&self) -> zklock::Result<()> {
-        zklock::WriteLock::release(self)
-    }
-    fn cancel(&self) {
-        zklock::WriteLock::cancel(self)
-    }
-}
-
-impl Lock for zklock::Semaphore {
-    fn acquire(&self) -> zklock::Result<()> {
-        held(zklock::Semaphore::acquire_lease(self, None))
-    }
-    fn release(&self) -> zklock::Result<()> {
-        zklock::Semaphore::release_lease(self)
-    }
-    fn cancel(&self) {
-        zklock::Semaphore::cancel(self)
+        zklock::Lockable::cancel(self)
     }
 }
 
