@@ -30,6 +30,26 @@ pub use cluster::TestingCluster;
 pub use proxy::TcpProxy;
 pub use server::TestingServer;
 
+/// Polls `f` every 20 ms until it is true or `timeout` passes; returns whether it became true.
+///
+/// ```
+/// use std::time::Duration;
+/// let start = std::time::Instant::now();
+/// assert!(zklock::testing::eventually(Duration::from_secs(1), || start.elapsed() > Duration::from_millis(50)));
+/// ```
+pub fn eventually(timeout: std::time::Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};

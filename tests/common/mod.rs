@@ -1,7 +1,7 @@
 //! Shared helpers of the integration tests: real ZooKeeper servers only.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zklock::testing::TestingServer;
 use zklock::{Client, Options};
@@ -21,19 +21,8 @@ pub fn connect(hosts: &str, session_ms: u64) -> Client {
     Client::connect(hosts, opts(session_ms)).expect("connect")
 }
 
-/// Polls `f` until it is true or `timeout` passes; returns whether it became true.
-pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+#[allow(unused_imports)]
+pub use zklock::testing::eventually;
 
 /// The children of `path` as seen by a fresh observer session (names only).
 pub fn children(hosts: &str, path: &str) -> Vec<String> {

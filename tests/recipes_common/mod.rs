@@ -49,19 +49,8 @@ pub fn unique_path(name: &str) -> String {
     )
 }
 
-/// Polls `f` until true or `timeout`; returns whether it became true.
-pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+#[allow(unused_imports)]
+pub use zklock::testing::eventually;
 
 /// A tiny deterministic PRNG (xorshift64*).
 pub struct Rng(u64);
