@@ -120,6 +120,26 @@ pub struct SessionEvent {
 }
 
 type Listener = Arc<dyn Fn(&SessionEvent) + Send + Sync>;
+type LostCallback = (Weak<()>, Box<dyn FnOnce() + Send>);
+
+/// Runs callbacks on a thread of their own (never on the I/O thread or under our locks).
+fn run_detached(fs: Vec<Box<dyn FnOnce() + Send>>) {
+    if fs.is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("zklock-lost".into())
+        .spawn(move || {
+            for f in fs {
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+                    log::error!("a zklock lock-lost callback panicked");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        log::error!("cannot start a thread for lock-lost callbacks: {e}");
+    }
+}
 
 /// One ZooKeeper session (one `zookeeper-client` client). Locks keep the session they were
 /// taken in, so a lock of an expired session can never be taken for held in a newer one.
@@ -134,6 +154,8 @@ pub(crate) struct Session {
     pub(crate) client: Weak<Inner>,
     /// The waits in progress on this session's watches.
     waits: Mutex<Vec<Weak<Signal>>>,
+    /// Callbacks of holds that want to hear when the session ends, each alive while its hold is.
+    lost_callbacks: Mutex<Vec<LostCallback>>,
 }
 
 impl Session {
@@ -158,13 +180,38 @@ impl Session {
     }
 
     fn set_state(&self, s: SessionState) -> bool {
-        let mut st = self.state.lock();
-        if *st == s || st.is_terminal() {
-            return false;
+        {
+            let mut st = self.state.lock();
+            if *st == s || st.is_terminal() {
+                return false;
+            }
+            *st = s;
+            self.cv.notify_all();
         }
-        *st = s;
-        self.cv.notify_all();
+        if s.is_terminal() {
+            let fs = self
+                .lost_callbacks
+                .lock()
+                .drain(..)
+                .filter(|(alive, _)| alive.strong_count() > 0)
+                .map(|(_, f)| f)
+                .collect();
+            run_detached(fs);
+        }
         true
+    }
+
+    /// Calls `f` once, on its own thread, when this session ends, if the hold `alive` stands for
+    /// still exists then (at once if the session has already ended).
+    pub(crate) fn on_end(&self, alive: &Arc<()>, f: Box<dyn FnOnce() + Send>) {
+        let mut callbacks = self.lost_callbacks.lock();
+        if self.state().is_terminal() {
+            drop(callbacks);
+            run_detached(vec![f]);
+            return;
+        }
+        callbacks.retain(|(a, _)| a.strong_count() > 0);
+        callbacks.push((Arc::downgrade(alive), f));
     }
 
     /// The error for a call on a session that has ended.
@@ -446,6 +493,7 @@ impl Client {
             cv: Condvar::new(),
             client: Arc::downgrade(&self.inner),
             waits: Mutex::new(Vec::new()),
+            lost_callbacks: Mutex::new(Vec::new()),
             root: chroot.as_ref().map(|_| zk.clone()),
             zk: match chroot {
                 Some(c) => zk.chroot(c).map_err(|_| Error::invalid("bad chroot"))?,

@@ -701,3 +701,35 @@ fn kazoo_protocol_names_and_holder_participants() {
         p[0].node
     );
 }
+
+#[test]
+fn lost_callbacks_fire_only_for_holds_still_held_when_the_session_ends() {
+    let zk = server();
+    let c = connect(&zk.connect_string(), 5000);
+    let m = Mutex::new(&c, "/lostcb/lock").unwrap();
+    let fired = Arc::new(AtomicU64::new(0));
+    for _ in 0..3 {
+        let g = m.lock().unwrap();
+        let f = fired.clone();
+        g.on_lost(move || {
+            f.fetch_add(1, Ordering::SeqCst);
+        });
+        drop(g); // released: its callback lapses
+    }
+    let g = m.lock().unwrap();
+    let f = fired.clone();
+    g.on_lost(move || {
+        f.fetch_add(100, Ordering::SeqCst);
+    });
+    c.close();
+    assert!(eventually(Duration::from_secs(3), || fired
+        .load(Ordering::SeqCst)
+        == 100));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        100,
+        "released holds must not hear of the loss"
+    );
+    drop(g);
+}

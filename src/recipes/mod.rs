@@ -63,6 +63,8 @@ pub(crate) struct HeldNode {
     pub(crate) session: Arc<Session>,
     pub(crate) node: String,
     pub(crate) token: i64,
+    /// Alive while any copy of this hold exists: lock-lost callbacks of released holds lapse.
+    alive: Arc<()>,
 }
 
 impl std::fmt::Debug for HeldNode {
@@ -75,6 +77,15 @@ impl std::fmt::Debug for HeldNode {
 }
 
 impl HeldNode {
+    pub(crate) fn new(session: Arc<Session>, node: String, token: i64) -> HeldNode {
+        HeldNode {
+            session,
+            node,
+            token,
+            alive: Arc::new(()),
+        }
+    }
+
     pub(crate) fn state(&self) -> HoldState {
         match self.session.state() {
             SessionState::Connected => HoldState::Held,
@@ -124,29 +135,10 @@ impl HeldNode {
             .is_terminal()
     }
 
-    /// Calls `f` once when this hold's session ends (at once if it already has). Returns the
-    /// listener id, for [`Client::remove_listener`].
-    pub(crate) fn on_lost(&self, client: &Client, f: impl FnOnce() + Send + 'static) -> u64 {
-        let f = Arc::new(parking_lot::Mutex::new(Some(f)));
-        let fire = {
-            let f = f.clone();
-            move || {
-                if let Some(f) = f.lock().take() {
-                    f()
-                }
-            }
-        };
-        let session = Arc::downgrade(&self.session);
-        let fire2 = fire.clone();
-        let id = client.add_listener(move |_| {
-            if session.upgrade().map_or(true, |s| s.state().is_terminal()) {
-                fire2()
-            }
-        });
-        if self.session.state().is_terminal() {
-            fire();
-        }
-        id
+    /// Calls `f` once, on its own thread, if this hold's session ends while it is held (at
+    /// once if it already has). Nothing is kept once the hold is released.
+    pub(crate) fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
+        self.session.on_end(&self.alive, Box::new(f));
     }
 }
 
@@ -327,11 +319,11 @@ impl HandleHold {
         h.map_or(true, |h| h.wait_lost(timeout))
     }
 
-    pub(crate) fn on_lost(&self, client: &Client, f: impl FnOnce() + Send + 'static) {
+    pub(crate) fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
         let h = self.0.lock().clone();
         match h {
             Some(h) => {
-                h.on_lost(client, f);
+                h.on_lost(f);
             }
             None => f(),
         }
@@ -559,11 +551,11 @@ impl Queue {
                 continue;
             };
             let Some((w, sole)) = (self.blocker)(&queue, idx) else {
-                return Ok(Acquired::Held(HeldNode {
-                    session: session.clone(),
-                    node: self.child(&name),
+                return Ok(Acquired::Held(HeldNode::new(
+                    session.clone(),
+                    self.child(&name),
                     token,
-                }));
+                )));
             };
             if try_once {
                 self.cleanup(&session, &name);
@@ -587,11 +579,11 @@ impl Queue {
                 match session.wait_watch(watcher, deadline, &reg.signal) {
                     Outcome::Ready(ev) => match ev.event_type {
                         zk::EventType::NodeDeleted if self.fast_handoff && sole => {
-                            return Ok(Acquired::Held(HeldNode {
-                                session: session.clone(),
-                                node: self.child(&name),
+                            return Ok(Acquired::Held(HeldNode::new(
+                                session.clone(),
+                                self.child(&name),
                                 token,
-                            }));
+                            )));
                         }
                         zk::EventType::Session if ev.session_state.is_terminated() => {
                             return Err(session.ended_error().unwrap_or(Error::SessionExpired));

@@ -205,8 +205,7 @@ impl MutexGuard<'_> {
 
     /// Calls `f` once, on another thread, when the lock is lost.
     pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-        let client = self.mutex.queue.client.clone();
-        self.mutex.holds.with_hold(|h| h.on_lost(&client, f));
+        self.mutex.holds.with_hold(|h| h.on_lost(f));
     }
 
     /// Releases now and reports how it went (`Err(LockLost)` if it was lost meanwhile).

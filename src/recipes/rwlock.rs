@@ -275,11 +275,11 @@ impl Core {
             deadline,
         )?;
         log::debug!("downgraded {} to the read node {made}", write.node);
-        Ok(HeldNode {
-            session: write.session.clone(),
-            node: format!("{}/{made}", self.path),
+        Ok(HeldNode::new(
+            write.session.clone(),
+            format!("{}/{made}", self.path),
             token,
-        })
+        ))
     }
 
     fn acquire_write(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
@@ -423,8 +423,7 @@ macro_rules! half_api {
 
             /// Calls `f` once, on another thread, when the lock is lost.
             pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-                let client = self.lock.core.client.clone();
-                self.lock.core.$holds.with_hold(|h| h.on_lost(&client, f));
+                self.lock.core.$holds.with_hold(|h| h.on_lost(f));
             }
 
             /// Releases now and reports how it went (`Err(LockLost)` if it was lost meanwhile).

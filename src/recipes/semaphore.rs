@@ -78,7 +78,7 @@ impl std::fmt::Debug for Semaphore {
 /// on another thread.
 #[must_use = "the lease is returned when it is dropped"]
 pub struct Lease<'a> {
-    semaphore: &'a Semaphore,
+    _semaphore: std::marker::PhantomData<&'a Semaphore>,
     held: Option<HeldNode>,
 }
 
@@ -286,7 +286,7 @@ impl Semaphore {
 
     fn lease(&self, h: HeldNode) -> Lease<'_> {
         Lease {
-            semaphore: self,
+            _semaphore: std::marker::PhantomData,
             held: Some(h),
         }
     }
@@ -366,11 +366,11 @@ impl Semaphore {
                 continue;
             }
             if children.len() <= self.max_leases as usize {
-                return Ok(Some(HeldNode {
-                    session: session.clone(),
-                    node: self.child(&name),
+                return Ok(Some(HeldNode::new(
+                    session.clone(),
+                    self.child(&name),
                     token,
-                }));
+                )));
             }
             if try_once {
                 cleanup(session, &self.child(&name));
@@ -417,11 +417,11 @@ impl Semaphore {
                     false,
                     deadline,
                 )?;
-                return Ok(Some(HeldNode {
-                    session: session.clone(),
-                    node: self.child(&name),
+                return Ok(Some(HeldNode::new(
+                    session.clone(),
+                    self.child(&name),
                     token,
-                }));
+                )));
             }
             if try_once {
                 return Ok(None);
@@ -527,7 +527,7 @@ impl Lease<'_> {
     /// Calls `f` once, on another thread, when the lease is lost.
     pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
         if let Some(h) = &self.held {
-            h.on_lost(&self.semaphore.client, f);
+            h.on_lost(f);
         }
     }
 

@@ -191,7 +191,7 @@ impl SemaphoreMutexGuard<'_> {
     }
     /// Calls `f` once, on another thread, when the lock is lost.
     pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-        self.mutex.hold.on_lost(&self.mutex.queue.client, f)
+        self.mutex.hold.on_lost(f)
     }
     /// Releases now and reports how it went.
     pub fn unlock(self) -> Result<()> {

@@ -61,11 +61,11 @@ impl SimpleLock {
             let d = super::min_deadline(deadline, session.call_deadline());
             match session.wait_raw(session.zk.create(&self.path, data, &opts), d) {
                 Ok((stat, _)) => {
-                    return Ok(Try::Held(HeldNode {
-                        session: session.clone(),
-                        node: self.path.clone(),
-                        token: stat.czxid,
-                    }))
+                    return Ok(Try::Held(HeldNode::new(
+                        session.clone(),
+                        self.path.clone(),
+                        stat.czxid,
+                    )))
                 }
                 Err(zk::Error::NodeExists) => {}
                 Err(zk::Error::NoNode) if !parents_made => {
@@ -102,11 +102,11 @@ impl SimpleLock {
             let d = super::min_deadline(deadline, session.call_deadline());
             match session.wait_raw(session.zk.check_stat(&self.path), d) {
                 Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
-                    return Ok(Try::Held(HeldNode {
-                        session: session.clone(),
-                        node: self.path.clone(),
-                        token: stat.czxid,
-                    }))
+                    return Ok(Try::Held(HeldNode::new(
+                        session.clone(),
+                        self.path.clone(),
+                        stat.czxid,
+                    )))
                 }
                 Ok(Some(_)) => return Ok(Try::Busy),
                 Ok(None) => continue,
@@ -272,7 +272,7 @@ impl SimpleLockGuard<'_> {
     }
     /// Calls `f` once, on another thread, when the lock is lost.
     pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-        self.lock.hold.on_lost(&self.lock.client, f)
+        self.lock.hold.on_lost(f)
     }
     /// Releases now and reports how it went.
     pub fn unlock(self) -> Result<()> {
