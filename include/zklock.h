@@ -209,7 +209,7 @@ enum zkl_status zkl_simple_lock_new(struct zkl_client *client,
  readers hold it together while no writer does. FIFO, so a waiting writer is not starved by
  later readers. Reentrant per thread; release on the acquiring thread. A thread holding the
  write half through zkl_write_lock_new's handle is a separate participant: to downgrade
- within one participant use the Rust API.
+ within one participant make both halves with zkl_rwlock_new.
 
  On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
  on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
@@ -237,6 +237,27 @@ enum zkl_status zkl_read_lock_new(struct zkl_client *client,
 enum zkl_status zkl_write_lock_new(struct zkl_client *client,
                                    const char *path,
                                    struct zkl_lock **out_lock);
+
+/*
+ Makes both halves of one read-write lock at path (an addition to the contract): unlike
+ separate zkl_read_lock_new and zkl_write_lock_new handles, these two share their holds, so a
+ thread holding the write half may then take the read half (write -> read downgrade, as
+ Curator allows); taking the write half while holding only the read half fails at once with
+ ZKL_INVALID_ARGUMENT (an upgrade would deadlock). Reentrant per thread; release on the
+ acquiring thread.
+
+ On ZKL_OK, *out_read and *out_write each own a new handle that holds nothing yet: free each
+ with zkl_lock_free; on any other status both are left unchanged. ZKL_INVALID_ARGUMENT for a
+ NULL argument or a malformed path. Never blocks. Any thread.
+
+ # Safety
+ `client` is NULL or a live zkl_client; `path` is NULL or NUL-terminated; `out_read` and
+ `out_write` are NULL or valid for writing.
+ */
+enum zkl_status zkl_rwlock_new(struct zkl_client *client,
+                               const char *path,
+                               struct zkl_lock **out_read,
+                               struct zkl_lock **out_write);
 
 /*
  Makes a counting semaphore at path with at most max_leases holders at once (Curator's

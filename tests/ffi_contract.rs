@@ -598,6 +598,68 @@ fn read_write_halves_share_and_exclude() {
 }
 
 #[test]
+fn rwlock_new_gives_two_halves_that_share_holds_downgrade_and_refuse_upgrade() {
+    let hosts = hosts();
+    let c = connect(&hosts);
+    let other = connect(&hosts);
+    let path = c"/ffi/rw-pair";
+    let (mut r, mut w, mut ow) = (sentinel(), sentinel(), null_mut());
+    unsafe {
+        // NULL for each pointer: nothing written.
+        assert_eq!(
+            zkl_rwlock_new(null_mut(), path.as_ptr(), &mut r, &mut w),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_rwlock_new(c, std::ptr::null(), &mut r, &mut w),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_rwlock_new(c, path.as_ptr(), null_mut(), &mut w),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_rwlock_new(c, path.as_ptr(), &mut r, null_mut()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            (r, w),
+            (sentinel(), sentinel()),
+            "out-params untouched on error"
+        );
+        assert_eq!(zkl_rwlock_new(c, path.as_ptr(), &mut r, &mut w), ZKL_OK);
+        assert_eq!(zkl_write_lock_new(other, path.as_ptr(), &mut ow), ZKL_OK);
+        // Downgrade: the write holder takes the read half, then lets the write half go.
+        assert_eq!(zkl_lock_acquire(w, 0), ZKL_OK, "{}", last_error());
+        assert_eq!(
+            zkl_lock_acquire(r, 0),
+            ZKL_OK,
+            "downgrade: {}",
+            last_error()
+        );
+        assert_eq!(zkl_lock_release(w), ZKL_OK);
+        assert_eq!(zkl_lock_is_held(r), 1);
+        assert_eq!(
+            zkl_lock_acquire(ow, 0),
+            ZKL_TIMEOUT,
+            "a writer still waits for the reader"
+        );
+        // Upgrade from the read half alone fails at once instead of hanging.
+        let t = std::time::Instant::now();
+        assert_eq!(zkl_lock_acquire(w, -1), ZKL_INVALID_ARGUMENT);
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        assert!(last_error().contains("upgrade"), "{}", last_error());
+        assert_eq!(zkl_lock_release(r), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(ow, 2000), ZKL_OK, "{}", last_error());
+        for l in [r, w, ow] {
+            zkl_lock_free(l);
+        }
+        zkl_client_free(c);
+        zkl_client_free(other);
+    }
+}
+
+#[test]
 fn multi_lock_arguments_and_ownership() {
     let hosts = hosts();
     let c = connect(&hosts);

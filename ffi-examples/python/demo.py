@@ -97,6 +97,17 @@ def test_rwlock_semaphore_multi():
             check(not w.acquire(0), "writer waits for readers")
         with w.hold(2.0):
             check(not r1.acquire(0), "readers wait for the writer")
+        # Both halves of one lock: write -> read downgrade works, read -> write fails at once.
+        rd, wr = a.rwlock(BASE + "/py/rw2")
+        check(wr.acquire(0) and rd.acquire(0), "downgrade: write, then read")
+        wr.release()
+        check(rd.is_held, "still reading after the write half is released")
+        try:
+            wr.acquire(5.0)
+            check(False, "an upgrade must fail")
+        except zklock.ZklError as e:
+            check(e.status == zklock.INVALID_ARGUMENT, "upgrade refused: %s" % e)
+        rd.release()
         s1, s2 = a.semaphore(BASE + "/py/sem", 2), b.semaphore(BASE + "/py/sem", 2)
         check(s1.acquire(1) and s1.acquire(1), "two leases")
         check(not s2.acquire(0), "no third lease")

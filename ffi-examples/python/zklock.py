@@ -85,6 +85,7 @@ _SIGNATURES = {
     "zkl_semaphore_mutex_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
     "zkl_read_lock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
     "zkl_write_lock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
+    "zkl_rwlock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p), POINTER(_lock_p)]),
     "zkl_semaphore_new": (_status, [_client_p, c_char_p, c_uint32, POINTER(_lock_p)]),
     "zkl_simple_lock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
     "zkl_multi_lock_new": (_status, [POINTER(_lock_p), c_size_t, POINTER(_lock_p)]),
@@ -297,6 +298,14 @@ class Client(_Managed):
     def write_lock(self, path):
         """The exclusive half of the read-write lock at `path`."""
         return self._make(_lib.zkl_write_lock_new, path)
+
+    def rwlock(self, path):
+        """Both halves of one read-write lock, sharing holds: (read, write). A thread holding
+        the write half may take the read half (downgrade); the reverse fails at once."""
+        read, write = _lock_p(), _lock_p()
+        _check(_lib.zkl_rwlock_new(self._handle(), _text(path, "path"),
+                                   ctypes.byref(read), ctypes.byref(write)))
+        return Lock(read.value), Lock(write.value)
 
     def semaphore(self, path, max_leases):
         """A semaphore of `max_leases` leases; each acquire takes one."""

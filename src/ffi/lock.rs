@@ -271,7 +271,7 @@ pub unsafe extern "C" fn zkl_simple_lock_new(
 /// readers hold it together while no writer does. FIFO, so a waiting writer is not starved by
 /// later readers. Reentrant per thread; release on the acquiring thread. A thread holding the
 /// write half through zkl_write_lock_new's handle is a separate participant: to downgrade
-/// within one participant use the Rust API.
+/// within one participant make both halves with zkl_rwlock_new.
 ///
 /// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
 /// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
@@ -310,6 +310,50 @@ pub unsafe extern "C" fn zkl_write_lock_new(
     ffi_boundary!(status {
         // SAFETY: our caller's contract is new_lock's.
         unsafe { new_lock(client, path, out_lock, |c, p| Ok(Single::Write(ReadWriteLock::new(c, p)?.write_lock()))) }
+    })
+}
+
+/// Makes both halves of one read-write lock at path (an addition to the contract): unlike
+/// separate zkl_read_lock_new and zkl_write_lock_new handles, these two share their holds, so a
+/// thread holding the write half may then take the read half (write -> read downgrade, as
+/// Curator allows); taking the write half while holding only the read half fails at once with
+/// ZKL_INVALID_ARGUMENT (an upgrade would deadlock). Reentrant per thread; release on the
+/// acquiring thread.
+///
+/// On ZKL_OK, *out_read and *out_write each own a new handle that holds nothing yet: free each
+/// with zkl_lock_free; on any other status both are left unchanged. ZKL_INVALID_ARGUMENT for a
+/// NULL argument or a malformed path. Never blocks. Any thread.
+///
+/// # Safety
+/// `client` is NULL or a live zkl_client; `path` is NULL or NUL-terminated; `out_read` and
+/// `out_write` are NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_rwlock_new(
+    client: *mut zkl_client,
+    path: *const c_char,
+    out_read: *mut *mut zkl_lock,
+    out_write: *mut *mut zkl_lock,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `client`.
+        let client = unsafe { try_clone_arc(client.cast_const(), "client") }?;
+        // SAFETY: the caller's contract for `path`.
+        let path = unsafe { try_str(path, "path") }?;
+        // SAFETY: the caller's contract for `out_read`.
+        let out_r = unsafe { Out::new(out_read, "out_read") }?;
+        // SAFETY: the caller's contract for `out_write`.
+        let out_w = unsafe { Out::new(out_write, "out_write") }?;
+        let rw = client.run(|c| Ok(ReadWriteLock::new(c, path)?))?;
+        let handle = |single: Single| {
+            box_into_ptr::<zkl_lock>(Box::new(LockHandle {
+                recipe: Recipe::Single(single),
+                poisoned: AtomicBool::new(false),
+                _clients: vec![client.clone()],
+            }))
+        };
+        out_r.write(handle(Single::Read(rw.read_lock())));
+        out_w.write(handle(Single::Write(rw.write_lock())));
+        Ok(())
     })
 }
 

@@ -45,7 +45,8 @@ pub use last_error::zkl_last_error_message;
 pub use lock::{
     zkl_lock, zkl_lock_acquire, zkl_lock_cancel, zkl_lock_fencing_token, zkl_lock_free,
     zkl_lock_is_held, zkl_lock_release, zkl_multi_lock_new, zkl_mutex_new, zkl_read_lock_new,
-    zkl_semaphore_mutex_new, zkl_semaphore_new, zkl_simple_lock_new, zkl_write_lock_new,
+    zkl_rwlock_new, zkl_semaphore_mutex_new, zkl_semaphore_new, zkl_simple_lock_new,
+    zkl_write_lock_new,
 };
 pub use status::{zkl_protocol, zkl_status, zkl_status_name};
 pub use version::zkl_version;
