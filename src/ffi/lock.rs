@@ -84,7 +84,7 @@ impl Single {
     }
 }
 
-/// So a multi-lock can own the components (as `Arc<Single>`) while this layer keeps a view.
+/// So a multi-lock can own the components.
 impl Lockable for Single {
     fn path(&self) -> &str {
         self.lockable().path()
@@ -98,6 +98,9 @@ impl Lockable for Single {
     fn cancel(&self) {
         self.lockable().cancel()
     }
+    fn is_held(&self) -> bool {
+        self.lockable().is_held()
+    }
     fn order_rank(&self) -> u8 {
         self.lockable().order_rank()
     }
@@ -106,10 +109,9 @@ impl Lockable for Single {
 /// The recipe behind a handle.
 pub(crate) enum Recipe {
     Single(Single),
-    /// The multi-lock owns its components; `parts` are views of the same components.
+    /// The multi-lock owns its components.
     Multi {
         multi: MultiLock<'static>,
-        parts: Vec<Arc<Single>>,
     },
 }
 
@@ -138,7 +140,7 @@ impl Recipe {
     fn is_held(&self) -> bool {
         match self {
             Recipe::Single(l) => l.is_held(),
-            Recipe::Multi { parts, .. } => parts.iter().all(|p| p.is_held()),
+            Recipe::Multi { multi, .. } => multi.is_held(),
         }
     }
 
@@ -432,20 +434,19 @@ pub unsafe extern "C" fn zkl_multi_lock_new(
                 ));
             }
         }
-        let mut parts = Vec::with_capacity(count);
+        let mut parts: Vec<Box<dyn Lockable + Send + Sync>> = Vec::with_capacity(count);
         let mut clients = Vec::new();
         for &p in ptrs {
             // SAFETY: checked above: live, distinct handles the caller gives up now.
             let Some(handle) = (unsafe { box_take(p) }) else { unreachable!("checked non-NULL") };
             let LockHandle { recipe, _clients: mut cs, .. } = *handle;
             let Recipe::Single(single) = recipe else { unreachable!("checked not a multi-lock") };
-            parts.push(Arc::new(single));
+            parts.push(Box::new(single));
             clients.append(&mut cs);
         }
-        let boxed = parts.iter().map(|p| Box::new(p.clone()) as Box<dyn Lockable + Send + Sync>).collect();
-        let multi = MultiLock::from_boxed(boxed);
+        let multi = MultiLock::from_boxed(parts);
         let handle = Box::new(LockHandle {
-            recipe: Recipe::Multi { multi, parts },
+            recipe: Recipe::Multi { multi },
             poisoned: AtomicBool::new(false),
             _clients: clients,
         });

@@ -26,6 +26,9 @@ pub trait Lockable {
     /// Cancels this lock's waiting acquires.
     fn cancel(&self);
 
+    /// Whether it is held (by the calling thread for the per-thread kinds) with a live session.
+    fn is_held(&self) -> bool;
+
     /// Tie-break of the canonical order between locks on the same path (a write lock is taken
     /// before the read lock of the same read-write lock: write -> read is a downgrade, the other
     /// order would deadlock).
@@ -59,6 +62,9 @@ macro_rules! lockable_by_guard {
             fn cancel(&self) {
                 $t::cancel(self)
             }
+            fn is_held(&self) -> bool {
+                $t::is_held(self)
+            }
         }
     )*};
 }
@@ -78,6 +84,9 @@ impl Lockable for ReadLock {
     fn cancel(&self) {
         ReadLock::cancel(self)
     }
+    fn is_held(&self) -> bool {
+        ReadLock::is_held(self)
+    }
     fn order_rank(&self) -> u8 {
         2
     }
@@ -95,6 +104,9 @@ impl Lockable for WriteLock {
     }
     fn cancel(&self) {
         WriteLock::cancel(self)
+    }
+    fn is_held(&self) -> bool {
+        WriteLock::is_held(self)
     }
     fn order_rank(&self) -> u8 {
         0
@@ -114,6 +126,9 @@ impl Lockable for Semaphore {
     fn cancel(&self) {
         Semaphore::cancel(self)
     }
+    fn is_held(&self) -> bool {
+        Semaphore::is_held(self)
+    }
 }
 
 impl<T: Lockable + ?Sized> Lockable for &T {
@@ -128,6 +143,9 @@ impl<T: Lockable + ?Sized> Lockable for &T {
     }
     fn cancel(&self) {
         (**self).cancel()
+    }
+    fn is_held(&self) -> bool {
+        (**self).is_held()
     }
     fn order_rank(&self) -> u8 {
         (**self).order_rank()
@@ -146,6 +164,9 @@ impl<T: Lockable + ?Sized> Lockable for Arc<T> {
     }
     fn cancel(&self) {
         (**self).cancel()
+    }
+    fn is_held(&self) -> bool {
+        (**self).is_held()
     }
     fn order_rank(&self) -> u8 {
         (**self).order_rank()
@@ -306,6 +327,11 @@ impl<'a> MultiLock<'a> {
     /// Which lock stopped the most recent failed acquire, and how (cleared by a success).
     pub fn last_failure(&self) -> Option<MultiLockFailure> {
         self.last_failure.lock().clone()
+    }
+
+    /// Whether every lock of it is held (with a live session).
+    pub fn is_held(&self) -> bool {
+        self.locks.iter().all(|l| l.is_held())
     }
 
     /// Cancels the acquires of this multi-lock that are waiting now (the locks they took are

@@ -251,6 +251,27 @@ impl ServerProcess {
     pub(crate) fn pause(&self) {
         signal(self.pid(), "STOP");
         self.paused.store(true, Ordering::SeqCst);
+        // kill(2) returns before every thread has stopped: wait until all of them have, so that
+        // nothing the caller does next can still be answered.
+        let tasks = format!("/proc/{}/task", self.pid());
+        let all_stopped = || {
+            std::fs::read_dir(&tasks).map_or(true, |dir| {
+                dir.flatten().all(|t| {
+                    std::fs::read_to_string(t.path().join("stat")).map_or(true, |st| {
+                        // The state follows the parenthesised command name.
+                        let state = st
+                            .rsplit(')')
+                            .next()
+                            .and_then(|r| r.split_whitespace().next());
+                        matches!(state, Some("T") | Some("t"))
+                    })
+                })
+            })
+        };
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while !all_stopped() && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
 
     pub(crate) fn resume(&self) {
