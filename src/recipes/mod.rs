@@ -4,6 +4,7 @@
 
 mod multi_lock;
 mod mutex;
+mod protected;
 mod rwlock;
 mod semaphore;
 mod semaphore_mutex;
@@ -444,12 +445,10 @@ impl Queue {
                         .create_parents(session, &self.path, d, self.protocol)?;
                     parents_made = true;
                 }
-                Err(zk::Error::ConnectionLoss)
-                | Err(zk::Error::Timeout)
-                | Err(zk::Error::UnexpectedError(_)) => {
+                Err(e) if retriable(&e) => {
                     // The create may have been applied although its reply was lost: find our node
                     // by its unique id before creating again (never two nodes for one attempt).
-                    match self.find_own(session, id, deadline)? {
+                    match protected::recover(session, &self.path, &prefix, true, deadline)? {
                         Some((name, czxid)) => {
                             let children = match self.list(session, deadline) {
                                 Ok(c) => c,
@@ -482,47 +481,6 @@ impl Queue {
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
-                Err(e) => return Err(session.map_err(e)),
-            }
-        }
-    }
-
-    /// Looks for the node of attempt `id` (after a create whose reply was lost). Adopts it only
-    /// if its owner is our session.
-    fn find_own(
-        &self,
-        session: &Arc<Session>,
-        id: &AttemptId,
-        deadline: Option<Instant>,
-    ) -> Result<Option<(String, i64)>> {
-        let needle = id.text(self.protocol);
-        loop {
-            if let Some(e) = session.ended_error() {
-                return Err(e);
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                // We cannot tell whether the create was applied: make sure it is removed later.
-                background_delete_attempt(session, self.path.clone(), needle);
-                return Err(Error::ConnectionLoss(
-                    "could not confirm the lock node before the deadline".into(),
-                ));
-            }
-            let children = match self.list(session, deadline) {
-                Ok(c) => c,
-                Err(e) if e.is_connection_loss() => continue,
-                Err(e) => return Err(e),
-            };
-            let Some(name) = children.into_iter().find(|c| c.contains(&needle)) else {
-                return Ok(None);
-            };
-            let d = min_deadline(deadline, session.call_deadline());
-            match session.wait_raw(session.zk.check_stat(&self.child(&name)), d) {
-                Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
-                    log::info!("adopted lock node {name} after a lost create reply");
-                    return Ok(Some((name, stat.czxid)));
-                }
-                Ok(_) => return Ok(None),
-                Err(zk::Error::ConnectionLoss) => continue,
                 Err(e) => return Err(session.map_err(e)),
             }
         }
@@ -616,13 +574,7 @@ impl Queue {
     /// Deletes our node of a failed attempt: now if possible, else in the background until the
     /// session ends.
     fn cleanup(&self, session: &Arc<Session>, name: &str) {
-        let node = self.child(name);
-        let budget = Instant::now() + session.zk.session_timeout();
-        if let Err(e) = delete_node(session, &node, budget) {
-            if e.is_connection_loss() {
-                background_delete(session.clone(), node);
-            }
-        }
+        protected::cleanup(session, &self.child(name));
     }
 
     /// The queue: every contender with its holder id, in order; `holders` says how many of the

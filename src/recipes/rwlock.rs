@@ -265,7 +265,7 @@ impl Core {
             AttemptId::new().prefix(self.protocol, Kind::Read)
         );
         let data = self.client.holder_id().as_bytes();
-        let (made, token) = super::semaphore::create_ephemeral(
+        let (made, token) = super::protected::create_ephemeral(
             &self.client,
             &write.session,
             &self.path,
