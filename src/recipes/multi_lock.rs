@@ -44,7 +44,7 @@ fn forget<G>(g: Option<G>) -> bool {
 /// `Lockable` for the recipes whose acquires return guards: the guard is forgotten, the hold
 /// stays with the handle until [`Lockable::release`].
 macro_rules! lockable_by_guard {
-    ($($t:ident),*) => {$(
+    ($($t:ident => $rank:expr),*) => {$(
         impl Lockable for $t {
             fn path(&self) -> &str {
                 $t::path(self)
@@ -65,53 +65,15 @@ macro_rules! lockable_by_guard {
             fn is_held(&self) -> bool {
                 $t::is_held(self)
             }
+            fn order_rank(&self) -> u8 {
+                $rank
+            }
         }
     )*};
 }
 
-lockable_by_guard!(Mutex, SemaphoreMutex, SimpleLock);
-
-impl Lockable for ReadLock {
-    fn path(&self) -> &str {
-        ReadLock::path(self)
-    }
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        ReadLock::acquire_until(self, deadline, try_once)
-    }
-    fn release(&self) -> Result<()> {
-        ReadLock::release(self)
-    }
-    fn cancel(&self) {
-        ReadLock::cancel(self)
-    }
-    fn is_held(&self) -> bool {
-        ReadLock::is_held(self)
-    }
-    fn order_rank(&self) -> u8 {
-        2
-    }
-}
-
-impl Lockable for WriteLock {
-    fn path(&self) -> &str {
-        WriteLock::path(self)
-    }
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        WriteLock::acquire_until(self, deadline, try_once)
-    }
-    fn release(&self) -> Result<()> {
-        WriteLock::release(self)
-    }
-    fn cancel(&self) {
-        WriteLock::cancel(self)
-    }
-    fn is_held(&self) -> bool {
-        WriteLock::is_held(self)
-    }
-    fn order_rank(&self) -> u8 {
-        0
-    }
-}
+// A write lock is taken before the read lock of the same read-write lock (a downgrade).
+lockable_by_guard!(Mutex => 1, SemaphoreMutex => 1, SimpleLock => 1, WriteLock => 0, ReadLock => 2);
 
 impl Lockable for Semaphore {
     fn path(&self) -> &str {
