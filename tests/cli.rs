@@ -4,7 +4,6 @@
 #![cfg(feature = "testing")]
 
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use zklock::testing::TestingServer;
@@ -14,12 +13,7 @@ const ZKLOCK: &str = env!("CARGO_BIN_EXE_zklock");
 
 /// One server for the tests that do not stop it.
 fn hosts() -> String {
-    static SERVER: OnceLock<TestingServer> = OnceLock::new();
-    SERVER
-        .get_or_init(|| {
-            TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh)")
-        })
-        .connect_string()
+    TestingServer::shared().connect_string()
 }
 
 fn client(hosts: &str, id: &str) -> Client {

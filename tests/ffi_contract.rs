@@ -10,7 +10,6 @@
 
 use std::ffi::{c_char, CStr, CString};
 use std::ptr::{null, null_mut};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use zklock::ffi::zkl_status::*;
@@ -19,12 +18,7 @@ use zklock::testing::{Admin, TestingServer};
 
 /// One server for the whole file (a JVM per test would be slow on small machines).
 fn hosts() -> String {
-    static SERVER: OnceLock<TestingServer> = OnceLock::new();
-    SERVER
-        .get_or_init(|| {
-            TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh)")
-        })
-        .connect_string()
+    TestingServer::shared().connect_string()
 }
 
 fn last_error() -> String {

@@ -47,12 +47,7 @@ const SANITIZE: &[&str] = &[
 ];
 
 fn hosts() -> String {
-    static SERVER: OnceLock<TestingServer> = OnceLock::new();
-    SERVER
-        .get_or_init(|| {
-            TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh)")
-        })
-        .connect_string()
+    TestingServer::shared().connect_string()
 }
 
 /// `target/<profile>/ffi-examples`, with `lib/` holding `libzklock.so` and its SONAME link.

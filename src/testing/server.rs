@@ -27,6 +27,19 @@ pub struct TestingServer {
 }
 
 impl TestingServer {
+    /// One server shared by every caller in this process, started on first use (its watchdog
+    /// kills it when the process ends). For tests that do not stop, pause or restart it: a JVM
+    /// per test is slow on small machines.
+    ///
+    /// # Panics
+    /// If the server cannot start (the message names `scripts/install-deps.sh`).
+    pub fn shared() -> &'static TestingServer {
+        static SERVER: std::sync::OnceLock<TestingServer> = std::sync::OnceLock::new();
+        SERVER.get_or_init(|| {
+            TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh)")
+        })
+    }
+
     /// Starts a server and waits (up to 30 s) until it serves requests.
     ///
     /// Fails with a message naming `scripts/install-deps.sh` if ZooKeeper or Java is missing.

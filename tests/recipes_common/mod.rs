@@ -8,7 +8,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use zklock::testing::{Admin, TestingServer};
@@ -16,12 +15,7 @@ use zklock::{Client, Mutex, Options, Protocol, ReadWriteLock, Semaphore};
 
 /// The test binary's server (started on first use; killed when the test process ends).
 pub fn hosts() -> String {
-    static SERVER: OnceLock<TestingServer> = OnceLock::new();
-    SERVER
-        .get_or_init(|| {
-            TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh)")
-        })
-        .connect_string()
+    TestingServer::shared().connect_string()
 }
 
 pub fn connect(hosts: &str, protocol: Protocol) -> Client {
