@@ -317,18 +317,12 @@ trait Lock: Send + Sync {
     fn cancel(&self);
 }
 
-fn held(r: zklock::Result<bool>) -> zklock::Result<()> {
-    match r {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(zklock::Error::Timeout),
-        Err(e) => Err(e),
-    }
-}
-
 /// Every recipe through the library's own `Lockable` (a `Semaphore` takes one lease per call).
 impl<T: zklock::Lockable + Send + Sync> Lock for T {
     fn acquire(&self) -> zklock::Result<()> {
-        held(zklock::Lockable::acquire_until(self, None, false))
+        zklock::Lockable::acquire(self, zklock::Deadline::Forever)?
+            .map(drop)
+            .ok_or(zklock::Error::Timeout)
     }
     fn release(&self) -> zklock::Result<()> {
         zklock::Lockable::release(self)

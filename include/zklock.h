@@ -76,11 +76,11 @@ typedef enum zkl_protocol {
 typedef struct zkl_client zkl_client;
 
 /*
- One participant in one lock recipe; holds nothing when made. Use from one thread at a time,
- except zkl_lock_cancel, which any thread may call at any time. A lock made by zkl_mutex_new,
- zkl_read_lock_new or zkl_write_lock_new is reentrant per thread and must be released on the
- thread that acquired it (zkl_lock_is_held and zkl_lock_fencing_token also answer for the
- calling thread); the other kinds belong to the handle: any thread may release them.
+ One participant in one lock recipe; holds nothing when made. Its holds belong to the handle,
+ not to the thread that made a call: any thread may release what another acquired through the
+ same handle, reentrancy counts per handle, and zkl_lock_is_held, zkl_lock_hold_state and
+ zkl_lock_fencing_token answer for the handle. Use from one thread at a time, except
+ zkl_lock_cancel, which any thread may call at any time.
  */
 typedef struct zkl_lock zkl_lock;
 

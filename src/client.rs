@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use zookeeper_client as zk;
 
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::Protocol;
 use crate::runtime::{self, Outcome, Signal};
@@ -119,6 +120,15 @@ pub struct SessionEvent {
     pub generation: u64,
 }
 
+/// A failure that says nothing about the server's state: the request may or may not have
+/// been applied, and asking again (on the same session) may succeed.
+pub(crate) fn is_retriable(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::ConnectionLoss | zk::Error::UnexpectedError(_) | zk::Error::Timeout
+    )
+}
+
 type Listener = Arc<dyn Fn(&SessionEvent) + Send + Sync>;
 type LostCallback = (Weak<()>, Box<dyn FnOnce() + Send>);
 
@@ -226,7 +236,52 @@ impl Session {
     /// The default deadline of one call: the session timeout from now (calls made while
     /// disconnected are queued by the crate until reconnect or expiry).
     pub(crate) fn call_deadline(&self) -> Instant {
-        Instant::now() + self.zk.session_timeout().max(Duration::from_millis(500))
+        self.cap(Deadline::Forever)
+    }
+
+    /// The bound of one request of an operation whose deadline is `d`: the earlier of `d` and
+    /// one session timeout from now (the per-call cap lives here, not at each call site).
+    pub(crate) fn cap(&self, d: Deadline) -> Instant {
+        d.capped(self.zk.session_timeout().max(Duration::from_millis(500)))
+    }
+
+    /// One request, bounded by [`Session::cap`]; not retried (for requests that must not be
+    /// sent twice, such as creates). A missed bound is `ConnectionLoss`.
+    pub(crate) fn call<T>(
+        &self,
+        fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
+        d: Deadline,
+    ) -> std::result::Result<T, zk::Error> {
+        self.wait_raw(fut, self.cap(d))
+    }
+
+    /// An idempotent request (read, delete), sent again on connection loss until it gets an
+    /// answer, `d` passes (a try-once operation: one session timeout) or the session ends.
+    /// The errors left are the server's answers, `ConnectionLoss` when time ran out, and the
+    /// session's end.
+    pub(crate) fn retry<T, F>(
+        &self,
+        d: Deadline,
+        mut request: impl FnMut() -> F,
+    ) -> std::result::Result<T, zk::Error>
+    where
+        F: std::future::Future<Output = std::result::Result<T, zk::Error>>,
+    {
+        let until = match d {
+            Deadline::TryOnce => Some(self.cap(d)),
+            _ => d.instant(),
+        };
+        loop {
+            match self.wait_raw(request(), self.cap(d)) {
+                Err(e) if is_retriable(&e) => {
+                    if self.state().is_terminal() || until.is_some_and(|u| Instant::now() >= u) {
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Blocks on one ZooKeeper reply until `deadline`.
@@ -422,18 +477,25 @@ impl Client {
             added_auth: Mutex::new(Vec::new()),
         });
         let client = Client { inner };
-        client.new_session(None)?;
+        let bound = Instant::now() + client.inner.options.connect_timeout;
+        client.new_session(None, bound)?;
         Ok(client)
     }
 
     /// Opens a fresh session (after expiry, or to start over). Locks of the old session are lost.
     pub fn reconnect(&self) -> Result<()> {
         let old = self.inner.current.lock().clone();
-        self.new_session(old.map(|s| s.generation))
+        let bound = Instant::now() + self.inner.options.connect_timeout;
+        self.new_session(old.map(|s| s.generation), bound)
     }
 
-    fn new_session(&self, replacing: Option<u64>) -> Result<()> {
-        let _g = self.inner.connect_lock.lock();
+    /// Opens a session, waiting for it until `bound` at most.
+    fn new_session(&self, replacing: Option<u64>, bound: Instant) -> Result<()> {
+        let Some(_g) = self.inner.connect_lock.try_lock_until(bound) else {
+            return Err(Error::ConnectionLoss(
+                "another thread is still opening a new session".into(),
+            ));
+        };
         if let Some(gen) = replacing {
             // Someone else replaced it while we waited.
             if let Some(cur) = self.inner.current.lock().as_ref() {
@@ -452,12 +514,13 @@ impl Client {
         for (scheme, auth) in opts.auth.iter().chain(self.inner.added_auth.lock().iter()) {
             connector = connector.with_auth(scheme, auth);
         }
-        let deadline = Instant::now() + opts.connect_timeout;
+        let deadline = bound;
         let hosts = self.inner.hosts.clone();
         let (list, chroot) = match hosts.find('/') {
             Some(i) => (hosts[..i].to_string(), Some(hosts[i..].to_string())),
             None => (hosts.clone(), None),
         };
+        let started = Instant::now();
         let fut = runtime::enter(|| connector.connect(&list));
         let zk = match runtime::enter(|| runtime::call(fut, deadline)) {
             Some(Ok(zk)) => zk,
@@ -476,6 +539,7 @@ impl Client {
                 return Err(Error::ConnectionLoss(format!(
                     "no ZooKeeper session with {hosts} within {:?}",
                     opts.connect_timeout
+                        .min(bound.saturating_duration_since(started))
                 )))
             }
         };
@@ -549,12 +613,24 @@ impl Client {
 
     /// The current session, opening a fresh one first if it expired and the policy says so.
     pub(crate) fn session(&self) -> Result<Arc<Session>> {
+        self.session_for(Deadline::Forever)
+    }
+
+    /// The current session for an operation whose deadline is `d`: a fresh session after expiry
+    /// is waited for until `d` at most (a try-once operation: one session timeout), never the
+    /// whole connect timeout past the caller's deadline.
+    pub(crate) fn session_for(&self, d: Deadline) -> Result<Arc<Session>> {
         let cur = self.inner.current.lock().clone();
         match cur {
             None => Err(Error::Closed),
             Some(s) => match s.state() {
                 SessionState::Expired if self.inner.options.reconnect_on_expiry => {
-                    self.new_session(Some(s.generation))?;
+                    let opts = &self.inner.options;
+                    let bound = match d {
+                        Deadline::TryOnce => d.capped(opts.session_timeout),
+                        _ => d.capped(opts.connect_timeout),
+                    };
+                    self.new_session(Some(s.generation), bound)?;
                     self.inner.current.lock().clone().ok_or(Error::Closed)
                 }
                 SessionState::Expired => Err(Error::SessionExpired),
@@ -680,6 +756,11 @@ impl Client {
             .collect()
     }
 
+    /// The options of a node this client creates in `mode` (with the client's ACL).
+    pub(crate) fn create_options(&self, mode: zk::CreateMode) -> zk::CreateOptions<'static> {
+        mode.with_acls(zk::Acls::anyone_all())
+    }
+
     /// Creates `path` and its missing ancestors (and a missing chroot node): container nodes
     /// under the Curator protocol, so the server reaps empty lock directories; persistent nodes
     /// under kazoo's, which remembers directories it made and fails if they vanish. All creates
@@ -695,7 +776,7 @@ impl Client {
             Protocol::Curator => zk::CreateMode::Container,
             Protocol::Kazoo => zk::CreateMode::Persistent,
         };
-        let opts = mode.with_acls(zk::Acls::anyone_all());
+        let opts = self.create_options(mode);
         let prefixes = |p: &str| -> Vec<String> {
             let mut out = Vec::new();
             let mut prefix = String::new();

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod deadline;
 mod error;
 mod node;
 mod path;
@@ -29,6 +30,9 @@ mod runtime;
 mod sys;
 mod wait;
 
+/// The C API (`include/zklock.h`). Not part of the Rust API: it is public only so that the
+/// crate's own tests can call the C entry points.
+#[doc(hidden)]
 #[allow(unsafe_code)]
 pub mod ffi;
 
@@ -36,15 +40,13 @@ pub mod ffi;
 pub mod testing;
 
 pub use client::{Client, Options, SessionEvent, SessionState};
+pub use deadline::Deadline;
 pub use error::{Error, Result};
 pub use node::Protocol;
 pub use path::validate_path;
 pub use recipes::{
-    HoldState, Mutex, MutexGuard, Participant, SemaphoreMutex, SemaphoreMutexGuard, SimpleLock,
-    SimpleLockGuard,
-};
-pub use recipes::{
-    Lease, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, ReadGuard, ReadLock,
-    ReadWriteLock, Semaphore, WriteGuard, WriteLock,
+    Guard, HoldState, Lease, Lock, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, Mutex,
+    MutexGuard, Participant, ReadGuard, ReadLock, ReadWriteLock, Semaphore, SemaphoreMutex,
+    SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard, WriteLock,
 };
 pub use wait::CancelToken;

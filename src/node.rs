@@ -82,6 +82,13 @@ pub(crate) fn is_reader(name: &str) -> bool {
     name.contains("__READ__") || name.contains("__rlock__")
 }
 
+/// Whether a contender's node may be (or become) a writer that downgrades, which puts a read
+/// node *ahead* of later waiters: Curator's write and read nodes, kazoo's read nodes, and kazoo's
+/// `__lock__` nodes (a kazoo-named writer cannot be told from a kazoo mutex).
+pub(crate) fn may_downgrade(name: &str) -> bool {
+    name.contains("__WRIT__") || is_reader(name) || name.contains("__lock__")
+}
+
 /// A contender: a child of the lock path with a sequence number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Contender {

@@ -61,6 +61,11 @@ pub fn validate_path(path: &str) -> Result<()> {
 }
 
 /// The parent of a valid path ("/" for a top-level node).
+/// The last segment of a path.
+pub(crate) fn name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or_default()
+}
+
 pub(crate) fn parent(path: &str) -> &str {
     match path.rfind('/') {
         Some(0) | None => "/",

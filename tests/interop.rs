@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use recipes_common::*;
+use zklock::{Deadline, Lockable};
 use zklock::{Protocol, ReadWriteLock};
 
 /// Entry of the zklock worker processes (a no-op unless started as a worker).
@@ -245,8 +246,15 @@ fn holder_orders(peer: Peer, lock: &str) {
     let mut h = hist.writer();
     let zk_try = |wait: Duration| -> bool {
         match lock {
-            "mutex" => mutex.acquire(Some(wait)).unwrap(),
-            _ => rw.write().acquire(Some(wait)).unwrap(),
+            "mutex" => mutex
+                .acquire(Deadline::from_timeout(Some(wait)))
+                .unwrap()
+                .is_some(),
+            _ => rw
+                .write()
+                .acquire(Deadline::from_timeout(Some(wait)))
+                .unwrap()
+                .is_some(),
         }
     };
     let zk_release = || {

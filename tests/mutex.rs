@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use zklock::testing::Admin;
+use zklock::{Deadline, Lockable};
 use zklock::{Error, HoldState, Mutex, Protocol};
 
 #[test]
@@ -260,7 +261,7 @@ fn release_that_meets_connection_loss_retries_and_leaves_no_node() {
     let proxy = TcpProxy::start(&hosts).unwrap();
     let c = connect(&proxy.connect_string(), 8000);
     let m = Mutex::new(&c, "/rel/lock").unwrap();
-    assert!(m.acquire(None).unwrap());
+    assert!(m.acquire(Deadline::Forever).unwrap().is_some());
     // Cut the connection and refuse reconnects for a while: the release must wait it out and
     // delete the node, not drop its state and leave the node behind.
     proxy.refuse_new(true);
@@ -358,7 +359,7 @@ fn release_when_not_held_is_an_error() {
     let c = connect(&zk.connect_string(), 5000);
     let m = Mutex::new(&c, "/nh/lock").unwrap();
     assert_eq!(m.release(), Err(Error::NotHeld));
-    assert!(m.acquire(None).unwrap());
+    assert!(m.acquire(Deadline::Forever).unwrap().is_some());
     m.release().unwrap();
     assert_eq!(m.release(), Err(Error::NotHeld));
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use recipes_common::*;
+use zklock::{Deadline, Lockable};
 use zklock::{Error, HoldState, Protocol, ReadWriteLock};
 
 /// Entry of the worker processes (a no-op unless this binary was started as a worker).
@@ -305,7 +306,11 @@ fn read_to_write_upgrade_fails_at_once() {
                 .try_lock_for(Duration::from_secs(5))
                 .map(|_| ())
                 .unwrap_err(),
-            _ => lock.write().acquire(None).map(|_| ()).unwrap_err(),
+            _ => lock
+                .write()
+                .acquire(Deadline::Forever)
+                .map(|_| ())
+                .unwrap_err(),
         };
         assert!(
             t0.elapsed() < Duration::from_millis(200),
@@ -359,7 +364,11 @@ fn both_halves_are_reentrant_per_thread() {
     assert!(!lock.write().is_held());
 
     let r1 = lock.read().lock().unwrap();
-    assert!(lock.read().acquire(Some(Duration::ZERO)).unwrap());
+    assert!(lock
+        .read()
+        .acquire(Deadline::from_timeout(Some(Duration::ZERO)))
+        .unwrap()
+        .is_some());
     assert_eq!(lock.read().hold_count(), 2);
     lock.read().release().unwrap();
     assert!(lock.read().is_held());
@@ -394,7 +403,7 @@ fn timeouts_and_cancel_leave_no_node() {
         el >= Duration::from_millis(780) && el < Duration::from_secs(3),
         "{el:?}"
     );
-    assert!(!waiter.read().acquire(Some(Duration::ZERO)).unwrap());
+    assert!(waiter.read().acquire(Deadline::TryOnce).unwrap().is_none());
     assert_eq!(queue_len(&holder), 1);
 
     // Cancel a waiting reader and a waiting writer.

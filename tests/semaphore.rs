@@ -10,6 +10,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use recipes_common::*;
+use zklock::{Deadline, Lockable};
 use zklock::{Error, HoldState, Protocol, Semaphore};
 
 /// Every node under the semaphore's path and its guard (both layouts), recursively.
@@ -117,9 +118,11 @@ fn no_node_left(p: Protocol) {
         .is_none());
     assert!(t0.elapsed() >= Duration::from_millis(380));
     assert!(waiter.try_acquire().unwrap().is_none());
-    assert!(!waiter
-        .acquire_lease(Some(Duration::from_millis(100)))
-        .unwrap());
+    assert!(
+        Lockable::acquire(&waiter, Deadline::after(Duration::from_millis(100)))
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(
         nodes(&admin, &path, p),
         before,
@@ -127,7 +130,7 @@ fn no_node_left(p: Protocol) {
     );
 
     let w2 = waiter.clone();
-    let t = std::thread::spawn(move || w2.acquire().map(|_| ()));
+    let t = std::thread::spawn(move || Semaphore::acquire(&w2).map(|_| ()));
     std::thread::sleep(Duration::from_millis(300));
     waiter.cancel();
     assert_eq!(t.join().unwrap().unwrap_err(), Error::Cancelled);
@@ -159,14 +162,20 @@ fn leases_of_a_closed_session_return_at_once() {
         let c1 = connect(&hosts, p);
         let c2 = connect(&hosts, p);
         let holder = Semaphore::new(&c1, &path, 2).unwrap();
-        assert!(holder.acquire_lease(None).unwrap());
-        assert!(holder.acquire_lease(Some(Duration::ZERO)).unwrap());
+        assert!(Lockable::acquire(&holder, Deadline::Forever)
+            .map(|t| t.is_some())
+            .unwrap());
+        assert!(
+            Lockable::acquire(&holder, Deadline::from_timeout(Some(Duration::ZERO)))
+                .map(|t| t.is_some())
+                .unwrap()
+        );
         assert_eq!(holder.held_leases(), 2);
         assert_eq!(holder.hold_state(), HoldState::Held);
         let waiter = Arc::new(Semaphore::new(&c2, &path, 2).unwrap());
         let w2 = waiter.clone();
         let t = std::thread::spawn(move || {
-            let l = w2.acquire().unwrap();
+            let l = Semaphore::acquire(&w2).unwrap();
             let at = Instant::now();
             drop(l);
             at
@@ -190,14 +199,23 @@ fn explicit_leases_and_lease_holders() {
     let path = unique_path("sem-explicit");
     let c = zklock::Client::connect(&hosts, zklock::Options::default().holder_id("me-1")).unwrap();
     let sem = Semaphore::new(&c, &path, 2).unwrap();
-    assert_eq!(sem.release_lease().unwrap_err(), Error::NotHeld);
-    assert!(sem.acquire_lease(None).unwrap());
+    assert_eq!(sem.release().unwrap_err(), Error::NotHeld);
+    assert!(Lockable::acquire(&sem, Deadline::Forever)
+        .map(|t| t.is_some())
+        .unwrap());
     let t1 = sem.fencing_token().unwrap();
-    assert!(sem.acquire_lease(None).unwrap());
+    assert!(Lockable::acquire(&sem, Deadline::Forever)
+        .map(|t| t.is_some())
+        .unwrap());
     let t2 = sem.fencing_token().unwrap();
     assert!(t2 > t1);
     assert!(
-        !sem.acquire_lease(Some(Duration::from_millis(200))).unwrap(),
+        !Lockable::acquire(
+            &sem,
+            Deadline::from_timeout(Some(Duration::from_millis(200)))
+        )
+        .map(|t| t.is_some())
+        .unwrap(),
         "a third lease of two"
     );
     assert_eq!(
@@ -207,11 +225,11 @@ fn explicit_leases_and_lease_holders() {
     // Leases are not bound to a thread.
     let sem = Arc::new(sem);
     let s2 = sem.clone();
-    std::thread::spawn(move || s2.release_lease().unwrap())
+    std::thread::spawn(move || s2.release().unwrap())
         .join()
         .unwrap();
     assert_eq!(sem.held_leases(), 1);
-    sem.release_lease().unwrap();
+    sem.release().unwrap();
     assert!(!sem.is_held());
     assert!(sem.lease_holders().unwrap().is_empty());
     assert!(Semaphore::new(&c, &path, 0).is_err());

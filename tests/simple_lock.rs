@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use zklock::testing::{Admin, TcpProxy};
+use zklock::{Deadline, Lockable};
 use zklock::{Error, SemaphoreMutex, SimpleLock};
 
 #[test]
@@ -126,9 +127,10 @@ fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
     let hosts = zk.connect_string();
     let c = connect(&hosts, 5000);
     let m = Arc::new(SemaphoreMutex::new(&c, "/sm/lock").unwrap());
-    assert!(m.acquire(None).unwrap());
+    assert!(m.acquire(Deadline::Forever).unwrap().is_some());
     assert!(matches!(
-        m.acquire(Some(Duration::ZERO)),
+        m.acquire(Deadline::from_timeout(Some(Duration::ZERO)))
+            .map(|t| t.is_some()),
         Err(Error::WouldDeadlock(_))
     ));
     let m2 = m.clone();

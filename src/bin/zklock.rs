@@ -12,8 +12,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use zklock::{
-    Client, Lease, Mutex, MutexGuard, Options, Protocol, ReadGuard, ReadWriteLock, Semaphore,
-    SessionState, SimpleLock, SimpleLockGuard, WriteGuard,
+    Client, Deadline, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore, SessionState,
+    SimpleLock,
 };
 
 /// Not acquired before the timeout (EX_TEMPFAIL from sysexits.h; change with --conflict-exit-code).
@@ -346,97 +346,15 @@ fn holders(client: &Client, args: &Args) -> ExitCode {
     }
 }
 
-/// A hold of any kind, released on drop.
-enum Held<'a> {
-    Mutex(MutexGuard<'a>),
-    Read(ReadGuard<'a>),
-    Write(WriteGuard<'a>),
-    Lease(Lease<'a>),
-    Simple(SimpleLockGuard<'a>),
-}
-
-impl Held<'_> {
-    fn fencing_token(&self) -> i64 {
-        match self {
-            Held::Mutex(g) => g.fencing_token(),
-            Held::Read(g) => g.fencing_token(),
-            Held::Write(g) => g.fencing_token(),
-            Held::Lease(g) => g.fencing_token(),
-            Held::Simple(g) => g.fencing_token(),
-        }
-    }
-
-    /// Calls `f` once, on another thread, when the hold is lost (its session ended).
-    fn on_lost(&self, client: &Client, f: impl FnOnce() + Send + 'static) {
-        match self {
-            Held::Mutex(g) => g.on_lost(f),
-            Held::Read(g) => g.on_lost(f),
-            Held::Write(g) => g.on_lost(f),
-            Held::Lease(g) => g.on_lost(f),
-            // The simple lock's guard has no on_lost: its hold ends with the session.
-            Held::Simple(_) => {
-                let f = std::sync::Mutex::new(Some(f));
-                let fire = move || {
-                    if let Some(f) = f.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                        f()
-                    }
-                };
-                let fire = std::sync::Arc::new(fire);
-                let listener = fire.clone();
-                client.add_listener(move |ev| {
-                    if ev.state.is_terminal() {
-                        listener()
-                    }
-                });
-                if client.state().is_terminal() {
-                    fire()
-                }
-            }
-        }
-    }
-}
-
-/// The lock objects (the guards borrow them).
-enum Lock {
-    Mutex(Mutex),
-    ReadWrite(ReadWriteLock),
-    Semaphore(Semaphore),
-    Simple(SimpleLock),
-}
-
-fn make_lock(client: &Client, args: &Args) -> zklock::Result<Lock> {
+/// The lock of the kind asked for, as the one trait every recipe implements.
+fn make_lock(client: &Client, args: &Args) -> zklock::Result<Box<dyn Lockable>> {
     Ok(match args.kind {
-        Kind::Mutex => Lock::Mutex(Mutex::new(client, &args.path)?),
-        Kind::Read | Kind::Write => Lock::ReadWrite(ReadWriteLock::new(client, &args.path)?),
-        Kind::Semaphore(n) => Lock::Semaphore(Semaphore::new(client, &args.path, n)?),
-        Kind::Simple => Lock::Simple(SimpleLock::new(client, &args.path)?),
+        Kind::Mutex => Box::new(Mutex::new(client, &args.path)?),
+        Kind::Read => Box::new(ReadWriteLock::new(client, &args.path)?.read_lock()),
+        Kind::Write => Box::new(ReadWriteLock::new(client, &args.path)?.write_lock()),
+        Kind::Semaphore(n) => Box::new(Semaphore::new(client, &args.path, n)?),
+        Kind::Simple => Box::new(SimpleLock::new(client, &args.path)?),
     })
-}
-
-/// Acquires per the timeout: None waits forever, zero tries once. `Ok(None)`: not acquired.
-fn acquire<'a>(
-    lock: &'a Lock,
-    kind: Kind,
-    timeout: Option<Duration>,
-) -> zklock::Result<Option<Held<'a>>> {
-    macro_rules! take {
-        ($l:expr, $wrap:path, $forever:ident, $once:ident, $for:ident) => {
-            match timeout {
-                None => $l.$forever().map(|g| Some($wrap(g))),
-                Some(t) if t.is_zero() => $l.$once().map(|g| g.map($wrap)),
-                Some(t) => $l.$for(t).map(|g| g.map($wrap)),
-            }
-        };
-    }
-    match (lock, kind) {
-        (Lock::Mutex(m), _) => take!(m, Held::Mutex, lock, try_lock, try_lock_for),
-        (Lock::ReadWrite(l), Kind::Read) => {
-            take!(l.read(), Held::Read, lock, try_lock, try_lock_for)
-        }
-        (Lock::ReadWrite(l), _) => take!(l.write(), Held::Write, lock, try_lock, try_lock_for),
-        (Lock::Semaphore(s), _) => take!(s, Held::Lease, acquire, try_acquire, try_acquire_for),
-        (Lock::Simple(l), _) => take!(l, Held::Simple, lock, try_lock, try_lock_for),
-    }
 }
 
 /// `zklock PATH COMMAND...`.
@@ -445,8 +363,8 @@ fn run(client: &Client, args: &Args) -> ExitCode {
         Ok(l) => l,
         Err(e) => return fail(&e),
     };
-    let held = match acquire(&lock, args.kind, args.timeout) {
-        Ok(Some(h)) => h,
+    let token = match lock.acquire(Deadline::from_timeout(args.timeout)) {
+        Ok(Some(token)) => token,
         Ok(None) => {
             let how = match args.timeout {
                 Some(t) if t.is_zero() => "it is busy".to_string(),
@@ -458,14 +376,13 @@ fn run(client: &Client, args: &Args) -> ExitCode {
         }
         Err(e) => return fail(&e),
     };
-    let token = held.fencing_token();
     if args.verbose {
         eprintln!("zklock: acquired {} (fencing token {token})", args.path);
     }
     let (lost_tx, lost_rx) = mpsc::channel::<()>();
-    held.on_lost(client, move || {
+    lock.on_lost(Box::new(move || {
         let _ = lost_tx.send(());
-    });
+    }));
 
     let child = Command::new(&args.command[0])
         .args(&args.command[1..])
@@ -483,7 +400,9 @@ fn run(client: &Client, args: &Args) -> ExitCode {
         }
     };
     let status = wait_child(&mut child, &lost_rx, client, args);
-    drop(held);
+    if let Err(e) = lock.release() {
+        eprintln!("zklock: releasing {}: {e}", args.path);
+    }
     if args.verbose {
         eprintln!("zklock: released {}", args.path);
     }

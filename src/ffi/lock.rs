@@ -6,7 +6,7 @@
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::boundary::{
     box_into_ptr, box_take, try_clone_arc, try_ref, try_str, with_poison, BoxCastable, Castable,
@@ -15,149 +15,25 @@ use super::boundary::{
 use super::client::{zkl_client, ClientHandle};
 use super::status::zkl_status;
 use crate::{
-    Client, Error, Lockable, MultiLock, Mutex, ReadLock, ReadWriteLock, Result, Semaphore,
-    SemaphoreMutex, SimpleLock, WriteLock,
+    Client, Deadline, Lockable, MultiLock, Mutex, ReadWriteLock, Result, Semaphore, SemaphoreMutex,
+    SimpleLock,
 };
 
-/// One participant in one lock recipe; holds nothing when made. Use from one thread at a time,
-/// except zkl_lock_cancel, which any thread may call at any time. A lock made by zkl_mutex_new,
-/// zkl_read_lock_new or zkl_write_lock_new is reentrant per thread and must be released on the
-/// thread that acquired it (zkl_lock_is_held and zkl_lock_fencing_token also answer for the
-/// calling thread); the other kinds belong to the handle: any thread may release them.
+/// One participant in one lock recipe; holds nothing when made. Its holds belong to the handle,
+/// not to the thread that made a call: any thread may release what another acquired through the
+/// same handle, reentrancy counts per handle, and zkl_lock_is_held, zkl_lock_hold_state and
+/// zkl_lock_fencing_token answer for the handle. Use from one thread at a time, except
+/// zkl_lock_cancel, which any thread may call at any time.
 pub struct zkl_lock {
     _private: [u8; 0],
 }
 
-/// A lock of one kind (anything but a multi-lock).
-pub(crate) enum Single {
-    Mutex(Mutex),
-    SemaphoreMutex(SemaphoreMutex),
-    Simple(SimpleLock),
-    Read(ReadLock),
-    Write(WriteLock),
-    Semaphore(Semaphore),
-}
-
-impl Single {
-    fn lockable(&self) -> &(dyn Lockable + Send + Sync) {
-        match self {
-            Single::Mutex(l) => l,
-            Single::SemaphoreMutex(l) => l,
-            Single::Simple(l) => l,
-            Single::Read(l) => l,
-            Single::Write(l) => l,
-            Single::Semaphore(l) => l,
-        }
-    }
-
-    fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-        match self {
-            Single::Mutex(l) => l.acquire(timeout),
-            Single::SemaphoreMutex(l) => l.acquire(timeout),
-            Single::Simple(l) => l.acquire(timeout),
-            Single::Read(l) => l.acquire(timeout),
-            Single::Write(l) => l.acquire(timeout),
-            Single::Semaphore(l) => l.acquire_lease(timeout),
-        }
-    }
-
-    fn is_held(&self) -> bool {
-        match self {
-            Single::Mutex(l) => l.is_held(),
-            Single::SemaphoreMutex(l) => l.is_held(),
-            Single::Simple(l) => l.is_held(),
-            Single::Read(l) => l.is_held(),
-            Single::Write(l) => l.is_held(),
-            Single::Semaphore(l) => l.is_held(),
-        }
-    }
-
-    fn fencing_token(&self) -> Option<i64> {
-        match self {
-            Single::Mutex(l) => l.fencing_token(),
-            Single::SemaphoreMutex(l) => l.fencing_token(),
-            Single::Simple(l) => l.fencing_token(),
-            Single::Read(l) => l.fencing_token(),
-            Single::Write(l) => l.fencing_token(),
-            Single::Semaphore(l) => l.fencing_token(),
-        }
-    }
-}
-
-/// So a multi-lock can own the components.
-impl Lockable for Single {
-    fn path(&self) -> &str {
-        self.lockable().path()
-    }
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        self.lockable().acquire_until(deadline, try_once)
-    }
-    fn release(&self) -> Result<()> {
-        self.lockable().release()
-    }
-    fn cancel(&self) {
-        self.lockable().cancel()
-    }
-    fn is_held(&self) -> bool {
-        self.lockable().is_held()
-    }
-    fn order_rank(&self) -> u8 {
-        self.lockable().order_rank()
-    }
-}
-
-/// The recipe behind a handle.
-pub(crate) enum Recipe {
-    Single(Single),
-    /// The multi-lock owns its components.
-    Multi {
-        multi: MultiLock<'static>,
-    },
-}
-
-impl Recipe {
-    fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-        match self {
-            Recipe::Single(l) => l.acquire(timeout),
-            Recipe::Multi { multi, .. } => multi.acquire(timeout),
-        }
-    }
-
-    fn release(&self) -> Result<()> {
-        match self {
-            Recipe::Single(l) => l.lockable().release(),
-            Recipe::Multi { multi, .. } => multi.release(),
-        }
-    }
-
-    fn cancel(&self) {
-        match self {
-            Recipe::Single(l) => l.lockable().cancel(),
-            Recipe::Multi { multi, .. } => multi.cancel(),
-        }
-    }
-
-    fn is_held(&self) -> bool {
-        match self {
-            Recipe::Single(l) => l.is_held(),
-            Recipe::Multi { multi, .. } => multi.is_held(),
-        }
-    }
-
-    fn fencing_token(&self) -> std::result::Result<i64, Failure> {
-        match self {
-            Recipe::Single(l) => l.fencing_token().ok_or_else(|| Error::NotHeld.into()),
-            Recipe::Multi { .. } => Err(Failure::invalid(
-                "a multi-lock has no single fencing token (each of its locks has its own)",
-            )),
-        }
-    }
-}
-
-/// What a `zkl_lock` points to. Fields drop in order: the recipe first (releasing what it
-/// holds while its session is still open), then the clients it keeps alive.
+/// What a `zkl_lock` points to. Fields drop in order: the lock first (releasing what it holds
+/// while its session is still open), then the clients it keeps alive.
 pub(crate) struct LockHandle {
-    recipe: Recipe,
+    lock: Box<dyn Lockable>,
+    /// A multi-lock (which cannot be a component of another).
+    multi: bool,
     poisoned: AtomicBool,
     _clients: Vec<Arc<ClientHandle>>,
 }
@@ -168,23 +44,36 @@ impl Castable for zkl_lock {
 impl BoxCastable for zkl_lock {}
 
 impl LockHandle {
+    fn new(
+        lock: Box<dyn Lockable>,
+        multi: bool,
+        clients: Vec<Arc<ClientHandle>>,
+    ) -> Box<LockHandle> {
+        Box::new(LockHandle {
+            lock,
+            multi,
+            poisoned: AtomicBool::new(false),
+            _clients: clients,
+        })
+    }
+
     fn run<T>(
         &self,
-        f: impl FnOnce(&Recipe) -> std::result::Result<T, Failure>,
+        f: impl FnOnce(&dyn Lockable) -> std::result::Result<T, Failure>,
     ) -> std::result::Result<T, Failure> {
-        with_poison(&self.poisoned, "zkl_lock", || f(&self.recipe))
+        with_poison(&self.poisoned, "zkl_lock", || f(&*self.lock))
     }
 }
 
-/// The common part of the constructors: check every argument, make the recipe, hand it out.
+/// The common part of the constructors: check every argument, make the lock, hand it out.
 ///
 /// # Safety
 /// `client`, `path`, `out_lock`: as the constructors' contracts say.
-unsafe fn new_lock(
+unsafe fn new_lock<L: Lockable + 'static>(
     client: *mut zkl_client,
     path: *const c_char,
     out_lock: *mut *mut zkl_lock,
-    make: impl FnOnce(&Client, &str) -> Result<Single>,
+    make: impl FnOnce(&Client, &str) -> Result<L>,
 ) -> std::result::Result<(), Failure> {
     // SAFETY: the caller's contract for `client`.
     let client = unsafe { try_clone_arc(client.cast_const(), "client") }?;
@@ -192,13 +81,12 @@ unsafe fn new_lock(
     let path = unsafe { try_str(path, "path") }?;
     // SAFETY: the caller's contract for `out_lock`.
     let out = unsafe { Out::new(out_lock, "out_lock") }?;
-    let recipe = Recipe::Single(client.run(|c| Ok(make(c, path)?))?);
-    let handle = Box::new(LockHandle {
-        recipe,
-        poisoned: AtomicBool::new(false),
-        _clients: vec![client],
-    });
-    out.write(box_into_ptr::<zkl_lock>(handle));
+    let lock = client.run(|c| Ok(make(c, path)?))?;
+    out.write(box_into_ptr::<zkl_lock>(LockHandle::new(
+        Box::new(lock),
+        false,
+        vec![client],
+    )));
     Ok(())
 }
 
@@ -221,7 +109,7 @@ pub unsafe extern "C" fn zkl_mutex_new(
 ) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, |c, p| Ok(Single::Mutex(Mutex::new(c, p)?))) }
+        unsafe { new_lock(client, path, out_lock, Mutex::per_handle) }
     })
 }
 
@@ -243,7 +131,7 @@ pub unsafe extern "C" fn zkl_semaphore_mutex_new(
 ) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, |c, p| Ok(Single::SemaphoreMutex(SemaphoreMutex::new(c, p)?))) }
+        unsafe { new_lock(client, path, out_lock, SemaphoreMutex::new) }
     })
 }
 
@@ -264,7 +152,7 @@ pub unsafe extern "C" fn zkl_simple_lock_new(
 ) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, |c, p| Ok(Single::Simple(SimpleLock::new(c, p)?))) }
+        unsafe { new_lock(client, path, out_lock, SimpleLock::new) }
     })
 }
 
@@ -289,7 +177,7 @@ pub unsafe extern "C" fn zkl_read_lock_new(
 ) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, |c, p| Ok(Single::Read(ReadWriteLock::new(c, p)?.read_lock()))) }
+        unsafe { new_lock(client, path, out_lock, |c, p| Ok(ReadWriteLock::per_handle(c, p)?.read_lock())) }
     })
 }
 
@@ -311,7 +199,7 @@ pub unsafe extern "C" fn zkl_write_lock_new(
 ) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, |c, p| Ok(Single::Write(ReadWriteLock::new(c, p)?.write_lock()))) }
+        unsafe { new_lock(client, path, out_lock, |c, p| Ok(ReadWriteLock::per_handle(c, p)?.write_lock())) }
     })
 }
 
@@ -345,16 +233,12 @@ pub unsafe extern "C" fn zkl_rwlock_new(
         let out_r = unsafe { Out::new(out_read, "out_read") }?;
         // SAFETY: the caller's contract for `out_write`.
         let out_w = unsafe { Out::new(out_write, "out_write") }?;
-        let rw = client.run(|c| Ok(ReadWriteLock::new(c, path)?))?;
-        let handle = |single: Single| {
-            box_into_ptr::<zkl_lock>(Box::new(LockHandle {
-                recipe: Recipe::Single(single),
-                poisoned: AtomicBool::new(false),
-                _clients: vec![client.clone()],
-            }))
+        let rw = client.run(|c| Ok(ReadWriteLock::per_handle(c, path)?))?;
+        let handle = |lock: Box<dyn Lockable>| {
+            box_into_ptr::<zkl_lock>(LockHandle::new(lock, false, vec![client.clone()]))
         };
-        out_r.write(handle(Single::Read(rw.read_lock())));
-        out_w.write(handle(Single::Write(rw.write_lock())));
+        out_r.write(handle(Box::new(rw.read_lock())));
+        out_w.write(handle(Box::new(rw.write_lock())));
         Ok(())
     })
 }
@@ -381,7 +265,7 @@ pub unsafe extern "C" fn zkl_semaphore_new(
 ) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, |c, p| Ok(Single::Semaphore(Semaphore::new(c, p, max_leases)?))) }
+        unsafe { new_lock(client, path, out_lock, |c, p| Semaphore::new(c, p, max_leases)) }
     })
 }
 
@@ -424,7 +308,7 @@ pub unsafe extern "C" fn zkl_multi_lock_new(
             if ptrs[..i].contains(&p) {
                 return Err(Failure::invalid(format!("locks[{i}] is the same handle as an earlier element")));
             }
-            if matches!(h.recipe, Recipe::Multi { .. }) {
+            if h.multi {
                 return Err(Failure::invalid(format!("locks[{i}] is a multi-lock: give its locks instead")));
             }
             if h.poisoned.load(Ordering::Acquire) {
@@ -434,23 +318,17 @@ pub unsafe extern "C" fn zkl_multi_lock_new(
                 ));
             }
         }
-        let mut parts: Vec<Box<dyn Lockable + Send + Sync>> = Vec::with_capacity(count);
+        let mut parts: Vec<Box<dyn Lockable>> = Vec::with_capacity(count);
         let mut clients = Vec::new();
         for &p in ptrs {
             // SAFETY: checked above: live, distinct handles the caller gives up now.
             let Some(handle) = (unsafe { box_take(p) }) else { unreachable!("checked non-NULL") };
-            let LockHandle { recipe, _clients: mut cs, .. } = *handle;
-            let Recipe::Single(single) = recipe else { unreachable!("checked not a multi-lock") };
-            parts.push(Box::new(single));
+            let LockHandle { lock, _clients: mut cs, .. } = *handle;
+            parts.push(lock);
             clients.append(&mut cs);
         }
         let multi = MultiLock::from_boxed(parts);
-        let handle = Box::new(LockHandle {
-            recipe: Recipe::Multi { multi },
-            poisoned: AtomicBool::new(false),
-            _clients: clients,
-        });
-        out.write(box_into_ptr::<zkl_lock>(handle));
+        out.write(box_into_ptr::<zkl_lock>(LockHandle::new(Box::new(multi), true, clients)));
         Ok(())
     })
 }
@@ -472,12 +350,9 @@ pub unsafe extern "C" fn zkl_lock_acquire(lock: *mut zkl_lock, timeout_ms: i64) 
         // SAFETY: the caller's contract for `lock`.
         let handle = unsafe { try_ref(lock.cast_const(), "lock") }?;
         // < 0: forever. A timeout too long for the clock to represent is forever too.
-        let timeout = u64::try_from(timeout_ms)
-            .ok()
-            .map(Duration::from_millis)
-            .filter(|t| Instant::now().checked_add(*t).is_some());
+        let deadline = Deadline::from_timeout(u64::try_from(timeout_ms).ok().map(Duration::from_millis));
         handle.run(|r| {
-            if r.acquire(timeout)? {
+            if r.acquire(deadline)?.is_some() {
                 Ok(())
             } else if timeout_ms == 0 {
                 Err(Failure::new(zkl_status::ZKL_TIMEOUT, "not acquired: the lock is busy (timeout 0 tries once)"))
@@ -567,7 +442,7 @@ pub unsafe extern "C" fn zkl_lock_fencing_token(
         let handle = unsafe { try_ref(lock, "lock") }?;
         // SAFETY: the caller's contract for `out_token`.
         let out = unsafe { Out::new(out_token, "out_token") }?;
-        let token = handle.run(|r| r.fencing_token())?;
+        let token = handle.run(|r| Ok(r.fencing_token()?))?;
         out.write(token);
         Ok(())
     })

@@ -1,7 +1,10 @@
-//! The lock recipes, and the machinery they share: a participant's node in a lock's queue,
-//! the acquire loop (create, list, watch the one node that blocks us, wait), cleanup that
-//! never leaves an orphan, release, the truth about holding, and fencing tokens.
+//! The lock recipes, and the machinery the queue-based ones share: a participant's node in a
+//! lock's queue and the acquire loop (create, list, watch the one node that blocks us, wait).
+//! Who owns a node, when a hold is believed and how a node goes away live in [`hold`]; the one
+//! front and guard in [`front`].
 
+mod front;
+mod hold;
 mod multi_lock;
 mod mutex;
 mod protected;
@@ -10,40 +13,31 @@ mod semaphore;
 mod semaphore_mutex;
 mod simple_lock;
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::thread::ThreadId;
-use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-pub use multi_lock::{Lockable, MultiLock, MultiLockFailure, MultiLockGuard};
-pub use mutex::{Mutex, MutexGuard};
-pub use rwlock::{ReadGuard, ReadLock, ReadWriteLock, WriteGuard, WriteLock};
+pub use front::{Guard, Lock, Lockable};
+pub use hold::HoldState;
+pub use multi_lock::{MultiLock, MultiLockFailure, MultiLockGuard, RawMultiLock};
+pub use mutex::{Mutex, MutexGuard, RawMutex};
+pub use rwlock::{
+    RawReadLock, RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, WriteGuard, WriteLock,
+};
 pub use semaphore::{Lease, Semaphore};
-pub use semaphore_mutex::{SemaphoreMutex, SemaphoreMutexGuard};
-pub use simple_lock::{SimpleLock, SimpleLockGuard};
+pub use semaphore_mutex::{RawSemaphoreMutex, SemaphoreMutex, SemaphoreMutexGuard};
+pub use simple_lock::{RawSimpleLock, SimpleLock, SimpleLockGuard};
 
-use crate::client::{Client, Session, SessionState};
+pub(crate) use hold::{Begin, Hold, Holds, Owner};
+
+use crate::client::{Client, Session};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Contender, Kind, Protocol};
 use crate::runtime::Outcome;
 use crate::wait::CancelToken;
 
-/// Whether a lock is held, as far as this process can know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HoldState {
-    /// Held, and the session is connected.
-    Held,
-    /// Held when last connected; the connection is down and the session may or may not survive.
-    Uncertain,
-    /// It was held, but its session ended: another process may hold it now.
-    Lost,
-    /// Not held.
-    NotHeld,
-}
-
-/// One contender in a lock's queue, as [`Mutex::participants`] reports it.
+/// One contender in a lock's queue, as `participants()` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Participant {
     /// The node's name (a child of the lock path).
@@ -56,285 +50,6 @@ pub struct Participant {
     pub is_holder: bool,
     /// Whether it is a reader (shared) node of a read-write lock.
     pub is_reader: bool,
-}
-
-/// A node this process holds a lock with.
-#[derive(Clone)]
-pub(crate) struct HeldNode {
-    pub(crate) session: Arc<Session>,
-    pub(crate) node: String,
-    pub(crate) token: i64,
-    /// Alive while any copy of this hold exists: lock-lost callbacks of released holds lapse.
-    alive: Arc<()>,
-}
-
-impl std::fmt::Debug for HeldNode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HeldNode")
-            .field("node", &self.node)
-            .field("token", &self.token)
-            .finish()
-    }
-}
-
-impl HeldNode {
-    pub(crate) fn new(session: Arc<Session>, node: String, token: i64) -> HeldNode {
-        HeldNode {
-            session,
-            node,
-            token,
-            alive: Arc::new(()),
-        }
-    }
-
-    pub(crate) fn state(&self) -> HoldState {
-        match self.session.state() {
-            SessionState::Connected => HoldState::Held,
-            SessionState::Suspended => HoldState::Uncertain,
-            SessionState::Expired | SessionState::Closed => HoldState::Lost,
-        }
-    }
-
-    /// Deletes the node, retrying on connection loss until it is gone or the session ends.
-    /// `Err(LockLost)` when the session ended before the release (the server already removed
-    /// the node). On `Err(ConnectionLoss)` the node may still exist; calling again retries.
-    pub(crate) fn release(&self) -> Result<()> {
-        // After expiry the server has removed the node; after `Client::close` the session
-        // still lives until its last lock is dropped, so the node is deleted now.
-        match self.session.state() {
-            SessionState::Expired => return Err(Error::LockLost),
-            SessionState::Closed => {
-                // Closing the client gave the lock up (is_held() says Lost); still take the
-                // node away now rather than when the last handle lets go of the session.
-                let _ = delete_node(&self.session, &self.node, self.session.call_deadline());
-                return Err(Error::LockLost);
-            }
-            _ => {}
-        }
-        let budget = Instant::now() + self.session.zk.session_timeout();
-        match delete_node(&self.session, &self.node, budget) {
-            Ok(()) => Ok(()),
-            Err(e) if e.is_session_end() => Err(Error::LockLost),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Release for `Drop`: like [`HeldNode::release`], but hands an unfinished delete to the
-    /// background so the node never outlives the session's connection trouble.
-    pub(crate) fn release_or_background(&self) {
-        if let Err(e) = self.release() {
-            if e.is_connection_loss() {
-                background_delete(self.session.clone(), self.node.clone());
-            }
-        }
-    }
-
-    /// Blocks until the lock is lost (the session ended) or `timeout`; true if lost.
-    pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        self.session
-            .wait_terminal(timeout.and_then(after))
-            .is_terminal()
-    }
-
-    /// Calls `f` once, on its own thread, if this hold's session ends while it is held (at
-    /// once if it already has). Nothing is kept once the hold is released.
-    pub(crate) fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-        self.session.on_end(&self.alive, Box::new(f));
-    }
-}
-
-/// The deadline `timeout` from now; `None` (wait forever) when it is too far to represent.
-pub(crate) fn after(timeout: Duration) -> Option<Instant> {
-    Instant::now().checked_add(timeout)
-}
-
-/// How an explicit acquire with `timeout` runs: `None` waits forever, zero tries once.
-pub(crate) fn plan(timeout: Option<Duration>) -> (Option<Instant>, bool) {
-    match timeout {
-        None => (None, false),
-        Some(t) if t.is_zero() => (None, true),
-        Some(t) => (after(t), false),
-    }
-}
-
-/// The holds of a lock that is reentrant per thread ([`Mutex`], the halves of a
-/// [`ReadWriteLock`]): each thread is its own participant, with a count. Releases all on drop.
-#[derive(Default)]
-pub(crate) struct ThreadHolds(parking_lot::Mutex<HashMap<ThreadId, (HeldNode, usize)>>);
-
-fn me() -> ThreadId {
-    std::thread::current().id()
-}
-
-impl ThreadHolds {
-    /// A reentrant re-acquire by the calling thread, if it already holds: its token, or
-    /// `LockLost` if that hold was lost.
-    pub(crate) fn reenter(&self) -> Option<Result<i64>> {
-        let mut holds = self.0.lock();
-        let (held, count) = holds.get_mut(&me())?;
-        if held.state() == HoldState::Lost {
-            return Some(Err(Error::LockLost));
-        }
-        *count += 1;
-        Some(Ok(held.token))
-    }
-
-    /// Records the calling thread's new hold; returns its token.
-    pub(crate) fn insert(&self, h: HeldNode) -> i64 {
-        let t = h.token;
-        self.0.lock().insert(me(), (h, 1));
-        t
-    }
-
-    /// The calling thread's hold.
-    pub(crate) fn held(&self) -> Option<HeldNode> {
-        self.0.lock().get(&me()).map(|(h, _)| h.clone())
-    }
-
-    /// Releases one hold of the calling thread; on connection loss the hold stays.
-    pub(crate) fn release(&self) -> Result<()> {
-        let held = {
-            let mut holds = self.0.lock();
-            let Some((held, count)) = holds.get_mut(&me()) else {
-                return Err(Error::NotHeld);
-            };
-            if *count > 1 {
-                *count -= 1;
-                return Ok(());
-            }
-            held.clone()
-        };
-        match held.release() {
-            Err(e) if e.is_connection_loss() => Err(e),
-            r => {
-                self.0.lock().remove(&me());
-                r
-            }
-        }
-    }
-
-    /// Releases one hold of the calling thread for a guard's `Drop`.
-    pub(crate) fn release_for_drop(&self) {
-        let mut holds = self.0.lock();
-        let Some((held, count)) = holds.get_mut(&me()) else {
-            return;
-        };
-        if *count > 1 {
-            *count -= 1;
-            return;
-        }
-        let held = held.clone();
-        holds.remove(&me());
-        drop(holds);
-        held.release_or_background();
-    }
-
-    pub(crate) fn state(&self) -> HoldState {
-        self.0
-            .lock()
-            .get(&me())
-            .map_or(HoldState::NotHeld, |(h, _)| h.state())
-    }
-
-    pub(crate) fn token(&self) -> Option<i64> {
-        self.0
-            .lock()
-            .get(&me())
-            .filter(|(h, _)| h.state() != HoldState::Lost)
-            .map(|(h, _)| h.token)
-    }
-
-    pub(crate) fn count(&self) -> usize {
-        self.0.lock().get(&me()).map_or(0, |(_, n)| *n)
-    }
-
-    pub(crate) fn with_hold<R>(&self, f: impl FnOnce(&HeldNode) -> R) -> Option<R> {
-        self.0.lock().get(&me()).map(|(h, _)| f(h))
-    }
-}
-
-impl Drop for ThreadHolds {
-    fn drop(&mut self) {
-        for (_, (h, _)) in self.0.get_mut().drain() {
-            h.release_or_background();
-        }
-    }
-}
-
-/// The hold of a handle that is not reentrant and that any thread may release
-/// ([`SemaphoreMutex`], [`SimpleLock`]). Releases on drop.
-#[derive(Default)]
-pub(crate) struct HandleHold(parking_lot::Mutex<Option<HeldNode>>);
-
-impl HandleHold {
-    pub(crate) fn is_held_at_all(&self) -> bool {
-        self.0.lock().is_some()
-    }
-
-    /// Records a new hold; returns its fencing token.
-    pub(crate) fn set(&self, h: HeldNode) -> i64 {
-        let t = h.token;
-        *self.0.lock() = Some(h);
-        t
-    }
-
-    /// Releases: `NotHeld` if nothing is held; on connection loss the hold stays (call again).
-    pub(crate) fn release(&self) -> Result<()> {
-        let Some(h) = self.0.lock().clone() else {
-            return Err(Error::NotHeld);
-        };
-        match h.release() {
-            Err(e) if e.is_connection_loss() => Err(e),
-            r => {
-                *self.0.lock() = None;
-                r
-            }
-        }
-    }
-
-    /// Releases for a guard's or the handle's `Drop`.
-    pub(crate) fn release_for_drop(&self) {
-        let h = self.0.lock().take();
-        if let Some(h) = h {
-            h.release_or_background();
-        }
-    }
-
-    pub(crate) fn state(&self) -> HoldState {
-        self.0
-            .lock()
-            .as_ref()
-            .map_or(HoldState::NotHeld, |h| h.state())
-    }
-
-    pub(crate) fn token(&self) -> Option<i64> {
-        self.0
-            .lock()
-            .as_ref()
-            .filter(|h| h.state() != HoldState::Lost)
-            .map(|h| h.token)
-    }
-
-    pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        let h = self.0.lock().clone();
-        h.map_or(true, |h| h.wait_lost(timeout))
-    }
-
-    pub(crate) fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-        let h = self.0.lock().clone();
-        match h {
-            Some(h) => {
-                h.on_lost(f);
-            }
-            None => f(),
-        }
-    }
-}
-
-impl Drop for HandleHold {
-    fn drop(&mut self) {
-        self.release_for_drop();
-    }
 }
 
 /// The earlier contender a participant must wait for, if any, and whether it is the only
@@ -358,27 +73,9 @@ pub(crate) struct Queue {
     pub(crate) protocol: Protocol,
     pub(crate) kind: Kind,
     pub(crate) blocker: Blocker,
-    /// Whether the NodeDeleted of a sole blocker means "held" without listing again (see
-    /// recipes.md: only where no node can appear with a lower number than ours).
+    /// Whether the NodeDeleted of a sole blocker may mean "held" without listing again (only
+    /// where the listing proves that no node can appear ahead of ours: hold-model.md).
     pub(crate) fast_handoff: bool,
-}
-
-fn ephemeral_sequential() -> zk::CreateOptions<'static> {
-    zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all())
-}
-
-fn min_deadline(a: Option<Instant>, b: Instant) -> Instant {
-    match a {
-        Some(a) if a < b => a,
-        _ => b,
-    }
-}
-
-/// How one acquire attempt ended.
-pub(crate) enum Acquired {
-    Held(HeldNode),
-    /// Not acquired (busy for try-once, or the deadline passed); nothing left behind.
-    NotAcquired,
 }
 
 impl Queue {
@@ -410,93 +107,73 @@ impl Queue {
     fn create_and_list(
         &self,
         session: &Arc<Session>,
-        id: &AttemptId,
-        deadline: Option<Instant>,
+        prefix: &str,
+        d: Deadline,
     ) -> Result<(String, i64, Vec<String>)> {
-        let prefix = id.prefix(self.protocol, self.kind);
-        let full_prefix = self.child(&prefix);
+        let full_prefix = self.child(prefix);
         let data = self.client.holder_id().as_bytes();
-        let opts = ephemeral_sequential();
+        let opts = self
+            .client
+            .create_options(zk::CreateMode::EphemeralSequential);
         let mut parents_made = false;
         loop {
-            let d = min_deadline(deadline, session.call_deadline());
             let create = session.zk.create(&full_prefix, data, &opts);
             let list = session.zk.list_children(&self.path);
             // Replies come in request order: wait for the listing's first, and the create's is
             // then already in (this thread is woken once per round trip, not twice).
-            let listed = session.wait_raw(list, d);
-            match session.wait_raw(create, d) {
+            let listed = session.call(list, d);
+            let (name, czxid) = match session.call(create, d) {
                 Ok((stat, seq)) => {
                     let name = format!("{prefix}{seq}");
-                    let children = match listed {
-                        Ok(c) => c,
-                        Err(_) => match self.list(session, deadline) {
-                            Ok(c) => c,
-                            Err(e) => {
-                                self.cleanup(session, &name);
-                                return Err(e);
-                            }
-                        },
-                    };
-                    return Ok((name, stat.czxid, children));
+                    if let Ok(children) = listed {
+                        return Ok((name, stat.czxid, children));
+                    }
+                    (name, stat.czxid)
                 }
                 Err(zk::Error::NoNode) if !parents_made => {
-                    self.client
-                        .create_parents(session, &self.path, d, self.protocol)?;
+                    self.client.create_parents(
+                        session,
+                        &self.path,
+                        session.cap(d),
+                        self.protocol,
+                    )?;
                     parents_made = true;
+                    continue;
                 }
-                Err(e) if retriable(&e) => {
+                Err(e) if crate::client::is_retriable(&e) => {
                     // The create may have been applied although its reply was lost: find our node
                     // by its unique id before creating again (never two nodes for one attempt).
-                    match protected::recover(session, &self.path, &prefix, true, deadline)? {
-                        Some((name, czxid)) => {
-                            let children = match self.list(session, deadline) {
-                                Ok(c) => c,
-                                Err(e) => {
-                                    self.cleanup(session, &name);
-                                    return Err(e);
-                                }
-                            };
-                            return Ok((name, czxid, children));
-                        }
+                    match protected::recover(session, &self.path, prefix, true, d)? {
+                        Some(found) => found,
                         None => continue,
                     }
                 }
                 Err(e) => return Err(session.map_err(e)),
-            }
-        }
-    }
-
-    fn list(&self, session: &Session, deadline: Option<Instant>) -> Result<Vec<String>> {
-        loop {
-            let d = min_deadline(deadline, session.call_deadline());
-            match session.wait_raw(session.zk.list_children(&self.path), d) {
-                Ok(c) => return Ok(c),
-                Err(zk::Error::NoNode) => return Ok(Vec::new()),
-                Err(zk::Error::ConnectionLoss)
-                    if deadline.map_or(true, |dl| Instant::now() < dl) =>
-                {
-                    if let Some(e) = session.ended_error() {
-                        return Err(e);
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
+            };
+            return match self.list(session, d) {
+                Ok(children) => Ok((name, czxid, children)),
+                Err(e) => {
+                    self.cleanup(session, &name);
+                    Err(e)
                 }
-                Err(e) => return Err(session.map_err(e)),
-            }
+            };
         }
     }
 
-    /// The acquire loop. `deadline`: None waits forever; `try_once`: never waits.
-    pub(crate) fn acquire(
-        &self,
-        deadline: Option<Instant>,
-        try_once: bool,
-        cancel: &CancelToken,
-    ) -> Result<Acquired> {
-        let session = self.client.session()?;
+    fn list(&self, session: &Session, d: Deadline) -> Result<Vec<String>> {
+        match session.retry(d, || session.zk.list_children(&self.path)) {
+            Ok(c) => Ok(c),
+            Err(zk::Error::NoNode) => Ok(Vec::new()),
+            Err(e) => Err(session.map_err(e)),
+        }
+    }
+
+    /// The acquire loop of one attempt: `Ok(None)` when not acquired by `d` (nothing left).
+    pub(crate) fn acquire(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+        let session = self.client.session_for(d)?;
         let reg = cancel.register();
-        let id = AttemptId::new();
-        let (mut name, mut token, mut children) = self.create_and_list(&session, &id, deadline)?;
+        let prefix = AttemptId::new().prefix(self.protocol, self.kind);
+        let (mut name, mut token, mut children) = self.create_and_list(&session, &prefix, d)?;
         loop {
             let queue = node::contenders(children);
             let Some(idx) = queue.iter().position(|c| c.name == name) else {
@@ -505,44 +182,41 @@ impl Queue {
                     return Err(e);
                 }
                 log::warn!("lock node {name} vanished; queueing again");
-                (name, token, children) = self.create_and_list(&session, &id, deadline)?;
+                (name, token, children) = self.create_and_list(&session, &prefix, d)?;
                 continue;
             };
+            let held = || Hold::new(session.clone(), self.child(&name), token);
             let Some((w, sole)) = (self.blocker)(&queue, idx) else {
-                return Ok(Acquired::Held(HeldNode::new(
-                    session.clone(),
-                    self.child(&name),
-                    token,
-                )));
+                return Ok(Some(held()));
             };
-            if try_once {
+            if d.is_try_once() {
                 self.cleanup(&session, &name);
-                return Ok(Acquired::NotAcquired);
+                return Ok(None);
             }
+            // The no-relist handoff is safe only if nothing can appear ahead of us: a downgrade
+            // read node (non-sequential, carrying an earlier writer's number) can, so it is off
+            // when a node ahead could be a writer that downgrades. Readers are not blocked by
+            // read nodes, so for them it always holds.
+            let fast = self.fast_handoff
+                && sole
+                && (self.kind == Kind::Read
+                    || !queue[..idx].iter().any(|c| node::may_downgrade(&c.name)));
             let target = self.child(&queue[w].name);
             // Keep nothing of the listing while we wait: it is O(queue length) per waiter, so
             // O(n²) memory for n waiters in one process.
             drop(queue);
-            let d = min_deadline(deadline, session.call_deadline());
-            let watched = match session.wait_raw(session.zk.check_and_watch_stat(&target), d) {
+            let watched = match session.call(session.zk.check_and_watch_stat(&target), d) {
                 Ok((Some(_), watcher)) => Some(watcher),
-                Ok((None, _)) => None,
-                Err(zk::Error::ConnectionLoss) => None,
+                Ok((None, _)) | Err(zk::Error::ConnectionLoss) => None,
                 Err(e) => {
                     self.cleanup(&session, &name);
                     return Err(session.map_err(e));
                 }
             };
             if let Some(watcher) = watched {
-                match session.wait_watch(watcher, deadline, &reg.signal) {
+                match session.wait_watch(watcher, d.instant(), &reg.signal) {
                     Outcome::Ready(ev) => match ev.event_type {
-                        zk::EventType::NodeDeleted if self.fast_handoff && sole => {
-                            return Ok(Acquired::Held(HeldNode::new(
-                                session.clone(),
-                                self.child(&name),
-                                token,
-                            )));
-                        }
+                        zk::EventType::NodeDeleted if fast => return Ok(Some(held())),
                         zk::EventType::Session if ev.session_state.is_terminated() => {
                             return Err(session.ended_error().unwrap_or(Error::SessionExpired));
                         }
@@ -550,18 +224,18 @@ impl Queue {
                     },
                     Outcome::TimedOut => {
                         self.cleanup(&session, &name);
-                        return Ok(Acquired::NotAcquired);
+                        return Ok(None);
                     }
                     Outcome::Cancelled => {
                         self.cleanup(&session, &name);
                         return Err(session.ended_error().unwrap_or(Error::Cancelled));
                     }
                 }
-            } else if deadline.is_some_and(|dl| Instant::now() >= dl) {
+            } else if d.passed() {
                 self.cleanup(&session, &name);
-                return Ok(Acquired::NotAcquired);
+                return Ok(None);
             }
-            children = match self.list(&session, deadline) {
+            children = match self.list(&session, d) {
                 Ok(c) => c,
                 Err(e) => {
                     self.cleanup(&session, &name);
@@ -571,20 +245,15 @@ impl Queue {
         }
     }
 
-    /// Deletes our node of a failed attempt: now if possible, else in the background until the
-    /// session ends.
+    /// Deletes our node of a failed attempt: now if possible, else in the background.
     fn cleanup(&self, session: &Arc<Session>, name: &str) {
-        protected::cleanup(session, &self.child(name));
+        let _ = hold::remove_node(session, &self.child(name), false);
     }
 
-    /// The queue: every contender with its holder id, in order; `holders` says how many of the
-    /// first contenders hold (given the queue).
-    pub(crate) fn participants(
-        &self,
-        holds: impl Fn(&[Contender], usize) -> bool,
-    ) -> Result<Vec<Participant>> {
+    /// The queue: every contender with its holder id, in order.
+    pub(crate) fn participants(&self) -> Result<Vec<Participant>> {
         let session = self.client.session()?;
-        let queue = node::contenders(self.list(&session, None)?);
+        let queue = node::contenders(self.list(&session, Deadline::Forever)?);
         let d = session.call_deadline();
         let futs: Vec<_> = queue
             .iter()
@@ -597,93 +266,103 @@ impl Queue {
                 Err(zk::Error::NoNode) => continue,
                 Err(e) => return Err(session.map_err(e)),
             };
+            let is_reader = node::is_reader(&c.name);
+            let is_holder = if is_reader {
+                rwlock::reader_blocker(&queue, i).is_none()
+            } else {
+                rwlock::writer_blocker(&queue, i).is_none()
+            };
             out.push(Participant {
                 node: c.name.clone(),
                 sequence: c.seq,
                 holder_id,
-                is_holder: holds(&queue, i),
-                is_reader: node::is_reader(&c.name),
+                is_holder,
+                is_reader,
             });
         }
         Ok(out)
     }
 }
 
-/// Deletes `node`, retrying on connection loss until `budget`; gone or session ended is success
-/// of a kind (the node no longer exists): Ok / the session error.
-pub(crate) fn delete_node(session: &Session, node: &str, budget: Instant) -> Result<()> {
-    loop {
-        match session.wait_raw(
-            session.zk.delete(node, None),
-            session.call_deadline().min(budget),
-        ) {
-            Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
-            Err(zk::Error::ConnectionLoss)
-            | Err(zk::Error::UnexpectedError(_))
-            | Err(zk::Error::Timeout) => {
-                if let Some(e) = session.ended_error() {
-                    return Err(e);
-                }
-                if Instant::now() >= budget {
-                    return Err(Error::ConnectionLoss(format!(
-                        "could not delete {node} in time"
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => return Err(session.map_err(e)),
+/// A queue-based lock as one participant table sees it: the queue it joins, its holds, and the
+/// token that cancels its waits. The mutex, the semaphore mutex and each read-write half are one
+/// of these with their own rules for who the participant is.
+pub(crate) struct QueueLock {
+    pub(crate) queue: Queue,
+    pub(crate) holds: Holds,
+    pub(crate) cancel: CancelToken,
+    what: &'static str,
+}
+
+impl QueueLock {
+    pub(crate) fn new(
+        queue: Queue,
+        owner: Owner,
+        reentrant: bool,
+        what: &'static str,
+    ) -> QueueLock {
+        QueueLock {
+            queue,
+            holds: Holds::new(owner, reentrant),
+            cancel: CancelToken::new(),
+            what,
+        }
+    }
+
+    /// Starts an acquire of the calling participant (reentrant count, or a fresh attempt).
+    pub(crate) fn begin(&self) -> Result<Begin<'_>> {
+        self.holds
+            .begin(&format!("the {} at {}", self.what, self.queue.path))
+    }
+
+    /// A fresh attempt through the queue.
+    pub(crate) fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+        match self.begin()? {
+            Begin::Reentered(token) => Ok(Some(token)),
+            Begin::Fresh(ticket) => Ok(self
+                .queue
+                .acquire(d, &self.cancel)?
+                .map(|h| ticket.complete(h))),
         }
     }
 }
 
-fn retriable(e: &zk::Error) -> bool {
-    matches!(
-        e,
-        zk::Error::ConnectionLoss | zk::Error::UnexpectedError(_) | zk::Error::Timeout
-    )
-}
-
-/// Deletes `node` in the background, until it is gone or the session ends.
-pub(crate) fn background_delete(session: Arc<Session>, node: String) {
-    log::warn!("deleting {node} in the background");
-    crate::runtime::spawn(async move {
-        loop {
-            match session.zk.delete(&node, None).await {
-                Err(e) if retriable(&e) && !session.state().is_terminal() => {
-                    async_io::Timer::after(Duration::from_millis(100)).await;
-                }
-                _ => return,
+/// `Lockable` for a recipe type whose `$field` is its [`QueueLock`], with the recipe's own
+/// acquire (`$acquire`, a method of the type taking a [`Deadline`]) and order rank.
+macro_rules! queue_lockable {
+    ($t:ty, $($field:ident).+, $acquire:ident, $rank:expr) => {
+        impl $crate::recipes::Lockable for $t {
+            fn path(&self) -> &str {
+                &self.$($field).+.queue.path
+            }
+            fn acquire(&self, d: $crate::Deadline) -> $crate::Result<Option<i64>> {
+                self.$acquire(d)
+            }
+            fn release(&self) -> $crate::Result<()> {
+                self.$($field).+.holds.release()
+            }
+            fn hold_state(&self) -> $crate::recipes::HoldState {
+                self.$($field).+.holds.state()
+            }
+            fn fencing_token(&self) -> $crate::Result<i64> {
+                self.$($field).+.holds.fencing_token()
+            }
+            fn cancel(&self) {
+                self.$($field).+.cancel.cancel()
+            }
+            fn participants(&self) -> $crate::Result<Vec<$crate::recipes::Participant>> {
+                self.$($field).+.queue.participants()
+            }
+            fn wait_lost(&self, t: Option<std::time::Duration>) -> bool {
+                self.$($field).+.holds.wait_lost(t)
+            }
+            fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
+                self.$($field).+.holds.on_lost(f)
+            }
+            fn order_rank(&self) -> u8 {
+                $rank
             }
         }
-    });
+    };
 }
-
-/// Finds and deletes the node of attempt `needle` under `path` in the background, until done
-/// or the session ends (a create whose outcome we could not learn in time).
-fn background_delete_attempt(session: &Arc<Session>, path: String, needle: String) {
-    let session = session.clone();
-    crate::runtime::spawn(async move {
-        loop {
-            match session.zk.list_children(&path).await {
-                Ok(children) => {
-                    if let Some(n) = children.iter().find(|c| c.contains(&needle)) {
-                        let node = format!("{path}/{n}");
-                        loop {
-                            match session.zk.delete(&node, None).await {
-                                Err(e) if retriable(&e) && !session.state().is_terminal() => {
-                                    async_io::Timer::after(Duration::from_millis(100)).await;
-                                }
-                                _ => return,
-                            }
-                        }
-                    }
-                    return;
-                }
-                Err(e) if retriable(&e) && !session.state().is_terminal() => {
-                    async_io::Timer::after(Duration::from_millis(100)).await;
-                }
-                Err(_) => return,
-            }
-        }
-    });
-}
+pub(crate) use queue_lockable;

@@ -4,136 +4,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Mutex, ReadLock, Semaphore, SemaphoreMutex, SimpleLock, WriteLock};
+use super::{Guard, HoldState, Lock, Lockable, Participant};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-
-/// A lock that a [`MultiLock`] can take: every zklock lock kind implements it.
-///
-/// `acquire_until` and `release` follow each kind's own rules (thread-bound and reentrant for
-/// [`Mutex`], [`ReadLock`] and [`WriteLock`]; handle-bound for [`SemaphoreMutex`],
-/// [`SimpleLock`] and [`Semaphore`], where one call takes one lease).
-pub trait Lockable {
-    /// The lock path (the key of the canonical acquire order).
-    fn path(&self) -> &str;
-
-    /// Takes the lock: `deadline` None waits forever, `try_once` never waits. `Ok(false)` if
-    /// not taken (busy, or the deadline passed); nothing is left behind then.
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool>;
-
-    /// Releases one hold taken with [`Lockable::acquire_until`].
-    fn release(&self) -> Result<()>;
-
-    /// Cancels this lock's waiting acquires.
-    fn cancel(&self);
-
-    /// Whether it is held (by the calling thread for the per-thread kinds) with a live session.
-    fn is_held(&self) -> bool;
-
-    /// Tie-break of the canonical order between locks on the same path (a write lock is taken
-    /// before the read lock of the same read-write lock: write -> read is a downgrade, the other
-    /// order would deadlock).
-    fn order_rank(&self) -> u8 {
-        1
-    }
-}
-
-fn forget<G>(g: Option<G>) -> bool {
-    g.map(std::mem::forget).is_some()
-}
-
-/// `Lockable` for the recipes whose acquires return guards: the guard is forgotten, the hold
-/// stays with the handle until [`Lockable::release`].
-macro_rules! lockable_by_guard {
-    ($($t:ident => $rank:expr),*) => {$(
-        impl Lockable for $t {
-            fn path(&self) -> &str {
-                $t::path(self)
-            }
-            fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-                Ok(match (deadline, try_once) {
-                    (_, true) => forget(self.try_lock()?),
-                    (Some(d), false) => forget(self.try_lock_until(d)?),
-                    (None, false) => forget(Some(self.lock()?)),
-                })
-            }
-            fn release(&self) -> Result<()> {
-                $t::release(self)
-            }
-            fn cancel(&self) {
-                $t::cancel(self)
-            }
-            fn is_held(&self) -> bool {
-                $t::is_held(self)
-            }
-            fn order_rank(&self) -> u8 {
-                $rank
-            }
-        }
-    )*};
-}
-
-// A write lock is taken before the read lock of the same read-write lock (a downgrade).
-lockable_by_guard!(Mutex => 1, SemaphoreMutex => 1, SimpleLock => 1, WriteLock => 0, ReadLock => 2);
-
-impl Lockable for Semaphore {
-    fn path(&self) -> &str {
-        Semaphore::path(self)
-    }
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        self.acquire_lease_until(deadline, try_once)
-    }
-    fn release(&self) -> Result<()> {
-        self.release_lease()
-    }
-    fn cancel(&self) {
-        Semaphore::cancel(self)
-    }
-    fn is_held(&self) -> bool {
-        Semaphore::is_held(self)
-    }
-}
-
-impl<T: Lockable + ?Sized> Lockable for &T {
-    fn path(&self) -> &str {
-        (**self).path()
-    }
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        (**self).acquire_until(deadline, try_once)
-    }
-    fn release(&self) -> Result<()> {
-        (**self).release()
-    }
-    fn cancel(&self) {
-        (**self).cancel()
-    }
-    fn is_held(&self) -> bool {
-        (**self).is_held()
-    }
-    fn order_rank(&self) -> u8 {
-        (**self).order_rank()
-    }
-}
-
-impl<T: Lockable + ?Sized> Lockable for Arc<T> {
-    fn path(&self) -> &str {
-        (**self).path()
-    }
-    fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        (**self).acquire_until(deadline, try_once)
-    }
-    fn release(&self) -> Result<()> {
-        (**self).release()
-    }
-    fn cancel(&self) {
-        (**self).cancel()
-    }
-    fn is_held(&self) -> bool {
-        (**self).is_held()
-    }
-    fn order_rank(&self) -> u8 {
-        (**self).order_rank()
-    }
-}
 
 /// Why a [`MultiLock`] acquire did not take every lock: which lock stopped it, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,25 +53,16 @@ impl std::fmt::Display for MultiLockFailure {
 /// }
 /// # Ok::<(), zklock::Error>(())
 /// ```
-pub struct MultiLock<'a> {
-    locks: Vec<Box<dyn Lockable + Send + Sync + 'a>>,
-    last_failure: parking_lot::Mutex<Option<MultiLockFailure>>,
-    cancel: parking_lot::Mutex<Vec<Arc<AtomicUsize>>>,
-}
+pub type MultiLock<'a> = Lock<RawMultiLock<'a>>;
 
 /// Holds every lock of a [`MultiLock`]; releases them (in reverse order) on drop.
-#[must_use = "the locks are released when the guard is dropped"]
-pub struct MultiLockGuard<'m, 'a> {
-    multi: &'m MultiLock<'a>,
-    _not_send: std::marker::PhantomData<*const ()>,
-}
+pub type MultiLockGuard<'m, 'a> = Guard<'m, RawMultiLock<'a>>;
 
-impl std::fmt::Debug for MultiLock<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MultiLock")
-            .field("paths", &self.paths())
-            .finish()
-    }
+/// The recipe of [`MultiLock`]: its locks in the canonical order.
+pub struct RawMultiLock<'a> {
+    locks: Vec<Box<dyn Lockable + 'a>>,
+    last_failure: parking_lot::Mutex<Option<MultiLockFailure>>,
+    cancel: parking_lot::Mutex<Vec<Arc<AtomicUsize>>>,
 }
 
 /// In the acquire-progress word: this bit says cancelled, the rest is the index of the lock
@@ -211,73 +75,77 @@ impl<'a> MultiLock<'a> {
         MultiLock::from_boxed(
             locks
                 .into_iter()
-                .map(|l| Box::new(l) as Box<dyn Lockable + Send + Sync + 'a>)
+                .map(|l| Box::new(l) as Box<dyn Lockable + 'a>)
                 .collect(),
         )
     }
 
-    /// A multi-lock over owned (boxed) locks, e.g. `Box::new(Arc::new(mutex))`.
-    pub fn from_boxed(mut locks: Vec<Box<dyn Lockable + Send + Sync + 'a>>) -> MultiLock<'a> {
+    /// A multi-lock over owned locks, e.g. `Box::new(mutex)`.
+    pub fn from_boxed(mut locks: Vec<Box<dyn Lockable + 'a>>) -> MultiLock<'a> {
         locks.sort_by(|a, b| {
             a.path()
                 .cmp(b.path())
                 .then(a.order_rank().cmp(&b.order_rank()))
         });
-        MultiLock {
+        Lock::from_raw(RawMultiLock {
             locks,
             last_failure: parking_lot::Mutex::new(None),
             cancel: parking_lot::Mutex::new(Vec::new()),
-        }
+        })
     }
 
     /// The paths, in the canonical order the locks are taken.
     pub fn paths(&self) -> Vec<&str> {
-        self.locks.iter().map(|l| l.path()).collect()
+        self.raw.locks.iter().map(|l| l.path()).collect()
     }
 
-    /// Blocks until every lock is held.
-    pub fn lock(&self) -> Result<MultiLockGuard<'_, 'a>> {
-        if self.acquire_inner(None, false)? {
-            Ok(self.guard())
-        } else {
-            Err(Error::Timeout)
+    /// Which lock stopped the most recent failed acquire, and how (cleared by a success).
+    pub fn last_failure(&self) -> Option<MultiLockFailure> {
+        self.raw.last_failure.lock().clone()
+    }
+}
+
+impl RawMultiLock<'_> {
+    fn acquire_all(&self, d: Deadline, progress: &AtomicUsize) -> Result<bool> {
+        for (i, l) in self.locks.iter().enumerate() {
+            let cancelled = progress.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |p| {
+                Some((p & CANCELLED) | i)
+            });
+            let r = if cancelled.is_ok_and(|p| p & CANCELLED != 0) {
+                Err(Error::Cancelled)
+            } else {
+                l.acquire(d)
+            };
+            let failure = match r {
+                Ok(Some(_)) => continue,
+                Ok(None) => None,
+                Err(e) => Some(e),
+            };
+            let _ = self.release_taken(i);
+            let f = MultiLockFailure {
+                path: l.path().to_string(),
+                position: i,
+                error: failure.clone(),
+            };
+            log::info!("multi-lock: {f}; released the {i} lock(s) already taken");
+            *self.last_failure.lock() = Some(f);
+            return match failure {
+                None => Ok(false),
+                Some(e) => Err(with_path(e, l.path())),
+            };
         }
-    }
-
-    /// One attempt on each lock that never waits: `Ok(None)` if any is busy (all released).
-    pub fn try_lock(&self) -> Result<Option<MultiLockGuard<'_, 'a>>> {
-        Ok(self.acquire_inner(None, true)?.then(|| self.guard()))
-    }
-
-    /// Waits at most `timeout` in all: `Ok(None)` if not every lock was taken by then.
-    pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<MultiLockGuard<'_, 'a>>> {
-        match super::after(timeout) {
-            Some(d) => self.try_lock_until(d),
-            None => self.lock().map(Some),
+        if progress.load(Ordering::SeqCst) & CANCELLED != 0 {
+            // Cancelled after the last lock was taken: the acquire completed; keep it.
+            log::debug!("multi-lock: cancel arrived after every lock was taken");
         }
+        *self.last_failure.lock() = None;
+        Ok(true)
     }
 
-    /// Waits until `deadline` at most, for all the locks together.
-    pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<MultiLockGuard<'_, 'a>>> {
-        Ok(self
-            .acquire_inner(Some(deadline), false)?
-            .then(|| self.guard()))
-    }
-
-    /// Explicit acquire (for the C layer): `timeout` None waits forever, `Some(ZERO)` tries
-    /// once. Returns whether every lock is held; release with [`MultiLock::release`].
-    pub fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-        {
-            let (deadline, try_once) = super::plan(timeout);
-            self.acquire_inner(deadline, try_once)
-        }
-    }
-
-    /// Releases every lock, in reverse order. Tries them all; returns the first error (with
-    /// the lock's path where the error carries a message).
-    pub fn release(&self) -> Result<()> {
+    /// Releases the first `n` locks (in reverse order), each through the one release path.
+    fn release_taken(&self, n: usize) -> Result<()> {
         let mut first = None;
-        for l in self.locks.iter().rev() {
+        for l in self.locks[..n].iter().rev() {
             if let Err(e) = l.release() {
                 log::warn!("multi-lock: releasing {} failed: {e}", l.path());
                 first.get_or_insert_with(|| with_path(e, l.path()));
@@ -285,21 +153,53 @@ impl<'a> MultiLock<'a> {
         }
         first.map_or(Ok(()), Err)
     }
+}
 
-    /// Which lock stopped the most recent failed acquire, and how (cleared by a success).
-    pub fn last_failure(&self) -> Option<MultiLockFailure> {
-        self.last_failure.lock().clone()
+impl Lockable for RawMultiLock<'_> {
+    fn path(&self) -> &str {
+        self.locks.first().map_or("", |l| l.path())
     }
 
-    /// Whether every lock of it is held (with a live session).
-    pub fn is_held(&self) -> bool {
-        self.locks.iter().all(|l| l.is_held())
+    /// Takes every lock, or none. The token returned is the largest of the locks' tokens.
+    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+        let progress = Arc::new(AtomicUsize::new(0));
+        self.cancel.lock().push(progress.clone());
+        let r = self.acquire_all(d, &progress);
+        self.cancel.lock().retain(|a| !Arc::ptr_eq(a, &progress));
+        Ok(r?.then(|| {
+            self.locks
+                .iter()
+                .filter_map(|l| l.fencing_token().ok())
+                .max()
+                .unwrap_or(0)
+        }))
+    }
+
+    /// Releases every lock, in reverse order. Tries them all (each through the one release
+    /// path, so none keeps its node); returns the first error, with the lock's path.
+    fn release(&self) -> Result<()> {
+        self.release_taken(self.locks.len())
+    }
+
+    /// `Held` only when every lock is held; otherwise the worst state among them.
+    fn hold_state(&self) -> HoldState {
+        let states: Vec<_> = self.locks.iter().map(|l| l.hold_state()).collect();
+        [HoldState::Lost, HoldState::NotHeld, HoldState::Uncertain]
+            .into_iter()
+            .find(|s| states.contains(s))
+            .unwrap_or(HoldState::Held)
+    }
+
+    fn fencing_token(&self) -> Result<i64> {
+        Err(Error::invalid(
+            "a multi-lock has no single fencing token (each of its locks has its own)",
+        ))
     }
 
     /// Cancels the acquires of this multi-lock that are waiting now (the locks they took are
     /// released; they return [`Error::Cancelled`]). Calls `cancel` on the component lock being
     /// waited for, which also cancels other waits on that handle.
-    pub fn cancel(&self) {
+    fn cancel(&self) {
         let active: Vec<_> = self.cancel.lock().clone();
         for a in &active {
             a.fetch_or(CANCELLED, Ordering::SeqCst);
@@ -329,71 +229,58 @@ impl<'a> MultiLock<'a> {
         }
     }
 
-    fn guard(&self) -> MultiLockGuard<'_, 'a> {
-        MultiLockGuard {
-            multi: self,
-            _not_send: std::marker::PhantomData,
+    /// Every lock's queue, in the canonical order.
+    fn participants(&self) -> Result<Vec<Participant>> {
+        let mut out = Vec::new();
+        for l in &self.locks {
+            out.extend(l.participants()?);
         }
+        Ok(out)
     }
 
-    fn acquire_inner(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        let progress = Arc::new(AtomicUsize::new(0));
-        self.cancel.lock().push(progress.clone());
-        let r = self.acquire_all(deadline, try_once, &progress);
-        self.cancel.lock().retain(|a| !Arc::ptr_eq(a, &progress));
-        r
-    }
-
-    fn acquire_all(
-        &self,
-        deadline: Option<Instant>,
-        try_once: bool,
-        progress: &AtomicUsize,
-    ) -> Result<bool> {
-        for (i, l) in self.locks.iter().enumerate() {
-            let cancelled = progress.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |p| {
-                Some((p & CANCELLED) | i)
-            });
-            let r = if cancelled.is_ok_and(|p| p & CANCELLED != 0) {
-                Err(Error::Cancelled)
-            } else {
-                l.acquire_until(deadline, try_once)
-            };
-            let failure = match r {
-                Ok(true) => continue,
-                Ok(false) => None,
-                Err(e) => Some(e),
-            };
-            self.release_taken(i);
-            let f = MultiLockFailure {
-                path: l.path().to_string(),
-                position: i,
-                error: failure.clone(),
-            };
-            log::info!("multi-lock: {f}; released the {i} lock(s) already taken");
-            *self.last_failure.lock() = Some(f);
-            return match failure {
-                None => Ok(false),
-                Some(e) => Err(with_path(e, l.path())),
-            };
+    /// Until any of the locks is lost.
+    fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        if self.hold_state() == HoldState::Lost {
+            return true;
         }
-        if progress.load(Ordering::SeqCst) & CANCELLED != 0 {
-            // Cancelled after the last lock was taken: the acquire completed; keep it.
-            log::debug!("multi-lock: cancel arrived after every lock was taken");
+        let lost = Arc::new((parking_lot::Mutex::new(false), parking_lot::Condvar::new()));
+        for l in &self.locks {
+            let lost = lost.clone();
+            l.on_lost(Box::new(move || {
+                *lost.0.lock() = true;
+                lost.1.notify_all();
+            }));
         }
-        *self.last_failure.lock() = None;
-        Ok(true)
-    }
-
-    fn release_taken(&self, n: usize) {
-        for l in self.locks[..n].iter().rev() {
-            if let Err(e) = l.release() {
-                log::warn!(
-                    "multi-lock: releasing {} after a failed acquire failed: {e}",
-                    l.path()
-                );
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut flag = lost.0.lock();
+        while !*flag {
+            match deadline {
+                Some(d) => {
+                    if lost.1.wait_until(&mut flag, d).timed_out() {
+                        break;
+                    }
+                }
+                None => lost.1.wait(&mut flag),
             }
         }
+        *flag
+    }
+
+    /// Once, when the first of the locks is lost.
+    fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
+        let once = Arc::new(parking_lot::Mutex::new(Some(f)));
+        for l in &self.locks {
+            let once = once.clone();
+            l.on_lost(Box::new(move || {
+                if let Some(f) = once.lock().take() {
+                    f()
+                }
+            }));
+        }
+    }
+
+    fn order_rank(&self) -> u8 {
+        1
     }
 }
 
@@ -405,20 +292,5 @@ fn with_path(e: Error, path: &str) -> Error {
         Error::WouldDeadlock(m) => Error::WouldDeadlock(format!("lock {path}: {m}")),
         Error::ZooKeeper(m) => Error::ZooKeeper(format!("lock {path}: {m}")),
         other => other,
-    }
-}
-
-impl MultiLockGuard<'_, '_> {
-    /// Releases every lock now and reports how it went.
-    pub fn unlock(self) -> Result<()> {
-        let r = self.multi.release();
-        std::mem::forget(self);
-        r
-    }
-}
-
-impl Drop for MultiLockGuard<'_, '_> {
-    fn drop(&mut self) {
-        let _ = self.multi.release();
     }
 }

@@ -1,30 +1,20 @@
-//! Protected creates (Curator's term): every lock node carries a fresh unique id in its name,
-//! so a create whose reply was lost is found again and adopted only if our session owns it;
-//! one attempt never leaves two nodes, and a failed attempt never leaves one.
+//! Protected creates (Curator's term): every lock node carries a fresh unique id of its attempt
+//! in its name, so a create whose reply was lost is found again by that id; one attempt never
+//! leaves two nodes, and a failed attempt never leaves one.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use zookeeper_client as zk;
 
-use super::{background_delete, background_delete_attempt, delete_node, min_deadline, retriable};
-use crate::client::{Client, Session};
+use super::hold::background_forget;
+use crate::client::{is_retriable, Client, Session};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 
-/// Deletes the node of a failed attempt: now if possible, else in the background.
-pub(crate) fn cleanup(session: &Arc<Session>, node: &str) {
-    let budget = Instant::now() + session.zk.session_timeout();
-    if let Err(e) = delete_node(session, node, budget) {
-        if e.is_connection_loss() {
-            background_delete(session.clone(), node.to_string());
-        }
-    }
-}
-
 /// Creates the ephemeral node `dir/name` (sequential: the server appends the number), creating
-/// missing parents as containers. `name` must hold a fresh unique id: after a lost reply the
-/// node is looked up by it and adopted if our session owns it, so one attempt never makes two
-/// nodes. Returns the node's name and creation zxid.
+/// missing parents. `name` must hold a fresh unique id of this attempt: after a lost reply the
+/// node is looked up by it, so one attempt never makes two nodes. Returns the node's name and
+/// creation zxid.
 pub(crate) fn create_ephemeral(
     client: &Client,
     session: &Arc<Session>,
@@ -32,7 +22,7 @@ pub(crate) fn create_ephemeral(
     name: &str,
     data: &[u8],
     sequential: bool,
-    deadline: Option<Instant>,
+    d: Deadline,
 ) -> Result<(String, i64)> {
     let full = format!("{dir}/{name}");
     let mode = if sequential {
@@ -40,14 +30,13 @@ pub(crate) fn create_ephemeral(
     } else {
         zk::CreateMode::Ephemeral
     };
-    let opts = mode.with_acls(zk::Acls::anyone_all());
+    let opts = client.create_options(mode);
     let mut parents_made = false;
     loop {
         if let Some(e) = session.ended_error() {
             return Err(e);
         }
-        let d = min_deadline(deadline, session.call_deadline());
-        match session.wait_raw(session.zk.create(&full, data, &opts), d) {
+        match session.call(session.zk.create(&full, data, &opts), d) {
             Ok((stat, seq)) => {
                 let made = if sequential {
                     format!("{name}{seq}")
@@ -57,22 +46,21 @@ pub(crate) fn create_ephemeral(
                 return Ok((made, stat.czxid));
             }
             Err(zk::Error::NoNode) if !parents_made => {
-                client.create_parents(session, dir, d, client.protocol())?;
+                client.create_parents(session, dir, session.cap(d), client.protocol())?;
                 parents_made = true;
             }
             Err(zk::Error::NodeExists) if !sequential => {
-                // Only an earlier try of ours can have made this name (it holds a fresh id).
-                match find_own(session, dir, name, sequential, deadline)? {
-                    Some(x) => return Ok(x),
-                    None => {
-                        return Err(Error::ZooKeeper(format!(
-                            "node {full} exists and is not ours"
-                        )))
-                    }
-                }
+                // Only an earlier try of this attempt can have made this name (it holds the
+                // attempt's fresh id).
+                return match find_own(session, dir, name, sequential, d)? {
+                    Some(x) => Ok(x),
+                    None => Err(Error::ZooKeeper(format!(
+                        "node {full} exists and is not this attempt's"
+                    ))),
+                };
             }
-            Err(e) if retriable(&e) => {
-                if let Some(x) = recover(session, dir, name, sequential, deadline)? {
+            Err(e) if is_retriable(&e) => {
+                if let Some(x) = recover(session, dir, name, sequential, d)? {
                     return Ok(x);
                 }
             }
@@ -81,76 +69,60 @@ pub(crate) fn create_ephemeral(
     }
 }
 
-/// Looks for the node an earlier create of `name` may have made; adopts it only if our session
-/// owns it.
+/// Looks for the node an earlier create of `name` (this attempt's id) may have made.
 fn find_own(
     session: &Session,
     dir: &str,
     name: &str,
     sequential: bool,
-    deadline: Option<Instant>,
+    d: Deadline,
 ) -> Result<Option<(String, i64)>> {
-    loop {
-        if let Some(e) = session.ended_error() {
-            return Err(e);
-        }
-        if deadline.is_some_and(|dl| Instant::now() >= dl) {
-            return Err(Error::ConnectionLoss(
-                "could not look for our node before the deadline".into(),
-            ));
-        }
-        let d = min_deadline(deadline, session.call_deadline());
-        let found = if sequential {
-            match session.wait_raw(session.zk.list_children(dir), d) {
-                Ok(children) => children.into_iter().find(|c| c.starts_with(name)),
-                Err(zk::Error::NoNode) => None,
-                Err(e) if retriable(&e) => continue,
-                Err(e) => return Err(session.map_err(e)),
-            }
-        } else {
-            Some(name.to_string())
-        };
-        let Some(found) = found else { return Ok(None) };
-        match session.wait_raw(session.zk.check_stat(&format!("{dir}/{found}")), d) {
-            Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
-                log::info!("adopted node {dir}/{found} after a lost create reply");
-                return Ok(Some((found, stat.czxid)));
-            }
-            Ok(_) => return Ok(None),
-            Err(e) if retriable(&e) => continue,
+    if d.passed() {
+        return Err(Error::ConnectionLoss(
+            "could not look for our node before the deadline".into(),
+        ));
+    }
+    // The listing may go to a follower that has not yet applied our create: sync it first.
+    let _ = session.call(session.zk.sync(dir), d);
+    let found = if sequential {
+        match session.retry(d, || session.zk.list_children(dir)) {
+            Ok(children) => children.into_iter().find(|c| c.starts_with(name)),
+            Err(zk::Error::NoNode) => None,
             Err(e) => return Err(session.map_err(e)),
         }
+    } else {
+        Some(name.to_string())
+    };
+    let Some(found) = found else { return Ok(None) };
+    match session.retry(d, || session.zk.check_stat(&format!("{dir}/{found}"))) {
+        // The id is this attempt's alone; the owner check only guards against a node of an
+        // earlier session of ours (the id is fresh, so that cannot happen, but it costs nothing).
+        Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
+            log::info!("found node {dir}/{found} again after a lost create reply");
+            Ok(Some((found, stat.czxid)))
+        }
+        Ok(_) => Ok(None),
+        Err(e) => Err(session.map_err(e)),
     }
 }
 
-/// After a create whose reply was lost: the node it made, if it made one that our session owns;
-/// `None` to create again. When that cannot be learned before `deadline`, the attempt's node is
-/// removed in the background (never an orphan) and the error says so.
+/// After a create whose reply was lost: the node it made, if it made one; `None` to create
+/// again. When that cannot be learned before `d`, the attempt's node is removed in the
+/// background (never an orphan) and the error says so.
 pub(crate) fn recover(
     session: &Arc<Session>,
     dir: &str,
     name: &str,
     sequential: bool,
-    deadline: Option<Instant>,
+    d: Deadline,
 ) -> Result<Option<(String, i64)>> {
-    let confirmed = if deadline.is_some_and(|dl| Instant::now() >= dl) {
-        Err(Error::ConnectionLoss(format!(
-            "could not confirm the node {dir}/{name} before the deadline"
-        )))
-    } else {
-        find_own(session, dir, name, sequential, deadline)
-    };
+    let confirmed = find_own(session, dir, name, sequential, d);
     if matches!(&confirmed, Err(e) if e.is_connection_loss()) {
-        forget_attempt(session, dir, name, sequential);
+        if sequential {
+            background_forget(session, dir.to_string(), name.to_string(), false);
+        } else {
+            super::hold::background_delete(session.clone(), format!("{dir}/{name}"));
+        }
     }
     confirmed
-}
-
-/// A create whose outcome we could not learn in time: make sure its node goes away.
-fn forget_attempt(session: &Arc<Session>, dir: &str, name: &str, sequential: bool) {
-    if sequential {
-        background_delete_attempt(session, dir.to_string(), name.to_string());
-    } else {
-        background_delete(session.clone(), format!("{dir}/{name}"));
-    }
 }

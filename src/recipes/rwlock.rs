@@ -1,12 +1,13 @@
 //! The fair, herd-free, reentrant read-write lock (Curator's `InterProcessReadWriteLock`
 //! semantics, kazoo's `ReadLock`/`WriteLock` names in kazoo mode).
 
-use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use super::{Acquired, HeldNode, HoldState, Participant, Queue, ThreadHolds};
+use super::{
+    queue_lockable, Begin, Guard, Hold, HoldState, Lock, Owner, Participant, Queue, QueueLock,
+};
 use crate::client::Client;
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Contender, Kind, Protocol};
 use crate::wait::CancelToken;
@@ -37,12 +38,20 @@ struct Core {
     path: String,
     protocol: Protocol,
     client: Client,
-    read_q: Queue,
-    write_q: Queue,
-    reads: ThreadHolds,
-    writes: ThreadHolds,
-    read_cancel: CancelToken,
-    write_cancel: CancelToken,
+    read: QueueLock,
+    write: QueueLock,
+}
+
+/// The recipe of [`ReadLock`]: the shared half (readers wait for the nearest earlier writer).
+#[derive(Clone)]
+pub struct RawReadLock {
+    core: Arc<Core>,
+}
+
+/// The recipe of [`WriteLock`]: the exclusive half (writers wait for their predecessor).
+#[derive(Clone)]
+pub struct RawWriteLock {
+    core: Arc<Core>,
 }
 
 /// A fair (FIFO by sequence), herd-free, reentrant distributed read-write lock.
@@ -51,9 +60,11 @@ struct Core {
 /// for its immediate predecessor, so each release wakes one waiter (or one batch of readers).
 /// A reader that arrives behind a waiting writer waits for it: writers never starve.
 ///
-/// Both halves are reentrant per thread. A thread that holds the write lock may take the read
-/// lock (downgrade, as Curator allows): the read node gets the *writer's* sequence number, so
-/// writers queued behind keep waiting until the read lock is released too. A thread that holds
+/// Both halves are reentrant per participant (per thread for a lock made with
+/// [`ReadWriteLock::new`]). A participant that holds the write lock may take the read lock
+/// (downgrade, as Curator allows): the read node gets the *writer's* sequence number, so
+/// writers queued behind keep waiting until the read lock is released too, and the read hold
+/// keeps the write hold's fencing token (tokens never go backwards). A participant that holds
 /// only the read lock and asks for the write lock gets [`Error::WouldDeadlock`] at once (the
 /// write lock would wait for that very read lock forever).
 ///
@@ -88,54 +99,22 @@ pub struct ReadWriteLock {
 impl std::fmt::Debug for ReadWriteLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReadWriteLock")
-            .field("path", &self.read.core.path)
+            .field("path", &self.path())
             .finish()
     }
 }
 
 /// The shared half of a [`ReadWriteLock`]. Clones share the same holds (reentrancy counts).
-#[derive(Clone)]
-pub struct ReadLock {
-    core: Arc<Core>,
-}
+pub type ReadLock = Lock<RawReadLock>;
 
 /// The exclusive half of a [`ReadWriteLock`]. Clones share the same holds (reentrancy counts).
-#[derive(Clone)]
-pub struct WriteLock {
-    core: Arc<Core>,
-}
+pub type WriteLock = Lock<RawWriteLock>;
 
-impl std::fmt::Debug for ReadLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReadLock")
-            .field("path", &self.core.path)
-            .finish()
-    }
-}
+/// Holds the read lock; releases on drop (on the thread that acquired it).
+pub type ReadGuard<'a> = Guard<'a, RawReadLock>;
 
-impl std::fmt::Debug for WriteLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WriteLock")
-            .field("path", &self.core.path)
-            .finish()
-    }
-}
-
-/// Holds the read lock; releases on drop (from the thread that acquired it).
-#[must_use = "the lock is released when the guard is dropped"]
-pub struct ReadGuard<'a> {
-    lock: &'a ReadLock,
-    token: i64,
-    _not_send: PhantomData<*const ()>,
-}
-
-/// Holds the write lock; releases on drop (from the thread that acquired it).
-#[must_use = "the lock is released when the guard is dropped"]
-pub struct WriteGuard<'a> {
-    lock: &'a WriteLock,
-    token: i64,
-    _not_send: PhantomData<*const ()>,
-}
+/// Holds the write lock; releases on drop (on the thread that acquired it).
+pub type WriteGuard<'a> = Guard<'a, RawWriteLock>;
 
 impl ReadWriteLock {
     /// A read-write lock at `path`, named with the client's protocol. Holds nothing yet.
@@ -148,6 +127,22 @@ impl ReadWriteLock {
 
     /// A read-write lock at `path` whose nodes are named per `protocol`.
     pub fn with_protocol(client: &Client, path: &str, protocol: Protocol) -> Result<ReadWriteLock> {
+        ReadWriteLock::make(client, path, protocol, Owner::Thread)
+    }
+
+    /// A read-write lock whose participant is this lock (both halves), not the calling thread:
+    /// any thread may release what another acquired, and reentrancy counts per lock (the C
+    /// API's rule).
+    pub fn per_handle(client: &Client, path: &str) -> Result<ReadWriteLock> {
+        ReadWriteLock::make(client, path, client.protocol(), Owner::Handle)
+    }
+
+    fn make(
+        client: &Client,
+        path: &str,
+        protocol: Protocol,
+        owner: Owner,
+    ) -> Result<ReadWriteLock> {
         // Fast handoff (held on the watched node's deletion without listing again) is safe for a
         // reader whose watched writer was the only earlier writer: writers are always sequential,
         // so none can appear below us later. It is off for writers: a downgrade read node gets an
@@ -158,22 +153,18 @@ impl ReadWriteLock {
             path: path.to_string(),
             protocol,
             client: client.clone(),
-            read_q,
-            write_q,
-            reads: ThreadHolds::default(),
-            writes: ThreadHolds::default(),
-            read_cancel: CancelToken::new(),
-            write_cancel: CancelToken::new(),
+            read: QueueLock::new(read_q, owner, true, "read lock"),
+            write: QueueLock::new(write_q, owner, true, "write lock"),
         });
         Ok(ReadWriteLock {
-            read: ReadLock { core: core.clone() },
-            write: WriteLock { core },
+            read: Lock::from_raw(RawReadLock { core: core.clone() }),
+            write: Lock::from_raw(RawWriteLock { core }),
         })
     }
 
     /// The lock path.
     pub fn path(&self) -> &str {
-        &self.read.core.path
+        &self.read.raw.core.path
     }
 
     /// The shared (read) half.
@@ -198,61 +189,75 @@ impl ReadWriteLock {
 
     /// Cancels every waiting acquire of both halves now.
     pub fn cancel(&self) {
-        self.read.core.read_cancel.cancel();
-        self.read.core.write_cancel.cancel();
+        self.read.cancel();
+        self.write.cancel();
     }
 
     /// The queue, in order, with holder ids; `is_holder` marks the readers and the writer that
     /// hold the lock now, `is_reader` the shared participants.
     pub fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.read.core)
+        self.read.participants()
     }
 }
 
-fn participants(core: &Core) -> Result<Vec<Participant>> {
-    core.read_q.participants(|q, i| {
-        if node::is_reader(&q[i].name) {
-            reader_blocker(q, i).is_none()
-        } else {
-            writer_blocker(q, i).is_none()
-        }
-    })
-}
-
-impl Core {
-    fn acquire_read(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
-        if let Some(r) = self.reads.reenter() {
-            return r.map(Some);
-        }
-        let write_hold = self.writes.held();
-        if let Some(w) = write_hold {
+impl RawReadLock {
+    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+        let core = &self.core;
+        let ticket = match core.read.begin()? {
+            Begin::Reentered(token) => return Ok(Some(token)),
+            Begin::Fresh(t) => t,
+        };
+        if let Some(w) = core.write.holds.current() {
             if w.state() == HoldState::Lost {
                 return Err(Error::LockLost);
             }
-            let h = self.downgrade(&w, deadline)?;
-            let token = h.token;
-            self.reads.insert(h);
-            return Ok(Some(token));
+            return Ok(Some(ticket.complete(core.downgrade(&w, d)?)));
         }
-        match self.read_q.acquire(deadline, try_once, &self.read_cancel)? {
-            Acquired::Held(h) => {
-                let token = h.token;
-                self.reads.insert(h);
-                Ok(Some(token))
-            }
-            Acquired::NotAcquired => Ok(None),
-        }
+        Ok(core
+            .read
+            .queue
+            .acquire(d, &core.read.cancel)?
+            .map(|h| ticket.complete(h)))
     }
+}
 
+impl RawWriteLock {
+    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+        let core = &self.core;
+        let ticket = match core.write.begin()? {
+            Begin::Reentered(token) => return Ok(Some(token)),
+            Begin::Fresh(t) => t,
+        };
+        if core.read.holds.count() > 0 {
+            return Err(Error::WouldDeadlock(format!(
+                "this participant holds the read lock of {}; a read lock cannot be upgraded to the write lock \
+                 (the write lock would wait for this very read lock forever): release the read lock first",
+                core.path
+            )));
+        }
+        Ok(core
+            .write
+            .queue
+            .acquire(d, &core.write.cancel)?
+            .map(|h| ticket.complete(h)))
+    }
+}
+
+queue_lockable!(RawReadLock, core.read, acquire, 2);
+queue_lockable!(RawWriteLock, core.write, acquire, 0);
+
+impl Core {
     /// Write -> read downgrade: a non-sequential read node carrying the held write node's
     /// sequence number (as Curator 5.5+ does, CURATOR-621), held at once. Writers queued behind
-    /// our write node count it (it has a lower number than theirs), readers ignore it.
-    fn downgrade(&self, write: &HeldNode, deadline: Option<Instant>) -> Result<HeldNode> {
+    /// our write node count it (it has a lower number than theirs), readers ignore it. The read
+    /// hold keeps the write hold's fencing token: the read node's own czxid is newer than writers
+    /// queued behind, who must get larger tokens than this holder.
+    fn downgrade(&self, write: &Hold, d: Deadline) -> Result<Hold> {
         let marker = match self.protocol {
             Protocol::Curator => "__WRIT__",
             Protocol::Kazoo => "__lock__",
         };
-        let name = write.node.rsplit('/').next().unwrap_or_default();
+        let name = crate::path::name(&write.node);
         let seq = name
             .rfind(marker)
             .map(|i| &name[i + marker.len()..])
@@ -265,199 +270,41 @@ impl Core {
             AttemptId::new().prefix(self.protocol, Kind::Read)
         );
         let data = self.client.holder_id().as_bytes();
-        let (made, token) = super::protected::create_ephemeral(
+        let (made, _) = super::protected::create_ephemeral(
             &self.client,
             &write.session,
             &self.path,
             &read_name,
             data,
             false,
-            deadline,
+            d,
         )?;
         log::debug!("downgraded {} to the read node {made}", write.node);
-        Ok(HeldNode::new(
+        Ok(Hold::new(
             write.session.clone(),
             format!("{}/{made}", self.path),
-            token,
+            write.token,
         ))
-    }
-
-    fn acquire_write(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
-        if let Some(r) = self.writes.reenter() {
-            return r.map(Some);
-        }
-        if self.reads.count() > 0 {
-            return Err(Error::WouldDeadlock(format!(
-                "this thread holds the read lock of {}; a read lock cannot be upgraded to the write lock \
-                 (the write lock would wait for this very read lock forever): release the read lock first",
-                self.path
-            )));
-        }
-        match self
-            .write_q
-            .acquire(deadline, try_once, &self.write_cancel)?
-        {
-            Acquired::Held(h) => {
-                let token = h.token;
-                self.writes.insert(h);
-                Ok(Some(token))
-            }
-            Acquired::NotAcquired => Ok(None),
-        }
     }
 }
 
-macro_rules! half_api {
-    ($lock:ident, $guard:ident, $holds:ident, $cancel:ident, $acq:ident, $what:literal) => {
+macro_rules! half_extras {
+    ($lock:ident, $half:ident) => {
         impl $lock {
-            /// The lock path.
-            pub fn path(&self) -> &str {
-                &self.core.path
-            }
-
-            #[doc = concat!("Blocks until the ", $what, " lock is held.")]
-            pub fn lock(&self) -> Result<$guard<'_>> {
-                self.core.$acq(None, false)?.map(|t| self.guard(t)).ok_or(Error::Timeout)
-            }
-
-            /// One attempt that never waits: `Ok(None)` if it is not free now (no node is left).
-            pub fn try_lock(&self) -> Result<Option<$guard<'_>>> {
-                Ok(self.core.$acq(None, true)?.map(|t| self.guard(t)))
-            }
-
-            /// Waits at most `timeout` in all: `Ok(None)` if not acquired by then (no node is left).
-            pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<$guard<'_>>> {
-                match super::after(timeout) {
-                    Some(d) => self.try_lock_until(d),
-                    None => self.lock().map(Some),
-                }
-            }
-
-            /// Waits until `deadline` at most (one total deadline, however many predecessors leave).
-            pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<$guard<'_>>> {
-                Ok(self.core.$acq(Some(deadline), false)?.map(|t| self.guard(t)))
-            }
-
-            /// Explicit acquire (for the C layer): `timeout` None waits forever, `Some(ZERO)`
-            /// tries once. Returns whether it is held; release with `release` on the same thread.
-            pub fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-                let (deadline, try_once) = super::plan(timeout);
-                Ok(self.core.$acq(deadline, try_once)?.is_some())
-            }
-
-            /// Explicit acquire with an absolute deadline (None: forever); `try_once` never waits.
-            pub fn acquire_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-                Ok(self.core.$acq(deadline, try_once)?.is_some())
-            }
-
-            fn guard(&self, token: i64) -> $guard<'_> {
-                $guard { lock: self, token, _not_send: PhantomData }
-            }
-
-            /// Releases one hold of the calling thread.
-            ///
-            /// # Errors
-            /// [`Error::NotHeld`] if this thread does not hold it; [`Error::LockLost`] if the
-            /// session ended while it was held (the hold is dropped); [`Error::ConnectionLoss`]
-            /// if the node could not be deleted in time (still held: call again).
-            pub fn release(&self) -> Result<()> {
-                self.core.$holds.release()
-            }
-
-            /// Whether the calling thread holds it and its session is alive.
-            pub fn is_held(&self) -> bool {
-                self.hold_state() == HoldState::Held
-            }
-
-            /// The calling thread's hold, as far as can be known.
-            pub fn hold_state(&self) -> HoldState {
-                self.core.$holds.state()
-            }
-
-            /// The calling thread's fencing token (its node's creation zxid), if it holds.
-            pub fn fencing_token(&self) -> Option<i64> {
-                self.core.$holds.token()
-            }
-
-            /// How many times the calling thread holds it (reentrancy count).
+            /// How many times the calling participant holds this half (reentrancy count).
             pub fn hold_count(&self) -> usize {
-                self.core.$holds.count()
+                self.raw.core.$half.holds.count()
             }
 
-            #[doc = concat!("Cancels the ", $what, " acquires waiting on this lock now.")]
-            pub fn cancel(&self) {
-                self.core.$cancel.cancel()
-            }
-
-            #[doc = concat!("A token that cancels this lock's waiting ", $what, " acquires from any thread.")]
+            /// A token that cancels this half's waiting acquires from any thread.
             pub fn cancel_token(&self) -> CancelToken {
-                self.core.$cancel.clone()
-            }
-
-            /// The whole queue (readers and writers), in order, with holder ids.
-            pub fn participants(&self) -> Result<Vec<Participant>> {
-                participants(&self.core)
-            }
-        }
-
-        impl $guard<'_> {
-            /// The fencing token: this hold's node creation zxid.
-            pub fn fencing_token(&self) -> i64 {
-                self.token
-            }
-
-            /// Whether the lock is still held (false once the session is known to have expired).
-            pub fn is_held(&self) -> bool {
-                self.lock.is_held()
-            }
-
-            /// Held, uncertain (disconnected), or lost.
-            pub fn hold_state(&self) -> HoldState {
-                self.lock.hold_state()
-            }
-
-            /// Blocks until the lock is lost or `timeout` (None: forever); true if lost.
-            pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-                self.lock.core.$holds.with_hold(|h| h.wait_lost(timeout)).unwrap_or(true)
-            }
-
-            /// Calls `f` once, on another thread, when the lock is lost.
-            pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-                self.lock.core.$holds.with_hold(|h| h.on_lost(f));
-            }
-
-            /// Releases now and reports how it went (`Err(LockLost)` if it was lost meanwhile).
-            pub fn unlock(self) -> Result<()> {
-                let r = self.lock.release();
-                std::mem::forget(self);
-                r
-            }
-        }
-
-        impl Drop for $guard<'_> {
-            fn drop(&mut self) {
-                self.lock.core.$holds.release_for_drop();
+                self.raw.core.$half.cancel.clone()
             }
         }
     };
 }
-
-half_api!(
-    ReadLock,
-    ReadGuard,
-    reads,
-    read_cancel,
-    acquire_read,
-    "read"
-);
-half_api!(
-    WriteLock,
-    WriteGuard,
-    writes,
-    write_cancel,
-    acquire_write,
-    "write"
-);
+half_extras!(ReadLock, read);
+half_extras!(WriteLock, write);
 
 #[cfg(test)]
 mod tests {

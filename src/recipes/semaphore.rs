@@ -18,12 +18,11 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-use super::protected::{cleanup, create_ephemeral};
-use super::{
-    background_delete, exclusive_blocker, min_deadline, retriable, Acquired, HeldNode, HoldState,
-    Queue,
-};
+use super::hold::remove_node;
+use super::protected::create_ephemeral;
+use super::{exclusive_blocker, Hold, HoldState, Participant, Queue};
 use crate::client::{Client, Session};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{AttemptId, Kind, Protocol};
 use crate::runtime::Outcome;
@@ -58,8 +57,8 @@ pub struct Semaphore {
     guard: Queue,
     /// Where the lease nodes live (`P/leases` or `P`).
     leases_dir: String,
-    /// Leases taken through the explicit API ([`Semaphore::acquire_lease`]), most recent last.
-    explicit: parking_lot::Mutex<Vec<HeldNode>>,
+    /// Leases taken through [`Lockable::acquire`](crate::Lockable::acquire), most recent last.
+    explicit: parking_lot::Mutex<Vec<Hold>>,
     cancel: CancelToken,
     /// kazoo: P exists and its stored count was checked.
     root_checked: AtomicBool,
@@ -80,7 +79,7 @@ impl std::fmt::Debug for Semaphore {
 #[must_use = "the lease is returned when it is dropped"]
 pub struct Lease<'a> {
     _semaphore: std::marker::PhantomData<&'a Semaphore>,
-    held: Option<HeldNode>,
+    held: Option<Hold>,
 }
 
 impl std::fmt::Debug for Lease<'_> {
@@ -146,108 +145,45 @@ impl Semaphore {
         self.max_leases
     }
 
+    fn take(&self, d: Deadline) -> Result<Option<Lease<'_>>> {
+        Ok(self.acquire_inner(d)?.map(|h| Lease {
+            _semaphore: std::marker::PhantomData,
+            held: Some(h),
+        }))
+    }
+
     /// Blocks until a lease is available, and takes it.
     pub fn acquire(&self) -> Result<Lease<'_>> {
-        self.acquire_inner(None, false)?
-            .map(|h| self.lease(h))
-            .ok_or(Error::Timeout)
+        self.take(Deadline::Forever)?.ok_or(Error::Timeout)
     }
 
     /// Takes a lease if one is free now: never waits for a lease to be returned (it may wait up
     /// to half a second for the mutex that guards the count, held briefly by other acquirers).
     /// `Ok(None)` if none is free; no node is left behind.
     pub fn try_acquire(&self) -> Result<Option<Lease<'_>>> {
-        Ok(self.acquire_inner(None, true)?.map(|h| self.lease(h)))
+        self.take(Deadline::TryOnce)
     }
 
     /// Waits at most `timeout` in all for a lease: `Ok(None)` if none by then (no node is left).
     pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease<'_>>> {
-        match super::after(timeout) {
-            Some(d) => self.try_acquire_until(d),
-            None => self.acquire().map(Some),
-        }
+        self.take(Deadline::after(timeout))
     }
 
     /// Waits until `deadline` at most for a lease (one deadline for the guarding mutex and the
     /// lease together).
     pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<Lease<'_>>> {
-        Ok(self
-            .acquire_inner(Some(deadline), false)?
-            .map(|h| self.lease(h)))
+        self.take(Deadline::At(deadline))
     }
 
-    /// Explicit acquire (for the C layer): `timeout` None waits forever, `Some(ZERO)` tries once
-    /// (as [`Semaphore::try_acquire`]). Returns whether a lease was taken; it is kept by the
-    /// handle until [`Semaphore::release_lease`]. A handle may hold several leases this way.
-    pub fn acquire_lease(&self, timeout: Option<Duration>) -> Result<bool> {
-        let r = {
-            let (deadline, try_once) = super::plan(timeout);
-            self.acquire_inner(deadline, try_once)?
-        };
-        Ok(self.keep(r))
-    }
-
-    /// [`Semaphore::acquire_lease`] with an absolute deadline (None: forever); `try_once` never
-    /// waits for a lease.
-    pub fn acquire_lease_until(&self, deadline: Option<Instant>, try_once: bool) -> Result<bool> {
-        let r = self.acquire_inner(deadline, try_once)?;
-        Ok(self.keep(r))
-    }
-
-    fn keep(&self, r: Option<HeldNode>) -> bool {
-        match r {
-            Some(h) => {
-                self.explicit.lock().push(h);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Returns the most recent lease taken with [`Semaphore::acquire_lease`] (from any thread).
-    ///
-    /// # Errors
-    /// [`Error::NotHeld`] if the handle keeps no lease; [`Error::LockLost`] if its session
-    /// ended (the lease is gone); [`Error::ConnectionLoss`] if the node could not be deleted in
-    /// time (still kept: call again).
-    pub fn release_lease(&self) -> Result<()> {
-        let Some(h) = self.explicit.lock().last().cloned() else {
-            return Err(Error::NotHeld);
-        };
-        match h.release() {
-            Err(e) if e.is_connection_loss() => Err(e),
-            r => {
-                self.explicit.lock().retain(|x| x.node != h.node);
-                r
-            }
-        }
-    }
-
-    /// How many leases this handle keeps through the explicit API.
+    /// How many leases this handle keeps through [`Lockable::acquire`](crate::Lockable::acquire).
     pub fn held_leases(&self) -> usize {
         self.explicit.lock().len()
     }
 
-    /// Whether the handle keeps an explicit lease and its session is alive.
+    /// Whether the handle keeps a lease taken through [`Lockable::acquire`](crate::Lockable::acquire)
+    /// and may act on it.
     pub fn is_held(&self) -> bool {
-        self.hold_state() == HoldState::Held
-    }
-
-    /// The state of the most recent explicit lease ([`HoldState::NotHeld`] if none).
-    pub fn hold_state(&self) -> HoldState {
-        self.explicit
-            .lock()
-            .last()
-            .map_or(HoldState::NotHeld, |h| h.state())
-    }
-
-    /// The fencing token of the most recent explicit lease (its node's creation zxid).
-    pub fn fencing_token(&self) -> Option<i64> {
-        self.explicit
-            .lock()
-            .last()
-            .filter(|h| h.state() != HoldState::Lost)
-            .map(|h| h.token)
+        crate::Lockable::is_held(self)
     }
 
     /// Cancels this handle's waiting acquires now (they delete their nodes and return
@@ -261,7 +197,9 @@ impl Semaphore {
     pub fn lease_holders(&self) -> Result<Vec<String>> {
         let session = self.client.session()?;
         let d = session.call_deadline();
-        let children = match session.wait_raw(session.zk.list_children(&self.leases_dir), d) {
+        let children = match session.retry(Deadline::Forever, || {
+            session.zk.list_children(&self.leases_dir)
+        }) {
             Ok(c) => c,
             Err(zk::Error::NoNode) => return Ok(Vec::new()),
             Err(e) => return Err(session.map_err(e)),
@@ -285,39 +223,33 @@ impl Semaphore {
         format!("{}/{}", self.leases_dir, name)
     }
 
-    fn lease(&self, h: HeldNode) -> Lease<'_> {
-        Lease {
-            _semaphore: std::marker::PhantomData,
-            held: Some(h),
-        }
-    }
-
-    fn acquire_inner(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<HeldNode>> {
-        let session = self.client.session()?;
+    fn acquire_inner(&self, d: Deadline) -> Result<Option<Hold>> {
+        let session = self.client.session_for(d)?;
         // Registered before the guarding mutex's wait and kept until the lease wait ends, so a
         // cancel in between is not lost.
         let reg = self.cancel.register();
         if self.protocol == Protocol::Kazoo && !self.root_checked.load(Ordering::Acquire) {
-            self.ensure_kazoo_root(&session, deadline)?;
+            self.ensure_kazoo_root(&session, d)?;
         }
-        let guard_deadline = if try_once {
-            Some(min_deadline(deadline, Instant::now() + TRY_GUARD_WAIT))
+        let guard_d = if d.is_try_once() {
+            Deadline::At(d.capped(TRY_GUARD_WAIT))
         } else {
-            deadline
+            d
         };
-        let guard = match self.guard.acquire(guard_deadline, false, &self.cancel)? {
-            Acquired::Held(h) => h,
-            Acquired::NotAcquired => return Ok(None),
+        let Some(guard) = self.guard.acquire(guard_d, &self.cancel)? else {
+            return Ok(None);
         };
         let r = if reg.signal.is_cancelled() {
             Err(Error::Cancelled)
         } else {
             match self.protocol {
-                Protocol::Curator => self.take_curator(&guard.session, deadline, try_once, &reg),
-                Protocol::Kazoo => self.take_kazoo(&guard.session, deadline, try_once, &reg),
+                Protocol::Curator => self.take_curator(&guard.session, d, &reg),
+                Protocol::Kazoo => self.take_kazoo(&guard.session, d, &reg),
             }
         };
-        guard.release_or_background();
+        if let Err(e) = guard.release() {
+            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
+        }
         r
     }
 
@@ -325,10 +257,9 @@ impl Semaphore {
     fn take_curator(
         &self,
         session: &Arc<Session>,
-        deadline: Option<Instant>,
-        try_once: bool,
+        d: Deadline,
         reg: &Registration<'_>,
-    ) -> Result<Option<HeldNode>> {
+    ) -> Result<Option<Hold>> {
         let id = AttemptId::new();
         let prefix = format!("_c_{}-lease-", id.text(Protocol::Curator));
         let data = self.client.holder_id().as_bytes();
@@ -339,14 +270,14 @@ impl Semaphore {
             &prefix,
             data,
             true,
-            deadline,
+            d,
         )?;
         loop {
-            let (children, watcher) = match list_watch(session, &self.leases_dir, deadline) {
+            let (children, watcher) = match list_watch(session, &self.leases_dir, d) {
                 Ok(Some((c, w))) => (c, Some(w)),
                 Ok(None) => (Vec::new(), None),
                 Err(e) => {
-                    cleanup(session, &self.child(&name));
+                    let _ = remove_node(session, &self.child(&name), false);
                     return Err(e);
                 }
             };
@@ -362,30 +293,26 @@ impl Semaphore {
                     &prefix,
                     data,
                     true,
-                    deadline,
+                    d,
                 )?;
                 continue;
             }
             if children.len() <= self.max_leases as usize {
-                return Ok(Some(HeldNode::new(
-                    session.clone(),
-                    self.child(&name),
-                    token,
-                )));
+                return Ok(Some(Hold::new(session.clone(), self.child(&name), token)));
             }
-            if try_once {
-                cleanup(session, &self.child(&name));
+            if d.is_try_once() {
+                let _ = remove_node(session, &self.child(&name), false);
                 return Ok(None);
             }
             let Some(watcher) = watcher else { continue };
-            match wait(session, watcher, deadline, reg) {
+            match wait(session, watcher, d, reg) {
                 Ok(true) => {}
                 Ok(false) => {
-                    cleanup(session, &self.child(&name));
+                    let _ = remove_node(session, &self.child(&name), false);
                     return Ok(None);
                 }
                 Err(e) => {
-                    cleanup(session, &self.child(&name));
+                    let _ = remove_node(session, &self.child(&name), false);
                     return Err(e);
                 }
             }
@@ -396,16 +323,15 @@ impl Semaphore {
     fn take_kazoo(
         &self,
         session: &Arc<Session>,
-        deadline: Option<Instant>,
-        try_once: bool,
+        d: Deadline,
         reg: &Registration<'_>,
-    ) -> Result<Option<HeldNode>> {
+    ) -> Result<Option<Hold>> {
         let name = AttemptId::new().text(Protocol::Kazoo);
         let data = self.client.holder_id().as_bytes();
         loop {
-            let Some((children, watcher)) = list_watch(session, &self.leases_dir, deadline)? else {
+            let Some((children, watcher)) = list_watch(session, &self.leases_dir, d)? else {
                 // P was deleted meanwhile: lay it out again.
-                self.ensure_kazoo_root(session, deadline)?;
+                self.ensure_kazoo_root(session, d)?;
                 continue;
             };
             if children.len() < self.max_leases as usize {
@@ -416,18 +342,14 @@ impl Semaphore {
                     &name,
                     data,
                     false,
-                    deadline,
+                    d,
                 )?;
-                return Ok(Some(HeldNode::new(
-                    session.clone(),
-                    self.child(&name),
-                    token,
-                )));
+                return Ok(Some(Hold::new(session.clone(), self.child(&name), token)));
             }
-            if try_once {
+            if d.is_try_once() {
                 return Ok(None);
             }
-            if !wait(session, watcher, deadline, reg)? {
+            if !wait(session, watcher, d, reg)? {
                 return Ok(None);
             }
         }
@@ -435,27 +357,31 @@ impl Semaphore {
 
     /// kazoo keeps N as P's data: create P (persistent, as kazoo does) holding N, or check the N
     /// stored there.
-    fn ensure_kazoo_root(&self, session: &Arc<Session>, deadline: Option<Instant>) -> Result<()> {
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    fn ensure_kazoo_root(&self, session: &Arc<Session>, d: Deadline) -> Result<()> {
+        let opts = self.client.create_options(zk::CreateMode::Persistent);
         let n = self.max_leases.to_string();
         let mut parents_made = false;
         loop {
             if let Some(e) = session.ended_error() {
                 return Err(e);
             }
-            let d = min_deadline(deadline, session.call_deadline());
-            match session.wait_raw(session.zk.create(&self.path, n.as_bytes(), &opts), d) {
+            // Creating P again after a lost reply is harmless: NodeExists then checks its data.
+            match session.retry(d, || session.zk.create(&self.path, n.as_bytes(), &opts)) {
                 Ok(_) => break,
                 Err(zk::Error::NoNode) if !parents_made => {
                     let parent = crate::path::parent(&self.path);
                     if parent != "/" {
-                        self.client
-                            .create_parents(session, parent, d, self.protocol)?;
+                        self.client.create_parents(
+                            session,
+                            parent,
+                            session.cap(d),
+                            self.protocol,
+                        )?;
                     }
                     parents_made = true;
                 }
                 Err(zk::Error::NodeExists) => {
-                    match session.wait_raw(session.zk.get_data(&self.path), d) {
+                    match session.retry(d, || session.zk.get_data(&self.path)) {
                         Ok((data, _)) => {
                             // Like kazoo: non-numeric data is ignored (the node may serve other uses).
                             if let Some(stored) = std::str::from_utf8(&data)
@@ -472,16 +398,8 @@ impl Semaphore {
                             break;
                         }
                         Err(zk::Error::NoNode) => continue,
-                        Err(e)
-                            if retriable(&e) && deadline.map_or(true, |dl| Instant::now() < dl) =>
-                        {
-                            continue
-                        }
                         Err(e) => return Err(session.map_err(e)),
                     }
-                }
-                Err(e) if retriable(&e) && deadline.map_or(true, |dl| Instant::now() < dl) => {
-                    std::thread::sleep(Duration::from_millis(20));
                 }
                 Err(e) => return Err(session.map_err(e)),
             }
@@ -491,10 +409,72 @@ impl Semaphore {
     }
 }
 
+impl crate::Lockable for Semaphore {
+    fn path(&self) -> &str {
+        &self.path
+    }
+    /// Takes one more lease for this handle (a handle may keep several).
+    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+        Ok(self.acquire_inner(d)?.map(|h| {
+            let token = h.token;
+            self.explicit.lock().push(h);
+            token
+        }))
+    }
+    /// Returns the most recent lease this handle keeps (from any thread).
+    fn release(&self) -> Result<()> {
+        let h = self.explicit.lock().pop().ok_or(Error::NotHeld)?;
+        h.release()
+    }
+    /// The state of the most recent lease this handle keeps.
+    fn hold_state(&self) -> HoldState {
+        self.explicit
+            .lock()
+            .last()
+            .map_or(HoldState::NotHeld, |h| h.state())
+    }
+    fn fencing_token(&self) -> Result<i64> {
+        self.explicit
+            .lock()
+            .last()
+            .filter(|h| h.state() != HoldState::Lost)
+            .map(|h| h.token)
+            .ok_or(Error::NotHeld)
+    }
+    fn cancel(&self) {
+        self.cancel.cancel();
+    }
+    /// The lease holders (unordered), each a holder.
+    fn participants(&self) -> Result<Vec<Participant>> {
+        Ok(self
+            .lease_holders()?
+            .into_iter()
+            .map(|holder_id| Participant {
+                node: String::new(),
+                sequence: 0,
+                holder_id,
+                is_holder: true,
+                is_reader: false,
+            })
+            .collect())
+    }
+    fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        let last = self.explicit.lock().last().cloned();
+        last.map_or(true, |h| h.wait_lost(timeout))
+    }
+    fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
+        let last = self.explicit.lock().last().cloned();
+        match last {
+            Some(h) => h.on_lost(f),
+            None => f(),
+        }
+    }
+}
+
 impl Drop for Semaphore {
     fn drop(&mut self) {
-        for h in self.explicit.lock().drain(..) {
-            h.release_or_background();
+        for h in self.explicit.get_mut().drain(..) {
+            let _ = h.release();
         }
     }
 }
@@ -527,29 +507,26 @@ impl Lease<'_> {
 
     /// Calls `f` once, on another thread, when the lease is lost.
     pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-        if let Some(h) = &self.held {
-            h.on_lost(f);
+        match &self.held {
+            Some(h) => h.on_lost(Box::new(f)),
+            None => f(),
         }
     }
 
     /// Returns the lease now and reports how it went (`Err(LockLost)` if it was lost meanwhile;
     /// on `Err(ConnectionLoss)` the node is deleted in the background).
     pub fn release(mut self) -> Result<()> {
-        let h = self.held.take().ok_or(Error::NotHeld)?;
-        let r = h.release();
-        if let Err(e) = &r {
-            if e.is_connection_loss() {
-                background_delete(h.session.clone(), h.node.clone());
-            }
-        }
-        r
+        self.held.take().ok_or(Error::NotHeld)?.release()
     }
 }
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         if let Some(h) = self.held.take() {
-            h.release_or_background();
+            let node = h.node.clone();
+            if let Err(e) = h.release() {
+                log::warn!("returning the lease {node}: {e}");
+            }
         }
     }
 }
@@ -558,10 +535,10 @@ impl Drop for Lease<'_> {
 pub(super) fn wait(
     session: &Session,
     watcher: zk::OneshotWatcher,
-    deadline: Option<Instant>,
+    d: Deadline,
     reg: &Registration<'_>,
 ) -> Result<bool> {
-    match session.wait_watch(watcher, deadline, &reg.signal) {
+    match session.wait_watch(watcher, d.instant(), &reg.signal) {
         Outcome::Ready(ev) => {
             if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
                 return Err(session.ended_error().unwrap_or(Error::SessionExpired));
@@ -573,30 +550,16 @@ pub(super) fn wait(
     }
 }
 
-/// Lists `dir`'s children and watches them, retrying on connection loss until `deadline` or the
+/// Lists `dir`'s children and watches them, retrying on connection loss until `d` or the
 /// session ends. `None` if `dir` does not exist.
 fn list_watch(
     session: &Session,
     dir: &str,
-    deadline: Option<Instant>,
+    d: Deadline,
 ) -> Result<Option<(Vec<String>, zk::OneshotWatcher)>> {
-    loop {
-        if let Some(e) = session.ended_error() {
-            return Err(e);
-        }
-        let d = min_deadline(deadline, session.call_deadline());
-        match session.wait_raw(session.zk.list_and_watch_children(dir), d) {
-            Ok(x) => return Ok(Some(x)),
-            Err(zk::Error::NoNode) => return Ok(None),
-            Err(e) if retriable(&e) => {
-                if deadline.is_some_and(|dl| Instant::now() >= dl) {
-                    return Err(Error::ConnectionLoss(format!(
-                        "could not list {dir} before the deadline"
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => return Err(session.map_err(e)),
-        }
+    match session.retry(d, || session.zk.list_and_watch_children(dir)) {
+        Ok(x) => Ok(Some(x)),
+        Err(zk::Error::NoNode) => Ok(None),
+        Err(e) => Err(session.map_err(e)),
     }
 }

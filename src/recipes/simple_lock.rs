@@ -1,19 +1,34 @@
 //! The simple lock: one ephemeral node at the lock path itself.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-use super::{HandleHold, HeldNode, HoldState};
-use crate::client::{Client, Session};
+use super::hold::{background_forget, Begin};
+use super::{Guard, Hold, Holds, Lock, Owner, Participant};
+use crate::client::{is_retriable, Client, Session};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
+use crate::node::{AttemptId, Protocol};
 use crate::runtime::Outcome;
 use crate::wait::CancelToken;
 
+/// Between the holder id and the attempt id in the node's data.
+const ATTEMPT_MARK: &str = "\nzklock-attempt:";
+
+/// The recipe of [`SimpleLock`]: one ephemeral node at the path, whose data carries the holder
+/// id and the id of the attempt that made it (the node is ours only if it carries ours).
+pub struct RawSimpleLock {
+    client: Client,
+    path: String,
+    holds: Holds,
+    cancel: CancelToken,
+}
+
 /// The cheapest lock: one ephemeral node at the path itself, holding the holder id.
 /// `try_lock` never waits; `lock` watches the node and retries when it is deleted (every
-/// waiter wakes on each release, so prefer [`Mutex`](crate::Mutex) under contention).
+/// waiter wakes on each release, so prefer [`Mutex`](crate::Mutex) under contention). Not
+/// reentrant; the hold belongs to the handle, so any thread may release it.
 ///
 /// ```no_run
 /// use zklock::{Client, Options, SimpleLock};
@@ -22,123 +37,113 @@ use crate::wait::CancelToken;
 /// if let Some(_g) = l.try_lock()? { /* run the job */ }
 /// # Ok::<(), zklock::Error>(())
 /// ```
-pub struct SimpleLock {
-    client: Client,
-    path: String,
-    hold: HandleHold,
-    cancel: CancelToken,
-}
+pub type SimpleLock = Lock<RawSimpleLock>;
 
 /// Holds a [`SimpleLock`]; releases on drop.
-#[must_use = "the lock is released when the guard is dropped"]
-pub struct SimpleLockGuard<'a> {
-    lock: &'a SimpleLock,
-    token: i64,
-}
-
-enum Try {
-    Held(HeldNode),
-    Busy,
-}
+pub type SimpleLockGuard<'a> = Guard<'a, RawSimpleLock>;
 
 impl SimpleLock {
     /// A simple lock at `path`.
     pub fn new(client: &Client, path: &str) -> Result<SimpleLock> {
         crate::path::validate_path(path)?;
-        Ok(SimpleLock {
+        Ok(Lock::from_raw(RawSimpleLock {
             client: client.clone(),
             path: path.to_string(),
-            hold: HandleHold::default(),
+            holds: Holds::new(Owner::Handle, false),
             cancel: CancelToken::new(),
-        })
+        }))
     }
+}
 
-    fn try_once(&self, session: &Arc<Session>, deadline: Option<Instant>) -> Result<Try> {
-        let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
-        let data = self.client.holder_id().as_bytes();
+impl RawSimpleLock {
+    /// One create of this attempt's node: `Some(hold)` if the node at the path is this
+    /// attempt's, `None` if someone else's.
+    fn try_create(
+        &self,
+        session: &Arc<Session>,
+        data: &[u8],
+        attempt: &str,
+        d: Deadline,
+    ) -> Result<Option<Hold>> {
+        let opts = self.client.create_options(zk::CreateMode::Ephemeral);
+        let held = |czxid| Some(Hold::new(session.clone(), self.path.clone(), czxid));
         let mut parents_made = false;
+        let unknown = || {
+            // Whether the create was applied cannot be learned in time: remove its node, if it
+            // made one, in the background.
+            background_forget(session, self.path.clone(), attempt.to_string(), true);
+            Err(Error::ConnectionLoss(format!(
+                "no reply from ZooKeeper in time to create {}",
+                self.path
+            )))
+        };
         loop {
-            let d = super::min_deadline(deadline, session.call_deadline());
-            match session.wait_raw(session.zk.create(&self.path, data, &opts), d) {
-                Ok((stat, _)) => {
-                    return Ok(Try::Held(HeldNode::new(
-                        session.clone(),
-                        self.path.clone(),
-                        stat.czxid,
-                    )))
-                }
+            match session.call(session.zk.create(&self.path, data, &opts), d) {
+                Ok((stat, _)) => return Ok(held(stat.czxid)),
                 Err(zk::Error::NodeExists) => {}
                 Err(zk::Error::NoNode) if !parents_made => {
-                    self.client
-                        .create_parents(
+                    let parent = crate::path::parent(&self.path);
+                    if parent != "/" {
+                        self.client.create_parents(
                             session,
-                            crate::path::parent(&self.path),
-                            d,
+                            parent,
+                            session.cap(d),
                             self.client.protocol(),
-                        )
-                        .or_else(|e| {
-                            if crate::path::parent(&self.path) == "/" {
-                                Ok(())
-                            } else {
-                                Err(e)
-                            }
-                        })?;
+                        )?;
+                    }
                     parents_made = true;
                     continue;
                 }
-                Err(e) if super::retriable(&e) => {
+                Err(e) if is_retriable(&e) => {
                     if let Some(e) = session.ended_error() {
                         return Err(e);
                     }
-                    if deadline.is_some_and(|dl| Instant::now() >= dl) {
-                        return Err(Error::ConnectionLoss(
-                            "no reply from ZooKeeper before the deadline".into(),
-                        ));
+                    if d.passed() || d.is_try_once() {
+                        return unknown();
                     }
                 }
                 Err(e) => return Err(session.map_err(e)),
             }
-            // Exists, or unknown: whose node is it? Ours if its owner is our session.
-            let d = super::min_deadline(deadline, session.call_deadline());
-            match session.wait_raw(session.zk.check_stat(&self.path), d) {
-                Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
-                    return Ok(Try::Held(HeldNode::new(
-                        session.clone(),
-                        self.path.clone(),
-                        stat.czxid,
-                    )))
-                }
-                Ok(Some(_)) => return Ok(Try::Busy),
-                Ok(None) => continue,
-                Err(e) if super::retriable(&e) => continue,
+            // The node exists, or the create's outcome is unknown: it is ours only if it
+            // carries this attempt's id (never because its owner is our session: other handles
+            // share the session).
+            match session.retry(d, || session.zk.get_data(&self.path)) {
+                Ok((found, stat)) if found == data => return Ok(held(stat.czxid)),
+                Ok(_) => return Ok(None),
+                Err(zk::Error::NoNode) => continue,
+                Err(e) if is_retriable(&e) => return unknown(),
                 Err(e) => return Err(session.map_err(e)),
             }
         }
     }
 
-    fn acquire_inner(&self, deadline: Option<Instant>, try_once: bool) -> Result<Option<i64>> {
-        if self.hold.is_held_at_all() {
-            return Err(Error::WouldDeadlock(
-                "this SimpleLock handle already holds the lock".into(),
-            ));
-        }
-        let session = self.client.session()?;
+    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+        let ticket = match self
+            .holds
+            .begin(&format!("the simple lock at {}", self.path))?
+        {
+            Begin::Fresh(t) => t,
+            Begin::Reentered(t) => return Ok(Some(t)),
+        };
+        let session = self.client.session_for(d)?;
         let reg = self.cancel.register();
+        let attempt = AttemptId::new().text(Protocol::Kazoo);
+        let data = format!("{}{ATTEMPT_MARK}{attempt}", self.client.holder_id()).into_bytes();
         loop {
-            if let Try::Held(h) = self.try_once(&session, deadline)? {
-                return Ok(Some(self.hold.set(h)));
+            if let Some(h) = self.try_create(&session, &data, &attempt, d)? {
+                return Ok(Some(ticket.complete(h)));
             }
-            if try_once {
+            if d.is_try_once() {
                 return Ok(None);
             }
-            let d = super::min_deadline(deadline, session.call_deadline());
-            let watcher = match session.wait_raw(session.zk.check_and_watch_stat(&self.path), d) {
+            let watcher = match session.call(session.zk.check_and_watch_stat(&self.path), d) {
                 Ok((Some(_), w)) => w,
                 Ok((None, _)) => continue,
-                Err(e) if super::retriable(&e) => continue,
+                Err(e) if is_retriable(&e) && !d.passed() => continue,
+                Err(e) if is_retriable(&e) => return Ok(None),
                 Err(e) => return Err(session.map_err(e)),
             };
-            match session.wait_watch(watcher, deadline, &reg.signal) {
+            match session.wait_watch(watcher, d.instant(), &reg.signal) {
                 Outcome::Ready(ev)
                     if ev.event_type == zk::EventType::Session
                         && ev.session_state.is_terminated() =>
@@ -153,137 +158,54 @@ impl SimpleLock {
             }
         }
     }
+}
 
-    /// The lock path.
-    pub fn path(&self) -> &str {
+impl super::Lockable for RawSimpleLock {
+    fn path(&self) -> &str {
         &self.path
     }
-
-    /// Blocks until held.
-    pub fn lock(&self) -> Result<SimpleLockGuard<'_>> {
-        let t = self.acquire_inner(None, false)?.ok_or(Error::Timeout)?;
-        Ok(SimpleLockGuard {
-            lock: self,
-            token: t,
-        })
+    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+        RawSimpleLock::acquire(self, d)
     }
-
-    /// One create: never waits.
-    pub fn try_lock(&self) -> Result<Option<SimpleLockGuard<'_>>> {
-        Ok(self.acquire_inner(None, true)?.map(|t| SimpleLockGuard {
-            lock: self,
-            token: t,
-        }))
+    fn release(&self) -> Result<()> {
+        self.holds.release()
     }
-
-    /// Waits at most `timeout` in all.
-    pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<SimpleLockGuard<'_>>> {
-        match super::after(timeout) {
-            Some(d) => self.try_lock_until(d),
-            None => self.lock().map(Some),
-        }
+    fn hold_state(&self) -> super::HoldState {
+        self.holds.state()
     }
-
-    /// Waits until `deadline` at most.
-    pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<SimpleLockGuard<'_>>> {
-        Ok(self
-            .acquire_inner(Some(deadline), false)?
-            .map(|t| SimpleLockGuard {
-                lock: self,
-                token: t,
-            }))
+    fn fencing_token(&self) -> Result<i64> {
+        self.holds.fencing_token()
     }
-
-    /// Explicit acquire: `None` waits forever, `Some(ZERO)` tries once. Returns whether held.
-    pub fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
-        let r = {
-            let (deadline, try_once) = super::plan(timeout);
-            self.acquire_inner(deadline, try_once)?
-        };
-        Ok(r.is_some())
-    }
-
-    /// Releases (from any thread).
-    pub fn release(&self) -> Result<()> {
-        self.hold.release()
-    }
-
-    /// Whether held with a live session.
-    pub fn is_held(&self) -> bool {
-        self.hold_state() == HoldState::Held
-    }
-
-    /// Held, uncertain, lost or not held.
-    pub fn hold_state(&self) -> HoldState {
-        self.hold.state()
-    }
-
-    /// The fencing token while held.
-    pub fn fencing_token(&self) -> Option<i64> {
-        self.hold.token()
-    }
-
-    /// Blocks until the hold is lost or `timeout`; true if lost (or not held).
-    pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        self.hold.wait_lost(timeout)
-    }
-
-    /// Cancels waiting acquires now.
-    pub fn cancel(&self) {
+    fn cancel(&self) {
         self.cancel.cancel()
     }
-
-    /// The holder id in the node, if the lock is held by anyone.
-    pub fn holder(&self) -> Result<Option<String>> {
+    /// The holder, if any, as the only participant (the holder id without the attempt id).
+    fn participants(&self) -> Result<Vec<Participant>> {
         let s = self.client.session()?;
-        match s.wait_raw(s.zk.get_data(&self.path), s.call_deadline()) {
-            Ok((d, _)) => Ok(Some(String::from_utf8_lossy(&d).into_owned())),
-            Err(zk::Error::NoNode) => Ok(None),
+        match s.retry(Deadline::Forever, || s.zk.get_data(&self.path)) {
+            Ok((d, _)) => {
+                let text = String::from_utf8_lossy(&d);
+                let holder_id = text
+                    .split(ATTEMPT_MARK)
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                Ok(vec![Participant {
+                    node: crate::path::name(&self.path).to_string(),
+                    sequence: 0,
+                    holder_id,
+                    is_holder: true,
+                    is_reader: false,
+                }])
+            }
+            Err(zk::Error::NoNode) => Ok(Vec::new()),
             Err(e) => Err(s.map_err(e)),
         }
     }
-}
-
-impl std::fmt::Debug for SimpleLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimpleLock")
-            .field("path", &self.path)
-            .field("state", &self.hold_state())
-            .finish()
+    fn wait_lost(&self, timeout: Option<std::time::Duration>) -> bool {
+        self.holds.wait_lost(timeout)
     }
-}
-
-impl SimpleLockGuard<'_> {
-    /// The fencing token (the node's creation zxid).
-    pub fn fencing_token(&self) -> i64 {
-        self.token
-    }
-    /// Whether still held.
-    pub fn is_held(&self) -> bool {
-        self.lock.is_held()
-    }
-    /// Held, uncertain (disconnected), or lost.
-    pub fn hold_state(&self) -> HoldState {
-        self.lock.hold_state()
-    }
-    /// Blocks until the lock is lost or `timeout` (None: forever); true if lost.
-    pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        self.lock.hold.wait_lost(timeout)
-    }
-    /// Calls `f` once, on another thread, when the lock is lost.
-    pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-        self.lock.hold.on_lost(f)
-    }
-    /// Releases now and reports how it went.
-    pub fn unlock(self) -> Result<()> {
-        let r = self.lock.release();
-        std::mem::forget(self);
-        r
-    }
-}
-
-impl Drop for SimpleLockGuard<'_> {
-    fn drop(&mut self) {
-        self.lock.hold.release_for_drop();
+    fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
+        self.holds.on_lost(f)
     }
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use zklock::testing::{Admin, TestingServer};
 use zklock::{Client, Mutex, Options, Protocol, ReadWriteLock, Semaphore};
+use zklock::{Deadline, Lockable};
 
 /// The test binary's server (started on first use; killed when the test process ends).
 pub fn hosts() -> String {
@@ -283,14 +284,23 @@ pub fn run_worker_if_asked() {
     let mut hold =
         |kind: char, deadline: Option<Instant>, sleep: Duration, announce: bool| -> bool {
             let got = match (lock, kind) {
-                (_, 'S') => sem
-                    .as_ref()
-                    .unwrap()
-                    .acquire_lease_until(deadline, false)
-                    .unwrap(),
+                (_, 'S') => Lockable::acquire(
+                    sem.as_ref().unwrap(),
+                    deadline.map_or(Deadline::Forever, Deadline::At),
+                )
+                .unwrap()
+                .is_some(),
                 ("mutex", _) => mutex.acquire_until_deadline(deadline),
-                (_, 'R') => rw.read().acquire_until(deadline, false).unwrap(),
-                _ => rw.write().acquire_until(deadline, false).unwrap(),
+                (_, 'R') => rw
+                    .read()
+                    .acquire(deadline.map_or(Deadline::Forever, Deadline::At))
+                    .unwrap()
+                    .is_some(),
+                _ => rw
+                    .write()
+                    .acquire(deadline.map_or(Deadline::Forever, Deadline::At))
+                    .unwrap()
+                    .is_some(),
             };
             if !got {
                 return false;
@@ -302,7 +312,7 @@ pub fn run_worker_if_asked() {
             std::thread::sleep(sleep);
             hist.exit(kind, who);
             match (lock, kind) {
-                (_, 'S') => sem.as_ref().unwrap().release_lease().unwrap(),
+                (_, 'S') => sem.as_ref().unwrap().release().unwrap(),
                 ("mutex", _) => mutex.release().unwrap(),
                 (_, 'R') => rw.read().release().unwrap(),
                 _ => rw.write().release().unwrap(),

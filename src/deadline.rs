@@ -1,0 +1,70 @@
+//! [`Deadline`]: how long an acquire may take, converted once from what the caller said.
+
+use std::time::{Duration, Instant};
+
+/// How long an acquire may wait: forever, until an instant, or not at all.
+///
+/// Every acquire form maps to one of these once (`lock()` is `Forever`, `try_lock()` is
+/// `TryOnce`, `try_lock_for(t)` is `At(now + t)`); the session caps each ZooKeeper request of
+/// the acquire at one session timeout, so no call blocks longer than its deadline plus the
+/// session timeout.
+///
+/// ```
+/// use std::time::Duration;
+/// use zklock::Deadline;
+/// assert_eq!(Deadline::from_timeout(None), Deadline::Forever);
+/// assert_eq!(Deadline::from_timeout(Some(Duration::ZERO)), Deadline::TryOnce);
+/// assert!(matches!(Deadline::after(Duration::from_secs(1)), Deadline::At(_)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deadline {
+    /// Wait as long as it takes.
+    Forever,
+    /// Wait until this instant at most (one total deadline, however many steps the acquire has).
+    At(Instant),
+    /// Never wait for another holder: one attempt, which gives up at once if the lock is busy.
+    TryOnce,
+}
+
+impl Deadline {
+    /// `timeout` from now; a timeout too long for the clock to represent is `Forever`.
+    pub fn after(timeout: Duration) -> Deadline {
+        Instant::now()
+            .checked_add(timeout)
+            .map_or(Deadline::Forever, Deadline::At)
+    }
+
+    /// The C convention: `None` waits forever, zero tries once, anything else waits that long.
+    pub fn from_timeout(timeout: Option<Duration>) -> Deadline {
+        match timeout {
+            None => Deadline::Forever,
+            Some(t) if t.is_zero() => Deadline::TryOnce,
+            Some(t) => Deadline::after(t),
+        }
+    }
+
+    /// The instant, for `At`.
+    pub fn instant(self) -> Option<Instant> {
+        match self {
+            Deadline::At(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// Whether it is a try-once acquire.
+    pub fn is_try_once(self) -> bool {
+        self == Deadline::TryOnce
+    }
+
+    /// Whether an `At` deadline has passed.
+    pub fn passed(self) -> bool {
+        self.instant().is_some_and(|i| Instant::now() >= i)
+    }
+
+    /// The earlier of this deadline and `cap` from now: the bound of one step that must not
+    /// take longer than `cap` (a ZooKeeper request, a reconnect).
+    pub fn capped(self, cap: Duration) -> Instant {
+        let c = Instant::now() + cap;
+        self.instant().map_or(c, |i| i.min(c))
+    }
+}

@@ -1,0 +1,416 @@
+//! The hold model (`shared/design/hold-model.md`), decided once for every recipe: a hold is a
+//! participant's node with its count and fencing token; [`Holds`] keeps a participant's holds
+//! (per handle, or per thread for the Rust `Mutex` and read-write halves); and every node that
+//! stops being wanted goes away through one path, [`Hold::release`] / [`remove_node`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use zookeeper_client as zk;
+
+use crate::client::{is_retriable, Session, SessionState};
+use crate::error::{Error, Result};
+
+/// What a participant may believe about its hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldState {
+    /// Held, and the session is provably alive: the server cannot have freed it.
+    Held,
+    /// Held when last in touch with the server; cut off now, the session may or may not survive:
+    /// stop acting until it is `Held` again.
+    Uncertain,
+    /// It was held, but its session ended: another process may hold it now.
+    Lost,
+    /// Not held.
+    NotHeld,
+}
+
+/// A node this participant holds a lock with: made by one of its own attempts, never adopted
+/// because of its session.
+#[derive(Clone)]
+pub(crate) struct Hold {
+    pub(crate) session: Arc<Session>,
+    pub(crate) node: String,
+    pub(crate) token: i64,
+    /// Alive while any copy of this hold exists: lock-lost callbacks of released holds lapse.
+    alive: Arc<()>,
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hold")
+            .field("node", &self.node)
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+impl Hold {
+    pub(crate) fn new(session: Arc<Session>, node: String, token: i64) -> Hold {
+        Hold {
+            session,
+            node,
+            token,
+            alive: Arc::new(()),
+        }
+    }
+
+    pub(crate) fn state(&self) -> HoldState {
+        match self.session.state() {
+            SessionState::Connected => HoldState::Held,
+            SessionState::Suspended => HoldState::Uncertain,
+            SessionState::Expired | SessionState::Closed => HoldState::Lost,
+        }
+    }
+
+    fn same(&self, other: &Hold) -> bool {
+        Arc::ptr_eq(&self.alive, &other.alive)
+    }
+
+    /// The one release path: deletes the node, retrying on connection loss for up to one
+    /// session timeout; past that the delete goes on in the background (until the node is gone
+    /// or the session ends) and the hold is forgotten all the same.
+    ///
+    /// `Err(LockLost)` when the session ended first or someone else had deleted the node;
+    /// `Err(ConnectionLoss)` when the delete was handed to the background.
+    pub(crate) fn release(self) -> Result<()> {
+        remove_node(&self.session, &self.node, true)
+    }
+
+    /// Blocks until the hold is lost (its session ended) or `timeout`; true if lost.
+    pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        self.session
+            .wait_terminal(timeout.and_then(|t| Instant::now().checked_add(t)))
+            .is_terminal()
+    }
+
+    /// Calls `f` once, on its own thread, if this hold's session ends while it is held (at
+    /// once if it already has). Nothing is kept once the hold is released.
+    pub(crate) fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
+        self.session.on_end(&self.alive, f);
+    }
+}
+
+/// Removes `node` (one of ours): now, retrying for up to one session timeout, else in the
+/// background. Used by release and by every failed, timed-out or cancelled attempt.
+/// `held`: whether the node was a hold (then a node already gone means someone else removed it:
+/// `LockLost`).
+pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Result<()> {
+    match session.state() {
+        SessionState::Expired => return Err(Error::LockLost),
+        SessionState::Closed => {
+            // Closing the client gave the lock up; still take the node away now rather than
+            // when the last handle lets go of the session.
+            let _ = session.call(session.zk.delete(node, None), crate::Deadline::TryOnce);
+            return if held { Err(Error::LockLost) } else { Ok(()) };
+        }
+        _ => {}
+    }
+    let budget = Instant::now() + session.zk.session_timeout();
+    let mut retried = false;
+    loop {
+        match session.wait_raw(
+            session.zk.delete(node, None),
+            session.call_deadline().min(budget),
+        ) {
+            Ok(()) => return Ok(()),
+            // Gone before our first delete: someone else removed it (or the server did). After
+            // a lost reply, our own earlier delete may have done it.
+            Err(zk::Error::NoNode) if held && !retried => {
+                log::warn!("{node} was deleted by someone else while held");
+                return Err(Error::LockLost);
+            }
+            Err(zk::Error::NoNode) => return Ok(()),
+            Err(e) if is_retriable(&e) => {
+                if let Some(e) = session.ended_error() {
+                    return Err(if held && e == Error::SessionExpired {
+                        Error::LockLost
+                    } else {
+                        e
+                    });
+                }
+                if Instant::now() >= budget {
+                    background_delete(session.clone(), node.to_string());
+                    return Err(Error::ConnectionLoss(format!(
+                        "could not delete {node} within the session timeout; \
+                         it is deleted in the background"
+                    )));
+                }
+                retried = true;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => {
+                let e = session.map_err(e);
+                return Err(if held && e.is_session_end() {
+                    Error::LockLost
+                } else {
+                    e
+                });
+            }
+        }
+    }
+}
+
+/// Deletes `node` in the background, until it is gone or the session ends.
+pub(crate) fn background_delete(session: Arc<Session>, node: String) {
+    log::warn!("deleting {node} in the background");
+    crate::runtime::spawn(async move {
+        loop {
+            match session.zk.delete(&node, None).await {
+                Err(e) if is_retriable(&e) && !session.state().is_terminal() => {
+                    async_io::Timer::after(Duration::from_millis(100)).await;
+                }
+                _ => return,
+            }
+        }
+    });
+}
+
+/// A create whose outcome could not be learned in time: in the background, until done or the
+/// session ends, find the node it may have made and delete it. `needle` is the attempt's unique
+/// id; `in_data`: the id is in the node's data (the non-sequential node `path`), not in the
+/// name of a child of `path`. Requests of a session are applied in order, so a look made after
+/// the create sees its node if the create was applied.
+pub(crate) fn background_forget(
+    session: &Arc<Session>,
+    path: String,
+    needle: String,
+    in_data: bool,
+) {
+    log::warn!("removing the node of an attempt at {path} in the background");
+    let session = session.clone();
+    crate::runtime::spawn(async move {
+        let pause = || async {
+            async_io::Timer::after(Duration::from_millis(100)).await;
+        };
+        loop {
+            let found = if in_data {
+                match session.zk.get_data(&path).await {
+                    Ok((data, stat)) if data.ends_with(needle.as_bytes()) => {
+                        Ok(Some((path.clone(), Some(stat.version))))
+                    }
+                    Ok(_) | Err(zk::Error::NoNode) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            } else {
+                match session.zk.list_children(&path).await {
+                    Ok(children) => Ok(children
+                        .iter()
+                        .find(|c| c.contains(&needle))
+                        .map(|n| (format!("{path}/{n}"), None))),
+                    Err(zk::Error::NoNode) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            };
+            match found {
+                Ok(None) => return,
+                Ok(Some((node, version))) => loop {
+                    match session.zk.delete(&node, version).await {
+                        Err(e) if is_retriable(&e) && !session.state().is_terminal() => {
+                            pause().await
+                        }
+                        _ => return,
+                    }
+                },
+                Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
+                Err(_) => return,
+            }
+        }
+    });
+}
+
+/// Whose holds a table keeps apart: one participant per handle (C handles, the semaphore mutex,
+/// the simple lock) or one per thread (the Rust `Mutex` and read-write halves, as Curator's
+/// `InterProcessMutex`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Handle,
+    Thread,
+}
+
+enum Slot {
+    /// An attempt of this participant is under way.
+    Acquiring,
+    Held {
+        hold: Hold,
+        count: usize,
+    },
+}
+
+/// The holds of one lock handle's participants, and the rules every recipe shares: a second
+/// acquire while an attempt is under way is refused (never two nodes for one participant),
+/// a reentrant acquire counts, a release removes only the hold it released.
+pub(crate) struct Holds {
+    owner: Owner,
+    reentrant: bool,
+    slots: parking_lot::Mutex<HashMap<Option<ThreadId>, Slot>>,
+}
+
+/// How an acquire starts.
+pub(crate) enum Begin<'a> {
+    /// The participant already held it (reentrant): the count went up; this is the token.
+    Reentered(i64),
+    /// A fresh attempt: complete it with the hold it makes, or drop it.
+    Fresh(Ticket<'a>),
+}
+
+/// A participant's attempt under way. Dropped without a hold, it lets the next attempt start.
+pub(crate) struct Ticket<'a> {
+    holds: &'a Holds,
+    key: Option<ThreadId>,
+    done: bool,
+}
+
+impl Ticket<'_> {
+    /// Records the attempt's hold; returns its fencing token.
+    pub(crate) fn complete(mut self, hold: Hold) -> i64 {
+        let token = hold.token;
+        self.holds
+            .slots
+            .lock()
+            .insert(self.key, Slot::Held { hold, count: 1 });
+        self.done = true;
+        token
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let mut slots = self.holds.slots.lock();
+            if matches!(slots.get(&self.key), Some(Slot::Acquiring)) {
+                slots.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl Holds {
+    pub(crate) fn new(owner: Owner, reentrant: bool) -> Holds {
+        Holds {
+            owner,
+            reentrant,
+            slots: parking_lot::Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn key(&self) -> Option<ThreadId> {
+        match self.owner {
+            Owner::Handle => None,
+            Owner::Thread => Some(std::thread::current().id()),
+        }
+    }
+
+    /// Starts an acquire of the calling participant. `what` names the lock in errors.
+    pub(crate) fn begin(&self, what: &str) -> Result<Begin<'_>> {
+        let key = self.key();
+        let mut slots = self.slots.lock();
+        match slots.get_mut(&key) {
+            None => {
+                slots.insert(key, Slot::Acquiring);
+                Ok(Begin::Fresh(Ticket {
+                    holds: self,
+                    key,
+                    done: false,
+                }))
+            }
+            Some(Slot::Acquiring) => Err(Error::WouldDeadlock(format!(
+                "an acquire of {what} is already under way for this participant"
+            ))),
+            Some(Slot::Held { hold, count }) => {
+                if !self.reentrant {
+                    return Err(Error::WouldDeadlock(format!(
+                        "{what} is already held by this handle and is not reentrant"
+                    )));
+                }
+                if hold.state() == HoldState::Lost {
+                    return Err(Error::LockLost);
+                }
+                *count += 1;
+                Ok(Begin::Reentered(hold.token))
+            }
+        }
+    }
+
+    /// Releases one hold of the calling participant (the last of a reentrant count deletes the
+    /// node through the one release path). `NotHeld` if it holds nothing.
+    pub(crate) fn release(&self) -> Result<()> {
+        let hold = {
+            let key = self.key();
+            let mut slots = self.slots.lock();
+            match slots.get_mut(&key) {
+                Some(Slot::Held { count, .. }) if *count > 1 => {
+                    *count -= 1;
+                    return Ok(());
+                }
+                Some(Slot::Held { .. }) => match slots.remove(&key) {
+                    Some(Slot::Held { hold, .. }) => hold,
+                    _ => unreachable!("checked above"),
+                },
+                _ => return Err(Error::NotHeld),
+            }
+        };
+        hold.release()
+    }
+
+    /// The calling participant's hold (a copy: never wait while holding the table).
+    pub(crate) fn current(&self) -> Option<Hold> {
+        match self.slots.lock().get(&self.key()) {
+            Some(Slot::Held { hold, .. }) => Some(hold.clone()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn state(&self) -> HoldState {
+        self.current().map_or(HoldState::NotHeld, |h| h.state())
+    }
+
+    pub(crate) fn token(&self) -> Option<i64> {
+        self.current()
+            .filter(|h| h.state() != HoldState::Lost)
+            .map(|h| h.token)
+    }
+
+    pub(crate) fn fencing_token(&self) -> Result<i64> {
+        self.token().ok_or(Error::NotHeld)
+    }
+
+    /// Waits (never holding the table) until the calling participant's hold is lost; true if
+    /// lost or nothing is held.
+    pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        self.current().map_or(true, |h| h.wait_lost(timeout))
+    }
+
+    /// Calls `f` when the calling participant's hold is lost (at once if nothing is held).
+    pub(crate) fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
+        match self.current() {
+            Some(h) => h.on_lost(f),
+            None => f(),
+        }
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        match self.slots.lock().get(&self.key()) {
+            Some(Slot::Held { count, .. }) => *count,
+            _ => 0,
+        }
+    }
+
+    /// Whether the calling participant's hold is `h` (still).
+    #[allow(dead_code)]
+    pub(crate) fn is_current(&self, h: &Hold) -> bool {
+        self.current().is_some_and(|c| c.same(h))
+    }
+}
+
+impl Drop for Holds {
+    fn drop(&mut self) {
+        for (_, slot) in self.slots.get_mut().drain() {
+            if let Slot::Held { hold, .. } = slot {
+                let _ = hold.release();
+            }
+        }
+    }
+}
