@@ -415,28 +415,56 @@ fn acquire_contend_timeout_tokens_and_no_leftovers() {
     assert!(admin.children(path).unwrap().is_empty());
 }
 
+/// The C handle is the participant (c-api.md): what one thread acquired, another thread sees
+/// as held, with its token, and may release; reentrancy counts per handle, not per thread.
 #[test]
-fn mutex_is_held_per_thread_and_released_on_the_acquiring_thread() {
+fn a_mutex_handle_is_one_participant_whichever_thread_calls() {
     let c = connect(&hosts());
-    let l = mutex(c, "/ffi/per_thread");
-    unsafe {
-        assert_eq!(zkl_lock_acquire(l, 0), ZKL_OK);
-        let h = SendPtr(l);
-        let (held, release) = std::thread::spawn(move || {
-            let h = h;
-            (zkl_lock_is_held(h.0), zkl_lock_release(h.0))
-        })
-        .join()
-        .unwrap();
-        assert_eq!(
-            (held, release),
-            (0, ZKL_NOT_HELD),
-            "another thread does not hold this thread's mutex"
-        );
-        assert_eq!(zkl_lock_release(l), ZKL_OK);
-        zkl_lock_free(l);
-        zkl_client_free(c);
+    for kind in ["mutex", "read", "write"] {
+        let path = CString::new(format!("/ffi/participant_{kind}")).unwrap();
+        let mut l = null_mut();
+        unsafe {
+            let made = match kind {
+                "mutex" => zkl_mutex_new(c, path.as_ptr(), &mut l),
+                "read" => zkl_read_lock_new(c, path.as_ptr(), &mut l),
+                _ => zkl_write_lock_new(c, path.as_ptr(), &mut l),
+            };
+            assert_eq!(made, ZKL_OK);
+            assert_eq!(zkl_lock_acquire(l, 0), ZKL_OK, "{kind}: {}", last_error());
+            let mut here = 0i64;
+            assert_eq!(zkl_lock_fencing_token(l, &mut here), ZKL_OK);
+            let h = SendPtr(l);
+            let (held, token, again, release) = std::thread::spawn(move || {
+                let h = h;
+                let mut t = 0i64;
+                let token = zkl_lock_fencing_token(h.0, &mut t);
+                (
+                    zkl_lock_is_held(h.0),
+                    (token, t),
+                    zkl_lock_acquire(h.0, 0),
+                    zkl_lock_release(h.0),
+                )
+            })
+            .join()
+            .unwrap();
+            assert_eq!(held, 1, "{kind}: another thread sees the handle's hold");
+            assert_eq!(
+                token,
+                (ZKL_OK, here),
+                "{kind}: the same token on every thread"
+            );
+            assert_eq!(
+                again, ZKL_OK,
+                "{kind}: a reentrant acquire from another thread"
+            );
+            assert_eq!(release, ZKL_OK, "{kind}: another thread releases one hold");
+            assert_eq!(zkl_lock_is_held(l), 1, "{kind}: one hold left");
+            assert_eq!(zkl_lock_release(l), ZKL_OK);
+            assert_eq!(zkl_lock_release(l), ZKL_NOT_HELD);
+            zkl_lock_free(l);
+        }
     }
+    unsafe { zkl_client_free(c) };
 }
 
 #[test]
