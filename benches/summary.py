@@ -3,7 +3,9 @@
 values, then W1 through the C ABI, W4 per recipe, W6 scale and client memory.
 
 Usage: benches/summary.py <main.jsonl> <extras.jsonl>
-  main.jsonl:   peers/run-all.sh rows (zklock, raw-java, curator, kazoo; run_id "repN-...")
+  main.jsonl:   peers/run-all.sh rows (zklock, raw-java, curator, kazoo; run_id "repN-...") and, with
+                BENCH_BASELINE_REV, the baseline's rows (impl "zklock@<short>"): then a "before → after"
+                table comes first (current ÷ baseline per repeat, median over repeats).
   extras.jsonl: zklock-only rows of the same repeats (run_id "repN-..."): W1 lock/ffi pairs,
                 W4 per recipe, W6.
 Ratios are taken within a repeat, then the median over repeats (as peers/summarize.py does)."""
@@ -78,6 +80,48 @@ def verdict(x, ok):
     return "**met**" if ok(x) else "**missed**"
 
 
+# ---------------------------------------------------------------- before → after (BENCH_BASELINE_REV)
+BEFORE_AFTER = (  # workload, clients, metric, label, which way is better
+    ("W1", 1, "cycle_p50_us", "W1 uncontended: cycle p50 µs", "lower"),
+    ("W1", 1, "cycle_p99_us", "W1 uncontended: cycle p99 µs", "lower"),
+    ("W2", 2, "acq_per_s", "W2 2 clients: acq/s", "higher"),
+    ("W2", 8, "acq_per_s", "W2 8 clients: acq/s", "higher"),
+    ("W2", 32, "acq_per_s", "W2 32 clients: acq/s", "higher"),
+    ("W3", 1, "handoff_p50_us", "W3 handoff p50 µs", "lower"),
+    ("W3", 1, "handoff_p99_us", "W3 handoff p99 µs", "lower"),
+    ("W4", 1, "notifications_per_release", "W4 client notifications/release", "lower"),
+    ("W4", 1, "server_triggers_per_release", "W4 server triggers/release", "lower"),
+    ("W4", 1, "mean_handoff_us", "W4 mean handoff µs", "lower"),
+    ("W5", 8, "ops_per_s", "W5 8 clients r/w: ops/s", "higher"),
+    ("W5", 8, "write_wait_max_us", "W5 write wait max µs", "lower"),
+)
+
+
+def before_after(base, after="zklock:lock"):
+    """The baseline (impl zklock@<short>) against the current zklock, same repeats of main.jsonl."""
+    print("### Before → after: %s → zklock (after ÷ before within each repeat, median over repeats)\n" % base)
+    print("| workload: metric | better | n | before (%s) | after (zklock) | after ÷ before | per-repeat ÷ (min–max) |"
+          % base)
+    print("|---|---|---|---|---|---|---|")
+    for w, c, metric, label, better in BEFORE_AFTER:
+        cw = None if w in ("W1", "W3", "W4") else c
+        b = per_rep(main_rows, w, base + ":lock", metric, cw)
+        a = per_rep(main_rows, w, after, metric, cw)
+        if not a and not b:
+            continue
+        bm = {k: statistics.mean(v) for k, v in b.items()}
+        am = {k: statistics.mean(v) for k, v in a.items()}
+        xs = [am[k] / bm[k] for k in am if k in bm and bm[k]]
+        print("| %s | %s | %d | %s | %s | %s | %s |" % (
+            label, better, len(xs), fmt(med(bm.values()), 2 if "per_release" in metric else 0),
+            fmt(med(am.values()), 2 if "per_release" in metric else 0), fmt(med(xs)),
+            "%s–%s" % (fmt(min(xs)), fmt(max(xs))) if xs else "–"))
+    print()
+
+
+for base in sorted({r["impl"] for r in main_rows if r["impl"].startswith("zklock@")}):
+    before_after(base)
+
 # ---------------------------------------------------------------- the targets
 w1, n1 = ratio("W1", "zklock:lock", "cycle_p50_us")
 w2, n2 = ratio("W2", "zklock:lock", "acq_per_s", 8)
@@ -125,10 +169,11 @@ print("| client RSS per waiting acquire, 1,000 waiters on one client (thread inc
       % (fmt(mem, 1, " KiB"), verdict(mem, lambda x: x <= 32)))
 print("| C ABI W1 p50 ÷ Rust API W1 p50 | %s (n=%d) | ≤ 1.05 | %s |" % (fmt(abi), nabi, verdict(abi, lambda x: x <= 1.05)))
 
-# ---------------------------------------------------------------- W1 C ABI
-print("\n### W1 through the C ABI vs the Rust API (same process image, alternated ABBA in each repeat)\n")
-print("| recipe | n | p50 µs | p99 µs | mean µs | × Rust API (p50) |")
-print("|---|---|---|---|---|---|")
+# ---------------------------------------------------------------- W1 C ABI (not run with BENCH_ONLY_CORE=1)
+if any(r["workload"] == "W1" for r in extra_rows):
+    print("\n### W1 through the C ABI vs the Rust API (same process image, alternated ABBA in each repeat)\n")
+    print("| recipe | n | p50 µs | p99 µs | mean µs | × Rust API (p50) |")
+    print("|---|---|---|---|---|---|")
 for rec in ("lock", "ffi"):
     rs = [r for r in extra_rows if r["workload"] == "W1" and key(r) == "zklock:" + rec]
     if rs:
