@@ -69,6 +69,47 @@ typedef enum zkl_protocol {
 } zkl_protocol;
 
 /*
+ What a handle may believe about its hold (zkl_lock_hold_state writes it as a uint32_t).
+ */
+typedef enum zkl_hold_state {
+  /*
+   Holds nothing.
+   */
+  ZKL_HOLD_NONE = 0,
+  /*
+   Held, and the session is provably alive: the server cannot have freed it.
+   */
+  ZKL_HOLD_HELD = 1,
+  /*
+   Held, but cut off from the server long enough that it may be gone: stop acting.
+   */
+  ZKL_HOLD_UNCERTAIN = 2,
+  /*
+   The session ended: the lock is gone; release or free the handle.
+   */
+  ZKL_HOLD_LOST = 3,
+} zkl_hold_state;
+
+/*
+ The ACL of the lock nodes and parents a client creates (zkl_client_set_acl takes it as a
+ uint32_t).
+ */
+typedef enum zkl_acl {
+  /*
+   World: all (ZooKeeper's OPEN_ACL_UNSAFE; the default, as Curator and kazoo).
+   */
+  ZKL_ACL_OPEN = 0,
+  /*
+   Only the authenticated identity that created a node (needs zkl_client_add_auth).
+   */
+  ZKL_ACL_CREATOR_ALL = 1,
+  /*
+   Creator: all; everyone: read (the queue can be inspected, not touched).
+   */
+  ZKL_ACL_CREATOR_ALL_READ_ALL = 2,
+} zkl_acl;
+
+/*
  One ZooKeeper session. Thread-safe: any number of threads may use one zkl_client at once.
  Made by zkl_client_connect, freed by zkl_client_free; every lock made from it keeps the
  session open until that lock is freed too.
@@ -133,6 +174,20 @@ enum zkl_status zkl_client_set_protocol(struct zkl_client *client, uint32_t prot
 enum zkl_status zkl_client_add_auth(struct zkl_client *client,
                                     const char *scheme,
                                     const char *auth);
+
+/*
+ Sets the ACL (a zkl_acl value, passed as uint32_t) of the lock nodes and parents this
+ client creates after the call: ZKL_ACL_OPEN (the default), ZKL_ACL_CREATOR_ALL or
+ ZKL_ACL_CREATOR_ALL_READ_ALL. The creator-only values need authentication first
+ (zkl_client_add_auth).
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL client, a value that is not a zkl_acl, or a
+ creator-only ACL on a client without authentication. Never blocks. Any thread.
+
+ # Safety
+ `client` is NULL or a live zkl_client.
+ */
+enum zkl_status zkl_client_set_acl(struct zkl_client *client, uint32_t acl);
 
 /*
  Frees a client. NULL is a no-op; must not be called twice for one client.
@@ -366,6 +421,35 @@ int zkl_lock_is_held(const struct zkl_lock *lock);
  `lock` is NULL or a live zkl_lock; `out_token` is NULL or valid for writing.
  */
 enum zkl_status zkl_lock_fencing_token(const struct zkl_lock *lock, int64_t *out_token);
+
+/*
+ Writes what this handle may believe about its hold to *out_state, as a zkl_hold_state
+ value: ZKL_HOLD_NONE, ZKL_HOLD_HELD (the session is provably alive), ZKL_HOLD_UNCERTAIN (cut
+ off long enough that the server may have freed it: stop acting; it returns to HELD if the
+ session reconnects in time) or ZKL_HOLD_LOST (the session ended). For a multi-lock: HELD only
+ when every component is held, else the worst state among them.
+
+ ZKL_INVALID_ARGUMENT for a NULL argument (then *out_state is left unchanged). Never blocks.
+ Any thread.
+
+ # Safety
+ `lock` is NULL or a live zkl_lock; `out_state` is NULL or valid for writing.
+ */
+enum zkl_status zkl_lock_hold_state(const struct zkl_lock *lock, uint32_t *out_state);
+
+/*
+ Writes to *out_ms how many milliseconds the hold stays provably valid if the server went
+ silent now: the lease runs from the send time of the latest request the server answered, for
+ the session timeout less a tenth of it, and renews while the session is connected. 0 once it
+ ran out (the hold is then ZKL_HOLD_UNCERTAIN or ZKL_HOLD_LOST).
+
+ ZKL_NOT_HELD if the handle holds nothing, ZKL_INVALID_ARGUMENT for a NULL argument; then
+ *out_ms is left unchanged. Never blocks. Any thread.
+
+ # Safety
+ `lock` is NULL or a live zkl_lock; `out_ms` is NULL or valid for writing.
+ */
+enum zkl_status zkl_lock_lease_remaining_ms(const struct zkl_lock *lock, int64_t *out_ms);
 
 /*
  Frees a lock handle, releasing first whatever it holds (if the server cannot be told in

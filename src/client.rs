@@ -14,6 +14,40 @@ use crate::error::{Error, Result};
 use crate::node::Protocol;
 use crate::runtime::{self, Outcome, Signal};
 
+/// The ACL of the lock nodes and parents a client creates.
+///
+/// ```
+/// let opts = zklock::Options::default()
+///     .auth("digest", "app:secret")
+///     .acl(zklock::Acl::CreatorAllReadAll);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Acl {
+    /// Anyone may do anything (ZooKeeper's `OPEN_ACL_UNSAFE`; the default, as Curator's and
+    /// kazoo's).
+    #[default]
+    Open,
+    /// Only the authenticated identity that created a node (needs authentication).
+    CreatorAll,
+    /// The creator may do anything, everyone may read: the queue can be inspected, not touched.
+    CreatorAllReadAll,
+}
+
+static CREATOR_ALL_READ_ALL: [zk::Acl; 2] = [
+    zk::Acl::new_const(zk::Permission::ALL, "auth", ""),
+    zk::Acl::new_const(zk::Permission::READ, "world", "anyone"),
+];
+
+impl Acl {
+    fn acls(self) -> zk::Acls<'static> {
+        match self {
+            Acl::Open => zk::Acls::anyone_all(),
+            Acl::CreatorAll => zk::Acls::creator_all(),
+            Acl::CreatorAllReadAll => zk::Acls::new(&CREATOR_ALL_READ_ALL),
+        }
+    }
+}
+
 /// Options of a [`Client`].
 ///
 /// ```
@@ -22,7 +56,7 @@ use crate::runtime::{self, Outcome, Signal};
 ///     .session_timeout(Duration::from_secs(6))
 ///     .holder_id("worker-7");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     pub(crate) session_timeout: Duration,
     pub(crate) connect_timeout: Duration,
@@ -31,6 +65,27 @@ pub struct Options {
     pub(crate) auth: Vec<(String, Vec<u8>)>,
     pub(crate) reconnect_on_expiry: bool,
     pub(crate) tcp_nodelay: bool,
+    pub(crate) acl: Acl,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Credentials are never printed.
+        let auth: Vec<_> = self
+            .auth
+            .iter()
+            .map(|(scheme, _)| format!("{scheme}:<redacted>"))
+            .collect();
+        f.debug_struct("Options")
+            .field("session_timeout", &self.session_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("holder_id", &self.holder_id)
+            .field("protocol", &self.protocol)
+            .field("auth", &auth)
+            .field("reconnect_on_expiry", &self.reconnect_on_expiry)
+            .field("acl", &self.acl)
+            .finish()
+    }
 }
 
 impl Default for Options {
@@ -43,6 +98,7 @@ impl Default for Options {
             auth: Vec::new(),
             reconnect_on_expiry: true,
             tcp_nodelay: true,
+            acl: Acl::Open,
         }
     }
 }
@@ -72,6 +128,12 @@ impl Options {
     /// Adds authentication, e.g. `("digest", "user:password")`; replayed on every reconnect.
     pub fn auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
         self.auth.push((scheme.into(), auth.into()));
+        self
+    }
+    /// The ACL of the nodes this client creates (default [`Acl::Open`]). A creator-only ACL
+    /// needs [`Options::auth`]: [`Client::connect`] refuses it otherwise.
+    pub fn acl(mut self, acl: Acl) -> Self {
+        self.acl = acl;
         self
     }
     /// Whether the next call after a session expiry opens a fresh session by itself (default
@@ -120,6 +182,51 @@ pub struct SessionEvent {
     pub generation: u64,
 }
 
+/// Keeps the session's lease running: every fifth of the session timeout, one cheap request
+/// (`exists` of the root) whose answer proves the server heard us at its send time; and when no
+/// answer comes before the lease ends, the lease lapses (holds turn Uncertain, loss callbacks
+/// run). Holds only a weak reference: it never keeps a session open.
+fn renew_lease(session: &Arc<Session>) {
+    use futures::future::{select, Either};
+    let weak = Arc::downgrade(session);
+    let every = session.zk.session_timeout() / 5;
+    runtime::spawn(async move {
+        loop {
+            let (renewal, end, sent) = {
+                let Some(s) = weak.upgrade() else { return };
+                if s.state().is_terminal() {
+                    return;
+                }
+                let sent = Instant::now();
+                (s.zk.check_stat("/"), s.lease_end(), sent)
+            };
+            let mut renewal = std::pin::pin!(renewal);
+            // Wait for the answer; if the lease ends first, say so and keep waiting.
+            let answered = match select(renewal.as_mut(), async_io::Timer::at(end)).await {
+                Either::Left((r, _)) => r,
+                Either::Right(_) => {
+                    if let Some(s) = weak.upgrade() {
+                        s.lapse();
+                    }
+                    renewal.await
+                }
+            };
+            match answered {
+                Ok(_) | Err(zk::Error::NoNode) => {
+                    if let Some(s) = weak.upgrade() {
+                        s.renewed(sent);
+                    }
+                    async_io::Timer::after(every).await;
+                }
+                Err(e) if is_retriable(&e) => {
+                    async_io::Timer::after(Duration::from_millis(50)).await;
+                }
+                Err(_) => return,
+            }
+        }
+    });
+}
+
 /// A failure that says nothing about the server's state: the request may or may not have
 /// been applied, and asking again (on the same session) may succeed.
 pub(crate) fn is_retriable(e: &zk::Error) -> bool {
@@ -166,6 +273,18 @@ pub(crate) struct Session {
     waits: Mutex<Vec<Weak<Signal>>>,
     /// Callbacks of holds that want to hear when the session ends, each alive while its hold is.
     lost_callbacks: Mutex<Vec<LostCallback>>,
+    /// The send time of the latest request of ours that the server answered: the server cannot
+    /// expire the session before this plus the session timeout.
+    lease_anchor: Mutex<Instant>,
+    /// The lease ran out (under the state lock's condvar); cleared when it is renewed.
+    lapsed: std::sync::atomic::AtomicBool,
+}
+
+/// How long before the server could expire the session a hold stops being believed: a tenth of
+/// the session timeout (the server only ever expires later than the timeout: it checks
+/// sessions on its ticks).
+fn lease_margin(timeout: Duration) -> Duration {
+    timeout / 10
 }
 
 impl Session {
@@ -173,7 +292,92 @@ impl Session {
         *self.state.lock()
     }
 
+    /// When the lease ends: the send time of the latest answered request, plus the session
+    /// timeout the server granted, less the margin.
+    pub(crate) fn lease_end(&self) -> Instant {
+        let t = self.zk.session_timeout();
+        *self.lease_anchor.lock() + t - lease_margin(t)
+    }
+
+    /// Whether the session is provably alive now (not ended, and the lease is running).
+    pub(crate) fn lease_live(&self) -> bool {
+        !self.state().is_terminal() && Instant::now() < self.lease_end()
+    }
+
+    /// How long the lease has left (zero once it ran out or the session ended).
+    pub(crate) fn lease_remaining(&self) -> Duration {
+        if self.state().is_terminal() {
+            return Duration::ZERO;
+        }
+        self.lease_end().saturating_duration_since(Instant::now())
+    }
+
+    /// A request sent at `sent` was answered: the lease runs from there.
+    fn renewed(&self, sent: Instant) {
+        let mut a = self.lease_anchor.lock();
+        if sent > *a {
+            *a = sent;
+        }
+        drop(a);
+        if Instant::now() < self.lease_end() {
+            self.lapsed.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// The lease ran out while no answer came: holds are no longer believed, and whoever waits
+    /// for their loss hears of it now (the server may hand the locks to others from here on).
+    fn lapse(&self) {
+        if self.lapsed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        log::warn!(
+            "zklock session {:#x}: no answer from ZooKeeper within the lease; holds are uncertain",
+            self.id
+        );
+        {
+            let _st = self.state.lock();
+            self.cv.notify_all();
+        }
+        self.fire_lost();
+    }
+
+    fn fire_lost(&self) {
+        let fs = self
+            .lost_callbacks
+            .lock()
+            .drain(..)
+            .filter(|(alive, _)| alive.strong_count() > 0)
+            .map(|(_, f)| f)
+            .collect();
+        run_detached(fs);
+    }
+
+    /// Waits until holds of this session are no longer believed (the lease ran out, or the
+    /// session ended) or `deadline`; true if so.
+    pub(crate) fn wait_not_held(&self, deadline: Option<Instant>) -> bool {
+        let mut st = self.state.lock();
+        loop {
+            if st.is_terminal() || self.lapsed.load(Ordering::SeqCst) {
+                return true;
+            }
+            // Wake at lease end at the latest, in case the renewal task is late to say so.
+            let wake = match deadline {
+                Some(d) => d.min(self.lease_end()),
+                None => self.lease_end(),
+            };
+            if Instant::now() >= self.lease_end() {
+                return true;
+            }
+            if self.cv.wait_until(&mut st, wake).timed_out()
+                && deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                return st.is_terminal() || self.lapsed.load(Ordering::SeqCst);
+            }
+        }
+    }
+
     /// Waits until the session is terminal or `deadline`; returns the state then.
+    #[allow(dead_code)]
     pub(crate) fn wait_terminal(&self, deadline: Option<Instant>) -> SessionState {
         let mut st = self.state.lock();
         while !st.is_terminal() {
@@ -199,14 +403,7 @@ impl Session {
             self.cv.notify_all();
         }
         if s.is_terminal() {
-            let fs = self
-                .lost_callbacks
-                .lock()
-                .drain(..)
-                .filter(|(alive, _)| alive.strong_count() > 0)
-                .map(|(_, f)| f)
-                .collect();
-            run_detached(fs);
+            self.fire_lost();
         }
         true
     }
@@ -215,7 +412,7 @@ impl Session {
     /// still exists then (at once if the session has already ended).
     pub(crate) fn on_end(&self, alive: &Arc<()>, f: Box<dyn FnOnce() + Send>) {
         let mut callbacks = self.lost_callbacks.lock();
-        if self.state().is_terminal() {
+        if !self.lease_live() {
             drop(callbacks);
             run_detached(vec![f]);
             return;
@@ -367,6 +564,7 @@ pub(crate) struct Inner {
     pub(crate) options: Options,
     pub(crate) holder_id: String,
     protocol: AtomicU8,
+    acl: AtomicU8,
     current: Mutex<Option<Arc<Session>>>,
     connect_lock: Mutex<()>,
     generation: AtomicU64,
@@ -455,6 +653,12 @@ impl Client {
         if options.session_timeout < Duration::from_millis(100) {
             return Err(Error::invalid("session timeout below 100 ms"));
         }
+        if options.acl != Acl::Open && options.auth.is_empty() {
+            return Err(Error::invalid(format!(
+                "the ACL {:?} grants rights to the creator's authenticated identity: add authentication (Options::auth)",
+                options.acl
+            )));
+        }
         let holder_id = options
             .holder_id
             .clone()
@@ -463,6 +667,7 @@ impl Client {
             hosts: hosts.to_string(),
             servers,
             protocol: AtomicU8::new(options.protocol as u8),
+            acl: AtomicU8::new(options.acl as u8),
             options,
             holder_id,
             current: Mutex::new(None),
@@ -521,6 +726,8 @@ impl Client {
             None => (hosts.clone(), None),
         };
         let started = Instant::now();
+        // The session is created after this instant: the first lease runs from here.
+        let asked = Instant::now();
         let fut = runtime::enter(|| connector.connect(&list));
         let zk = match runtime::enter(|| runtime::call(fut, deadline)) {
             Some(Ok(zk)) => zk,
@@ -558,6 +765,8 @@ impl Client {
             client: Arc::downgrade(&self.inner),
             waits: Mutex::new(Vec::new()),
             lost_callbacks: Mutex::new(Vec::new()),
+            lease_anchor: Mutex::new(asked),
+            lapsed: std::sync::atomic::AtomicBool::new(false),
             root: chroot.as_ref().map(|_| zk.clone()),
             zk: match chroot {
                 Some(c) => zk.chroot(c).map_err(|_| Error::invalid("bad chroot"))?,
@@ -568,6 +777,7 @@ impl Client {
             "zklock session {:#x} (generation {generation}) connected to {hosts}",
             session.id
         );
+        renew_lease(&session);
         // Follow the session's state on the runtime thread: only flags and notifications
         // happen there; listeners run on their own thread.
         let mut watcher = session.zk.state_watcher();
@@ -673,6 +883,34 @@ impl Client {
         self.inner.protocol.store(p as u8, Ordering::Relaxed);
     }
 
+    /// The ACL of the nodes this client creates.
+    pub fn acl(&self) -> Acl {
+        match self.inner.acl.load(Ordering::Relaxed) {
+            1 => Acl::CreatorAll,
+            2 => Acl::CreatorAllReadAll,
+            _ => Acl::Open,
+        }
+    }
+
+    /// Sets the ACL of the nodes created after this call (lock nodes and the parents the
+    /// library creates).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a creator-only ACL on a client without authentication
+    /// (the server would refuse every create with `InvalidACL`).
+    pub fn set_acl(&self, acl: Acl) -> Result<()> {
+        if acl != Acl::Open
+            && self.inner.options.auth.is_empty()
+            && self.inner.added_auth.lock().is_empty()
+        {
+            return Err(Error::invalid(format!(
+                "the ACL {acl:?} grants rights to the creator's authenticated identity: add authentication first"
+            )));
+        }
+        self.inner.acl.store(acl as u8, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// The session timeout asked for.
     pub fn session_timeout(&self) -> Duration {
         self.inner.options.session_timeout
@@ -758,7 +996,7 @@ impl Client {
 
     /// The options of a node this client creates in `mode` (with the client's ACL).
     pub(crate) fn create_options(&self, mode: zk::CreateMode) -> zk::CreateOptions<'static> {
-        mode.with_acls(zk::Acls::anyone_all())
+        mode.with_acls(self.acl().acls())
     }
 
     /// Creates `path` and its missing ancestors (and a missing chroot node): container nodes

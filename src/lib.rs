@@ -39,7 +39,7 @@ pub mod ffi;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use client::{Client, Options, SessionEvent, SessionState};
+pub use client::{Acl, Client, Options, SessionEvent, SessionState};
 pub use deadline::Deadline;
 pub use error::{Error, Result};
 pub use node::Protocol;

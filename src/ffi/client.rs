@@ -9,8 +9,8 @@ use super::boundary::{
     arc_free, arc_into_ptr, try_bytes, try_ref, try_str, with_poison, ArcCastable, Castable,
     Failure, Out,
 };
-use super::status::{zkl_protocol, zkl_status};
-use crate::{Client, Options};
+use super::status::{zkl_acl, zkl_protocol, zkl_status};
+use crate::{Acl, Client, Options};
 
 /// One ZooKeeper session. Thread-safe: any number of threads may use one zkl_client at once.
 /// Made by zkl_client_connect, freed by zkl_client_free; every lock made from it keeps the
@@ -129,6 +129,28 @@ pub unsafe extern "C" fn zkl_client_add_auth(
         // SAFETY: the caller's contract for `auth`.
         let auth = unsafe { try_bytes(auth, "auth") }?;
         handle.run(|c| Ok(c.add_auth(scheme, auth)?))
+    })
+}
+
+/// Sets the ACL (a zkl_acl value, passed as uint32_t) of the lock nodes and parents this
+/// client creates after the call: ZKL_ACL_OPEN (the default), ZKL_ACL_CREATOR_ALL or
+/// ZKL_ACL_CREATOR_ALL_READ_ALL. The creator-only values need authentication first
+/// (zkl_client_add_auth).
+///
+/// Returns ZKL_INVALID_ARGUMENT for a NULL client, a value that is not a zkl_acl, or a
+/// creator-only ACL on a client without authentication. Never blocks. Any thread.
+///
+/// # Safety
+/// `client` is NULL or a live zkl_client.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_client_set_acl(client: *mut zkl_client, acl: u32) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `client`.
+        let handle = unsafe { try_ref(client.cast_const(), "client") }?;
+        let acl = zkl_acl::try_from(acl).map_err(|v| {
+            Failure::invalid(format!("`acl` {v} is not a zkl_acl (0: ZKL_ACL_OPEN, 1: ZKL_ACL_CREATOR_ALL, 2: ZKL_ACL_CREATOR_ALL_READ_ALL)"))
+        })?;
+        handle.run(|c| Ok(c.set_acl(Acl::from(acl))?))
     })
 }
 

@@ -13,7 +13,7 @@ use super::boundary::{
     Failure, Out,
 };
 use super::client::{zkl_client, ClientHandle};
-use super::status::zkl_status;
+use super::status::{zkl_hold_state, zkl_status};
 use crate::{
     Client, Deadline, Lockable, MultiLock, Mutex, ReadWriteLock, Result, Semaphore, SemaphoreMutex,
     SimpleLock,
@@ -444,6 +444,59 @@ pub unsafe extern "C" fn zkl_lock_fencing_token(
         let out = unsafe { Out::new(out_token, "out_token") }?;
         let token = handle.run(|r| Ok(r.fencing_token()?))?;
         out.write(token);
+        Ok(())
+    })
+}
+
+/// Writes what this handle may believe about its hold to *out_state, as a zkl_hold_state
+/// value: ZKL_HOLD_NONE, ZKL_HOLD_HELD (the session is provably alive), ZKL_HOLD_UNCERTAIN (cut
+/// off long enough that the server may have freed it: stop acting; it returns to HELD if the
+/// session reconnects in time) or ZKL_HOLD_LOST (the session ended). For a multi-lock: HELD only
+/// when every component is held, else the worst state among them.
+///
+/// ZKL_INVALID_ARGUMENT for a NULL argument (then *out_state is left unchanged). Never blocks.
+/// Any thread.
+///
+/// # Safety
+/// `lock` is NULL or a live zkl_lock; `out_state` is NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_lock_hold_state(
+    lock: *const zkl_lock,
+    out_state: *mut u32,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `lock`.
+        let handle = unsafe { try_ref(lock, "lock") }?;
+        // SAFETY: the caller's contract for `out_state`.
+        let out = unsafe { Out::new(out_state, "out_state") }?;
+        let state = handle.run(|r| Ok(zkl_hold_state::from(r.hold_state())))?;
+        out.write(state as u32);
+        Ok(())
+    })
+}
+
+/// Writes to *out_ms how many milliseconds the hold stays provably valid if the server went
+/// silent now: the lease runs from the send time of the latest request the server answered, for
+/// the session timeout less a tenth of it, and renews while the session is connected. 0 once it
+/// ran out (the hold is then ZKL_HOLD_UNCERTAIN or ZKL_HOLD_LOST).
+///
+/// ZKL_NOT_HELD if the handle holds nothing, ZKL_INVALID_ARGUMENT for a NULL argument; then
+/// *out_ms is left unchanged. Never blocks. Any thread.
+///
+/// # Safety
+/// `lock` is NULL or a live zkl_lock; `out_ms` is NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_lock_lease_remaining_ms(
+    lock: *const zkl_lock,
+    out_ms: *mut i64,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `lock`.
+        let handle = unsafe { try_ref(lock, "lock") }?;
+        // SAFETY: the caller's contract for `out_ms`.
+        let out = unsafe { Out::new(out_ms, "out_ms") }?;
+        let left = handle.run(|r| r.lease_remaining().ok_or_else(|| crate::Error::NotHeld.into()))?;
+        out.write(i64::try_from(left.as_millis()).unwrap_or(i64::MAX));
         Ok(())
     })
 }

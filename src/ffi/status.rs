@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, CStr};
 
-use crate::{Error, Protocol};
+use crate::{Acl, Error, HoldState, Protocol};
 
 /// The result of every fallible call. Values are fixed: new statuses only ever get new numbers.
 #[repr(C)]
@@ -38,6 +38,66 @@ pub enum zkl_protocol {
     ZKL_PROTOCOL_CURATOR = 0,
     /// Python kazoo Lock / ReadLock / WriteLock compatible.
     ZKL_PROTOCOL_KAZOO = 1,
+}
+
+/// What a handle may believe about its hold (zkl_lock_hold_state writes it as a uint32_t).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum zkl_hold_state {
+    /// Holds nothing.
+    ZKL_HOLD_NONE = 0,
+    /// Held, and the session is provably alive: the server cannot have freed it.
+    ZKL_HOLD_HELD = 1,
+    /// Held, but cut off from the server long enough that it may be gone: stop acting.
+    ZKL_HOLD_UNCERTAIN = 2,
+    /// The session ended: the lock is gone; release or free the handle.
+    ZKL_HOLD_LOST = 3,
+}
+
+impl From<HoldState> for zkl_hold_state {
+    fn from(s: HoldState) -> zkl_hold_state {
+        match s {
+            HoldState::NotHeld => zkl_hold_state::ZKL_HOLD_NONE,
+            HoldState::Held => zkl_hold_state::ZKL_HOLD_HELD,
+            HoldState::Uncertain => zkl_hold_state::ZKL_HOLD_UNCERTAIN,
+            HoldState::Lost => zkl_hold_state::ZKL_HOLD_LOST,
+        }
+    }
+}
+
+/// The ACL of the lock nodes and parents a client creates (zkl_client_set_acl takes it as a
+/// uint32_t).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum zkl_acl {
+    /// World: all (ZooKeeper's OPEN_ACL_UNSAFE; the default, as Curator and kazoo).
+    ZKL_ACL_OPEN = 0,
+    /// Only the authenticated identity that created a node (needs zkl_client_add_auth).
+    ZKL_ACL_CREATOR_ALL = 1,
+    /// Creator: all; everyone: read (the queue can be inspected, not touched).
+    ZKL_ACL_CREATOR_ALL_READ_ALL = 2,
+}
+
+impl TryFrom<u32> for zkl_acl {
+    type Error = u32;
+    fn try_from(v: u32) -> Result<zkl_acl, u32> {
+        match v {
+            0 => Ok(zkl_acl::ZKL_ACL_OPEN),
+            1 => Ok(zkl_acl::ZKL_ACL_CREATOR_ALL),
+            2 => Ok(zkl_acl::ZKL_ACL_CREATOR_ALL_READ_ALL),
+            other => Err(other),
+        }
+    }
+}
+
+impl From<zkl_acl> for Acl {
+    fn from(a: zkl_acl) -> Acl {
+        match a {
+            zkl_acl::ZKL_ACL_OPEN => Acl::Open,
+            zkl_acl::ZKL_ACL_CREATOR_ALL => Acl::CreatorAll,
+            zkl_acl::ZKL_ACL_CREATOR_ALL_READ_ALL => Acl::CreatorAllReadAll,
+        }
+    }
 }
 
 impl From<&Error> for zkl_status {

@@ -65,6 +65,11 @@ pub trait Lockable: Send + Sync {
     /// (each of its locks has its own token).
     fn fencing_token(&self) -> Result<i64>;
 
+    /// How long the calling participant's hold stays provably valid if the server went silent
+    /// now (the lease: the send time of the latest request the server answered, plus the
+    /// session timeout, less a tenth of it); `None` if it holds nothing.
+    fn lease_remaining(&self) -> Option<Duration>;
+
     /// Makes the acquires waiting on this handle return [`Error::Cancelled`] now (any thread).
     fn cancel(&self);
 
@@ -95,6 +100,7 @@ macro_rules! forward_lockable {
             fn release(&self) -> Result<()> { (**self).release() }
             fn hold_state(&self) -> HoldState { (**self).hold_state() }
             fn fencing_token(&self) -> Result<i64> { (**self).fencing_token() }
+            fn lease_remaining(&self) -> Option<Duration> { (**self).lease_remaining() }
             fn cancel(&self) { (**self).cancel() }
             fn participants(&self) -> Result<Vec<Participant>> { (**self).participants() }
             fn wait_lost(&self, t: Option<Duration>) -> bool { (**self).wait_lost(t) }
@@ -204,6 +210,12 @@ impl<R: Lockable> Lock<R> {
         self.raw.fencing_token().ok()
     }
 
+    /// How long the calling participant's hold stays provably valid if the server went silent
+    /// now; `None` if it holds nothing. See [`Lockable::lease_remaining`].
+    pub fn lease_remaining(&self) -> Option<Duration> {
+        self.raw.lease_remaining()
+    }
+
     /// Cancels the acquires waiting on this lock now (from any thread).
     pub fn cancel(&self) {
         self.raw.cancel()
@@ -247,6 +259,9 @@ impl<R: Lockable> Lockable for Lock<R> {
     }
     fn fencing_token(&self) -> Result<i64> {
         self.raw.fencing_token()
+    }
+    fn lease_remaining(&self) -> Option<Duration> {
+        self.raw.lease_remaining()
     }
     fn cancel(&self) {
         self.raw.cancel()
@@ -300,9 +315,15 @@ impl<'a, R: Lockable + ?Sized> Guard<'a, R> {
         self.lock.hold_state()
     }
 
-    /// Blocks until the lock is lost or `timeout` (None: forever); true if lost.
+    /// Blocks until the lock is no longer believed (its lease ran out or its session ended) or
+    /// `timeout` (None: forever); true if so.
     pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
         self.lock.wait_lost(timeout)
+    }
+
+    /// How long this hold stays provably valid if the server went silent now.
+    pub fn lease_remaining(&self) -> Duration {
+        self.lock.lease_remaining().unwrap_or_default()
     }
 
     /// Calls `f` once, on another thread, when the lock is lost.

@@ -57,11 +57,13 @@ impl Hold {
         }
     }
 
+    /// Held while the session's lease runs (connected or not: a failover the session survives
+    /// never makes a hold look lost), Uncertain once it ran out, Lost when the session ended.
     pub(crate) fn state(&self) -> HoldState {
         match self.session.state() {
-            SessionState::Connected => HoldState::Held,
-            SessionState::Suspended => HoldState::Uncertain,
             SessionState::Expired | SessionState::Closed => HoldState::Lost,
+            _ if self.session.lease_live() => HoldState::Held,
+            _ => HoldState::Uncertain,
         }
     }
 
@@ -79,15 +81,15 @@ impl Hold {
         remove_node(&self.session, &self.node, true)
     }
 
-    /// Blocks until the hold is lost (its session ended) or `timeout`; true if lost.
+    /// Blocks until the hold is no longer believed (its lease ran out, or its session ended)
+    /// or `timeout`; true if so.
     pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
         self.session
-            .wait_terminal(timeout.and_then(|t| Instant::now().checked_add(t)))
-            .is_terminal()
+            .wait_not_held(timeout.and_then(|t| Instant::now().checked_add(t)))
     }
 
-    /// Calls `f` once, on its own thread, if this hold's session ends while it is held (at
-    /// once if it already has). Nothing is kept once the hold is released.
+    /// Calls `f` once, on its own thread, when this hold stops being believed (its lease runs
+    /// out or its session ends; at once if that has happened). Nothing is kept once the hold is released.
     pub(crate) fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
         self.session.on_end(&self.alive, f);
     }
@@ -375,6 +377,12 @@ impl Holds {
 
     pub(crate) fn fencing_token(&self) -> Result<i64> {
         self.token().ok_or(Error::NotHeld)
+    }
+
+    /// How long the calling participant's hold stays provably valid if the server went silent
+    /// now; `None` if it holds nothing.
+    pub(crate) fn lease_remaining(&self) -> Option<Duration> {
+        self.current().map(|h| h.session.lease_remaining())
     }
 
     /// Waits (never holding the table) until the calling participant's hold is lost; true if

@@ -347,6 +347,9 @@ macro_rules! queue_lockable {
             fn fencing_token(&self) -> $crate::Result<i64> {
                 self.$($field).+.holds.fencing_token()
             }
+            fn lease_remaining(&self) -> Option<std::time::Duration> {
+                self.$($field).+.holds.lease_remaining()
+            }
             fn cancel(&self) {
                 self.$($field).+.cancel.cancel()
             }

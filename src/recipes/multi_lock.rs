@@ -196,6 +196,16 @@ impl Lockable for RawMultiLock<'_> {
         ))
     }
 
+    /// The shortest of the locks' leases (`None` unless every lock is held).
+    fn lease_remaining(&self) -> Option<Duration> {
+        self.locks
+            .iter()
+            .map(|l| l.lease_remaining())
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .min()
+    }
+
     /// Cancels the acquires of this multi-lock that are waiting now (the locks they took are
     /// released; they return [`Error::Cancelled`]). Calls `cancel` on the component lock being
     /// waited for, which also cancels other waits on that handle.

@@ -441,6 +441,10 @@ impl crate::Lockable for Semaphore {
             .map(|h| h.token)
             .ok_or(Error::NotHeld)
     }
+    fn lease_remaining(&self) -> Option<Duration> {
+        let last = self.explicit.lock().last().cloned();
+        last.map(|h| h.session.lease_remaining())
+    }
     fn cancel(&self) {
         self.cancel.cancel();
     }

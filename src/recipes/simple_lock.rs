@@ -176,6 +176,9 @@ impl super::Lockable for RawSimpleLock {
     fn fencing_token(&self) -> Result<i64> {
         self.holds.fencing_token()
     }
+    fn lease_remaining(&self) -> Option<std::time::Duration> {
+        self.holds.lease_remaining()
+    }
     fn cancel(&self) {
         self.cancel.cancel()
     }
