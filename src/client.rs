@@ -357,22 +357,17 @@ impl Session {
     pub(crate) fn wait_not_held(&self, deadline: Option<Instant>) -> bool {
         let mut st = self.state.lock();
         loop {
-            if st.is_terminal() || self.lapsed.load(Ordering::SeqCst) {
+            // Not the lapse flag: a lease renewed since then is believed again.
+            let end = self.lease_end();
+            if st.is_terminal() || Instant::now() >= end {
                 return true;
             }
-            // Wake at lease end at the latest, in case the renewal task is late to say so.
-            let wake = match deadline {
-                Some(d) => d.min(self.lease_end()),
-                None => self.lease_end(),
-            };
-            if Instant::now() >= self.lease_end() {
-                return true;
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
             }
-            if self.cv.wait_until(&mut st, wake).timed_out()
-                && deadline.is_some_and(|d| Instant::now() >= d)
-            {
-                return st.is_terminal() || self.lapsed.load(Ordering::SeqCst);
-            }
+            // Wake at lease end at the latest (and on every state change and lapse).
+            let wake = deadline.map_or(end, |d| d.min(end));
+            self.cv.wait_until(&mut st, wake);
         }
     }
 
