@@ -50,6 +50,31 @@ def test_mutex():
         ma.close()  # idempotent
 
 
+def test_acquire_in_one_thread_release_in_another():
+    """The handle is the participant: a thread pool may acquire on one thread and release on
+    another."""
+    with zklock.Client(HOSTS, 5.0) as a, zklock.Client(HOSTS, 5.0) as b:
+        m, other = a.mutex(BASE + "/py/threads"), b.mutex(BASE + "/py/threads")
+        seen = {}
+
+        def acquire():
+            seen["acquired"] = m.acquire(2.0)
+            seen["acquired_on"] = threading.get_ident()
+
+        t = threading.Thread(target=acquire)
+        t.start()
+        t.join()
+        check(seen["acquired"], "acquired on a worker thread")
+        check(seen["acquired_on"] != threading.get_ident(), "on another thread")
+        check(m.is_held and m.hold_state == "held", "held, seen from the main thread")
+        check(0 < m.lease_remaining <= 5.0, "a running lease")
+        check(not other.acquire(0), "another client cannot take it")
+        m.release()  # on the main thread
+        check(not m.is_held and m.hold_state == "none", "released from the main thread")
+        check(other.acquire(2.0), "now the other client gets it")
+        other.release()
+
+
 def test_context_manager_on_a_temporary():
     with zklock.Client(HOSTS, 5.0) as c:
         with c.mutex(BASE + "/py/temp") as lock:
@@ -151,6 +176,7 @@ def main(argv):
     failed = 0
     for test in [
         test_mutex,
+        test_acquire_in_one_thread_release_in_another,
         test_context_manager_on_a_temporary,
         test_errors,
         test_cancel_from_another_thread,

@@ -93,6 +93,9 @@ _SIGNATURES = {
     "zkl_lock_release": (_status, [_lock_p]),
     "zkl_lock_cancel": (_status, [_lock_p]),
     "zkl_lock_is_held": (c_int, [_lock_p]),
+    "zkl_lock_hold_state": (_status, [_lock_p, POINTER(c_uint32)]),
+    "zkl_lock_lease_remaining_ms": (_status, [_lock_p, POINTER(c_int64)]),
+    "zkl_client_set_acl": (_status, [_client_p, c_uint32]),
     "zkl_lock_fencing_token": (_status, [_lock_p, POINTER(c_int64)]),
     "zkl_lock_free": (None, [_lock_p]),
     "zkl_last_error_message": (c_char_p, []),
@@ -183,8 +186,9 @@ class _Managed:
 class Lock(_Managed):
     """One participant in one lock recipe. `with lock:` holds it for the block.
 
-    Use from one thread at a time, except cancel(), which any thread may call. A mutex or a
-    read/write half is released on the thread that acquired it (it is reentrant per thread).
+    The handle is the participant: any thread may release what another thread acquired
+    through it (thread pools and asyncio.to_thread move calls between threads). Use from one
+    thread at a time, except cancel(), which any thread may call.
     """
 
     _free = staticmethod(_lib.zkl_lock_free)
@@ -211,6 +215,20 @@ class Lock(_Managed):
     @property
     def is_held(self):
         return self._ptr is not None and _lib.zkl_lock_is_held(self._ptr) == 1
+
+    @property
+    def hold_state(self):
+        """"none", "held", "uncertain" (cut off: stop acting) or "lost"."""
+        state = c_uint32()
+        _check(_lib.zkl_lock_hold_state(self._handle(), ctypes.byref(state)))
+        return ("none", "held", "uncertain", "lost")[state.value]
+
+    @property
+    def lease_remaining(self):
+        """Seconds the hold stays provably valid if the server went silent now."""
+        ms = c_int64()
+        _check(_lib.zkl_lock_lease_remaining_ms(self._handle(), ctypes.byref(ms)))
+        return ms.value / 1000.0
 
     @property
     def fencing_token(self):

@@ -1,0 +1,125 @@
+//! A hold is a lease (hold-model.md): Held only while the session is provably alive, Uncertain
+//! before the server could have handed the lock to someone else, never Lost through a blip the
+//! session survives. Real servers, real faults (a black-holed proxy, a killed ensemble member).
+#![cfg(feature = "testing")]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use zklock::testing::{TcpProxy, TestingCluster};
+use zklock::{HoldState, Mutex};
+
+/// (a) A holder cut off behind a black-holed proxy stops believing it holds before the server
+/// can give the lock to the waiter; (c) its lease counts down while cut off.
+#[test]
+fn cut_off_holder_stops_believing_before_the_waiter_acquires() {
+    let zk = server();
+    let proxy = TcpProxy::start(&zk.connect_string()).unwrap();
+    let holder = connect(&proxy.connect_string(), 2000);
+    let waiter = connect(&zk.connect_string(), 4000);
+    let path = "/lease/cut";
+    let hm = Mutex::new(&holder, path).unwrap();
+    let g = hm.lock().unwrap();
+    let full = g.lease_remaining();
+    assert!(
+        full > Duration::from_millis(1000) && full < Duration::from_millis(1800),
+        "lease of a fresh hold with T = 2 s (at most T less a tenth): {full:?}"
+    );
+    let wm = Mutex::new(&waiter, path).unwrap();
+    let acquired_at = std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            let g = wm.lock().unwrap();
+            let t = Instant::now();
+            drop(g);
+            t
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        proxy.set_blackhole(true);
+        let cut = Instant::now();
+        // The lease counts down while cut off.
+        std::thread::sleep(Duration::from_millis(300));
+        let later = g.lease_remaining();
+        assert!(
+            later < full,
+            "lease did not count down: {full:?} then {later:?}"
+        );
+        let mut not_held_at = None;
+        while !w.is_finished() {
+            if not_held_at.is_none() && !g.is_held() {
+                not_held_at = Some(Instant::now());
+                assert_eq!(g.hold_state(), HoldState::Uncertain);
+                assert_eq!(g.lease_remaining(), Duration::ZERO);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let acquired = w.join().unwrap();
+        let not_held = not_held_at.expect("the holder believed it held until the waiter acquired");
+        assert!(
+            not_held < acquired,
+            "is_held turned false after the other client acquired"
+        );
+        eprintln!(
+            "cut off at 0; is_held false at {:?}; the waiter acquired at {:?} ({:?} later)",
+            not_held - cut,
+            acquired - cut,
+            acquired - not_held
+        );
+        acquired
+    });
+    assert!(acquired_at.elapsed() < Duration::from_secs(30));
+    proxy.set_blackhole(false);
+    assert!(g.wait_lost(Some(Duration::ZERO)));
+    drop(g);
+}
+
+/// (b) Killing the ensemble member that serves the holder moves its session to another member;
+/// the hold stays Held throughout (the lease outlives the failover), and the lease is renewed.
+#[test]
+fn holder_stays_held_through_the_failover_of_its_member() {
+    let mut cluster = TestingCluster::start(3).unwrap();
+    let hosts = cluster.connect_string();
+    let holder = connect(&hosts, 6000);
+    let m = Mutex::new(&holder, "/lease/failover").unwrap();
+    let g = m.lock().unwrap();
+    let member = cluster
+        .member_of_session(holder.session_id())
+        .expect("the holder's member");
+    let stop = Arc::new(AtomicBool::new(false));
+    let dipped = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| {
+        let (stop2, dipped2) = (stop.clone(), dipped.clone());
+        let m = &m;
+        s.spawn(move || {
+            // Watch every 5 ms: the hold must never look anything but Held.
+            while !stop2.load(Ordering::SeqCst) {
+                if m.hold_state() != HoldState::Held {
+                    dipped2.store(true, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        cluster.kill(member);
+        let sid = holder.session_id();
+        assert!(zklock::testing::eventually(Duration::from_secs(10), || {
+            cluster.member_of_session(sid).is_some_and(|m| m != member)
+        }));
+        // Let the lease renew on the new member.
+        std::thread::sleep(Duration::from_millis(1500));
+        stop.store(true, Ordering::SeqCst);
+    });
+    assert!(
+        !dipped.load(Ordering::SeqCst),
+        "is_held dipped during a survivable failover"
+    );
+    assert!(g.is_held());
+    assert!(
+        g.lease_remaining() > Duration::from_millis(3000),
+        "{:?}",
+        g.lease_remaining()
+    );
+    g.unlock().unwrap();
+}
