@@ -232,7 +232,12 @@ fn renew_lease(session: &Arc<Session>) {
 pub(crate) fn is_retriable(e: &zk::Error) -> bool {
     matches!(
         e,
-        zk::Error::ConnectionLoss | zk::Error::UnexpectedError(_) | zk::Error::Timeout
+        zk::Error::ConnectionLoss
+            | zk::Error::UnexpectedError(_)
+            | zk::Error::Timeout
+            // The connection's own failures ("no response from connection in ...").
+            | zk::Error::Custom(_)
+            | zk::Error::NoHosts
     )
 }
 

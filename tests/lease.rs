@@ -83,7 +83,8 @@ fn holder_stays_held_through_the_failover_of_its_member() {
     let mut cluster = TestingCluster::start(3).unwrap();
     let hosts = cluster.connect_string();
     let holder = connect(&hosts, 6000);
-    let m = Mutex::new(&holder, "/lease/failover").unwrap();
+    // The handle is the participant, so another thread may watch its hold.
+    let m = Mutex::per_handle(&holder, "/lease/failover").unwrap();
     let g = m.lock().unwrap();
     let member = cluster
         .member_of_session(holder.session_id())

@@ -65,6 +65,11 @@ impl RawSimpleLock {
         attempt: &str,
         d: Deadline,
     ) -> Result<Option<Hold>> {
+        // A try-once attempt still needs its requests answered: one session timeout in all.
+        let d = match d {
+            Deadline::TryOnce => Deadline::At(session.cap(d)),
+            d => d,
+        };
         let opts = self.client.create_options(zk::CreateMode::Ephemeral);
         let held = |czxid| Some(Hold::new(session.clone(), self.path.clone(), czxid));
         let mut parents_made = false;
@@ -98,7 +103,7 @@ impl RawSimpleLock {
                     if let Some(e) = session.ended_error() {
                         return Err(e);
                     }
-                    if d.passed() || d.is_try_once() {
+                    if d.passed() {
                         return unknown();
                     }
                 }
