@@ -219,9 +219,22 @@ fn renew_lease(session: &Arc<Session>) {
                     async_io::Timer::after(every).await;
                 }
                 Err(e) if is_retriable(&e) => {
+                    // No answer (the crate may fail requests at once while it has no
+                    // connection): the lease may have run out meanwhile.
+                    if let Some(s) = weak.upgrade() {
+                        if Instant::now() >= s.lease_end() {
+                            s.lapse();
+                        }
+                    }
                     async_io::Timer::after(Duration::from_millis(50)).await;
                 }
-                Err(_) => return,
+                Err(e) => {
+                    // The session ended (or its task died): record it, so holds read Lost.
+                    if let Some(s) = weak.upgrade() {
+                        let _ = s.map_err(e);
+                    }
+                    return;
+                }
             }
         }
     });
@@ -652,6 +665,11 @@ impl Client {
         let servers = parse_hosts(hosts)?;
         if options.session_timeout < Duration::from_millis(100) {
             return Err(Error::invalid("session timeout below 100 ms"));
+        }
+        if options.session_timeout > Duration::from_secs(3600) {
+            return Err(Error::invalid(
+                "session timeout above one hour (servers grant at most their maxSessionTimeout)",
+            ));
         }
         if options.acl != Acl::Open && options.auth.is_empty() {
             return Err(Error::invalid(format!(

@@ -39,6 +39,12 @@ pub mod ffi;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+/// Process rules of the `zklock` command. Not part of the API.
+#[doc(hidden)]
+pub mod process {
+    pub use crate::sys::{die_with_parent, send_signal};
+}
+
 pub use client::{Acl, Client, Options, SessionEvent, SessionState};
 pub use deadline::Deadline;
 pub use error::{Error, Result};

@@ -57,24 +57,39 @@ impl AttemptId {
     }
 }
 
-/// The sequence number at the end of a child's name: `-?\d{10}` (or 19 digits for 64-bit
-/// sequences), parsed as an integer. `None` for names that are not contenders.
+/// The sequence number at the end of a child's name, as the server wrote it (`%010d` of the
+/// parent's signed 32-bit counter: `0000000042`, and after the wrap `-000000005` or
+/// `-2147483648`; or 19 digits for 64-bit sequences), placed in queue order. `None` for names
+/// that are not contenders.
+///
+/// The counter wraps from 2147483647 to -2147483648 and goes on counting up, so the creation
+/// order is the counter's order modulo 2³²: negative numbers come *after* the positive ones
+/// (a node created after the wrap must never sort ahead of the holder).
 pub(crate) fn sequence(name: &str) -> Option<i64> {
     let b = name.as_bytes();
     let digits = b.iter().rev().take_while(|c| c.is_ascii_digit()).count();
-    if digits < 10 {
-        return None;
+    let signed = |start: usize| start >= 1 && b[start - 1] == b'-';
+    if digits >= 19 {
+        return name[b.len() - 19..].parse().ok();
     }
-    let digits = if digits >= 19 { 19 } else { 10 };
-    let start = b.len() - digits;
-    let mut value: i64 = name[start..].parse().ok()?;
-    // A '-' right before the digits is a sign when it follows a non-alphanumeric character
-    // (kazoo's `__lock__-0000000001` after wrap-around); after a letter or digit it is a separator
-    // (Curator's `lock-0000000001`, the C recipe's `x-<session>-0000000001`).
-    if start >= 2 && b[start - 1] == b'-' && !b[start - 2].is_ascii_alphanumeric() {
-        value = -value;
-    }
-    Some(value)
+    let (start, negative) = match digits {
+        // `-` and 9 digits: a negative number in the 10-character field.
+        9 if signed(b.len() - 9) => (b.len() - 9, true),
+        // 10 digits: negative only if the `-` before them is a sign, not a separator: a sign
+        // follows a non-alphanumeric character (Curator's `lock--2147483648`, kazoo's
+        // `__lock__-2147483648`); after a letter or digit it separates (Curator's
+        // `lock-0000000001`, the C recipe's `x-<session>-0000000001`).
+        n if n >= 10 => {
+            let start = b.len() - 10;
+            let sign = signed(start) && (start < 2 || !b[start - 2].is_ascii_alphanumeric());
+            (start, sign)
+        }
+        _ => return None,
+    };
+    let value: i64 = name[start..].parse().ok()?;
+    let value = if negative { -value } else { value };
+    // Creation order of the 32-bit counter (see above).
+    Some(value.rem_euclid(1 << 32))
 }
 
 /// Whether a contender's node is a reader (shared) under any protocol we know.
@@ -117,9 +132,40 @@ mod tests {
         assert_eq!(sequence("abcdef__rlock__0000000010"), Some(10));
         assert_eq!(sequence("x-72057594037927936-0000000003"), Some(3));
         assert_eq!(sequence("_c_u-__WRIT__0000000100"), Some(100));
-        assert_eq!(sequence("k__lock__-2147483647"), Some(-2147483647));
         assert_eq!(sequence("leases"), None);
         assert_eq!(sequence("lock-123"), None);
+        assert_eq!(sequence("lock_123456789"), None);
+    }
+
+    /// After 2³¹ changes under a parent the server's counter wraps: names carry negative numbers
+    /// written as `%010d` does (`-000000005`, `-2147483648`), for every naming scheme.
+    #[test]
+    fn parses_negative_sequences_as_the_server_writes_them() {
+        let wrap = 1i64 << 32;
+        assert_eq!(sequence("k__lock__-2147483648"), Some(wrap - 2147483648));
+        assert_eq!(sequence("k__lock__-2147483647"), Some(wrap - 2147483647));
+        assert_eq!(sequence("k__rlock__-000000005"), Some(wrap - 5));
+        assert_eq!(sequence("_c_u-lock--000000005"), Some(wrap - 5));
+        assert_eq!(sequence("_c_u-lock--2147483648"), Some(wrap - 2147483648));
+        assert_eq!(sequence("_c_u-__WRIT__-000000001"), Some(wrap - 1));
+        assert_eq!(sequence("x-72057594037927936--000000003"), Some(wrap - 3));
+        // Positive numbers keep their value; a separator is not a sign.
+        assert_eq!(sequence("_c_u-lock-2147483647"), Some(2147483647));
+        assert_eq!(sequence("x-7-0000000003"), Some(3));
+    }
+
+    /// Nodes made after the wrap queue *behind* the ones made before it, in creation order.
+    #[test]
+    fn orders_across_the_wrap_in_creation_order() {
+        let c = contenders(vec![
+            "_c_d-lock--000000001".into(),
+            "_c_b-lock--2147483648".into(),
+            "_c_a-lock-2147483647".into(),
+            "_c_c-lock--2147483647".into(),
+            "_c_z-lock-2147483646".into(),
+        ]);
+        let names: Vec<_> = c.iter().map(|c| &c.name[3..4]).collect();
+        assert_eq!(names, vec!["z", "a", "b", "c", "d"]);
     }
 
     #[test]

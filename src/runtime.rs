@@ -23,7 +23,22 @@ struct Runtime {
 
 impl spawns_core::Spawn for Runtime {
     fn spawn(&self, task: spawns_core::Task) {
-        if self.tx.unbounded_send(Box::into_pin(task.future)).is_err() {
+        self.send(Box::into_pin(task.future));
+    }
+}
+
+impl Runtime {
+    /// Queues a task for the I/O thread, isolated: a task that panics is logged and dropped,
+    /// and the thread goes on running every other task (a session whose own task died stops
+    /// renewing its lease, so its holds stop being believed).
+    fn send(&self, task: BoxTask) {
+        use futures::FutureExt;
+        let isolated = std::panic::AssertUnwindSafe(task).catch_unwind().map(|r| {
+            if r.is_err() {
+                log::error!("a zklock I/O task panicked; the other tasks go on");
+            }
+        });
+        if self.tx.unbounded_send(Box::pin(isolated)).is_err() {
             log::error!("zklock runtime thread is gone; task dropped");
         }
     }
@@ -65,9 +80,7 @@ pub(crate) fn enter<R>(f: impl FnOnce() -> R) -> R {
 
 /// Spawns a background task on the runtime thread.
 pub(crate) fn spawn(fut: impl Future<Output = ()> + Send + 'static) {
-    if runtime().tx.unbounded_send(Box::pin(fut)).is_err() {
-        log::error!("zklock runtime thread is gone; task dropped");
-    }
+    runtime().send(Box::pin(fut));
 }
 
 /// A wake-up flag and a cancel flag under one mutex, with a condvar: the waker of a blocked
@@ -199,6 +212,21 @@ mod tests {
             Outcome::Cancelled
         ));
         h.join().unwrap();
+    }
+
+    #[test]
+    fn a_panicking_task_does_not_stop_the_io_thread() {
+        spawn(async { panic!("a task's bug") });
+        let (tx, rx) = futures::channel::oneshot::channel::<u32>();
+        spawn(async move {
+            let _ = tx.send(1);
+        });
+        let got = call(rx, Instant::now() + Duration::from_secs(5));
+        assert_eq!(
+            got.map(|r| r.ok()),
+            Some(Some(1)),
+            "the I/O thread died with the task"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The one OS-facing module: host name, and TCP_NODELAY on the session's socket.
+//! The one OS-facing module: host name, TCP_NODELAY on the session's socket, and the process
+//! rules of the `zklock` command (its command dies with it; signals go on to it).
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -130,4 +131,42 @@ pub fn nodelay_to(server: SocketAddr) -> Vec<bool> {
         }
     }
     out
+}
+
+/// Makes the child that `cmd` starts die (SIGKILL) when the thread that starts it, i.e. its
+/// parent, dies, however it dies (SIGKILL, OOM): `PR_SET_PDEATHSIG`, set in the child before
+/// `exec`. If the parent died before that took effect, the child ends itself at once.
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the child between fork and exec; it only calls prctl, getppid
+    // and _exit, which are async-signal-safe, and touches no memory of the parent's threads.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The race after fork: a parent that died before prctl left us to init.
+            if libc::getppid() != parent {
+                libc::_exit(128 + libc::SIGKILL);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Sends signal `sig` to process `pid`; false if it could not be sent.
+pub fn send_signal(pid: u32, sig: i32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe { libc::kill(pid, sig) == 0 }
 }

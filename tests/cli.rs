@@ -236,9 +236,13 @@ fn usage_connection_and_command_errors() {
         &["--read", "--write", "/p", "true"],
         &["--nope", "/p", "true"],
         &["relative", "true"],
+        // Too large to be a session timeout (and once an Instant overflow: a panic).
+        &["--session-timeout", "1e19", "/p", "true"],
+        &["--session-timeout", "-1", "/p", "true"],
     ] {
         let (code, _, err) = run(zklock(&h, bad));
         assert_eq!(code, 64, "{bad:?}: {err}");
+        assert!(!err.contains("panicked"), "{bad:?}: {err}");
     }
     let (code, out, _) = run(zklock(&h, &["--help"]));
     assert_eq!(code, 0);
@@ -260,16 +264,21 @@ fn usage_connection_and_command_errors() {
 /// Runs `zklock --on-lost <action>` over `command`, stops the server while it runs, and
 /// returns (exit code, stderr, how long after the stop zklock ended).
 fn lose_session_while_running(action: &str, command: &[&str]) -> (i32, String, Duration) {
+    let (code, err, took, _) = lose_session_with(&["--on-lost", action], command);
+    (code, err, took)
+}
+
+/// As [`lose_session_while_running`] with any options; also returns the wall-clock time the
+/// server was stopped at.
+fn lose_session_with(
+    opts: &[&str],
+    command: &[&str],
+) -> (i32, String, Duration, std::time::SystemTime) {
     let mut zk = TestingServer::start().expect("start a real ZooKeeper server");
     let h = zk.connect_string();
-    let mut args = vec![
-        "--session-timeout",
-        "2",
-        "--on-lost",
-        action,
-        "/cli/lost",
-        "--",
-    ];
+    let mut args = vec!["--session-timeout", "2"];
+    args.extend_from_slice(opts);
+    args.extend_from_slice(&["/cli/lost", "--"]);
     args.extend_from_slice(command);
     let child = zklock(&h, &args)
         .stdout(Stdio::piped())
@@ -291,11 +300,13 @@ fn lose_session_while_running(action: &str, command: &[&str]) -> (i32, String, D
     c.close();
     zk.stop();
     let stopped = Instant::now();
+    let wall = std::time::SystemTime::now();
     let out = child.wait_with_output().unwrap();
     (
         out.status.code().unwrap(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
         stopped.elapsed(),
+        wall,
     )
 }
 
@@ -308,6 +319,40 @@ fn lost_session_terminates_the_command() {
         "{err}"
     );
     assert!(took < Duration::from_secs(15), "{took:?}");
+}
+
+/// --on-lost acts at lease end (at most 2 s − 0.2 s after the last renewal, T = 2 s), not at
+/// the client's expiry verdict (7/5 T = 2.8 s after the last answer); --kill-after escalates a
+/// SIGTERM the command ignores.
+#[test]
+fn lost_lease_terms_at_lease_end_and_kill_after_escalates() {
+    let dir = tempfile::tempdir().unwrap();
+    let termfile = dir.path().join("term");
+    let script = format!(
+        "trap 'date +%s%N > {}; exit 3' TERM; while true; do sleep 0.02; done",
+        termfile.display()
+    );
+    let (code, err, _, stopped) = lose_session_with(&["--on-lost", "term"], &["sh", "-c", &script]);
+    assert_eq!(code, 3, "the command ended on the SIGTERM: {err}");
+    let nanos: u128 = std::fs::read_to_string(&termfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stop = stopped
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let after = Duration::from_nanos((nanos - stop) as u64);
+    eprintln!("server stopped; the command got SIGTERM {after:?} later");
+    assert!(after < Duration::from_millis(2300), "{after:?}: {err}");
+
+    let (code, err, _, _) = lose_session_with(
+        &["--on-lost", "term", "--kill-after", "0.5"],
+        &["sh", "-c", "trap '' TERM; exec sleep 60"],
+    );
+    assert_eq!(code, 128 + 9, "{err}");
+    assert!(err.contains("SIGTERM") && err.contains("SIGKILL"), "{err}");
 }
 
 #[test]
@@ -325,4 +370,126 @@ fn lost_session_can_kill_or_leave_the_command() {
         "{err}"
     );
     assert!(took >= Duration::from_secs(3), "{took:?}");
+}
+
+/// Whether process `pid` still runs (a zombie has ended).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_string()))
+        .is_some_and(|r| !r.starts_with('Z'))
+}
+
+/// Starts `zklock PATH -- sh -c SCRIPT` where SCRIPT first writes its pid to a file; returns
+/// zklock's child process and the command's pid.
+fn start_command(
+    h: &str,
+    p: &str,
+    dir: &std::path::Path,
+    script: &str,
+) -> (std::process::Child, u32) {
+    let pidfile = dir.join("pid");
+    let script = format!("echo $$ > {}; {script}", pidfile.display());
+    let z = zklock(h, &["--session-timeout", "2", p, "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return (z, pid);
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the command did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Tries `zklock -n PATH true` again and again while `until` is false; returns, for each try,
+/// whether it got the lock and whether the first command was alive at that moment.
+fn second_tries(h: &str, p: &str, first: u32, until: impl Fn() -> bool) -> Vec<(bool, bool)> {
+    let mut tries = Vec::new();
+    while !until() {
+        let alive_before = alive(first);
+        let (code, _, _) = run(zklock(h, &["-n", p, "true"]));
+        tries.push((code == 0, alive_before || alive(first)));
+    }
+    tries
+}
+
+/// SIGTERM to zklock goes on to COMMAND; zklock waits for it, releases, and exits with its
+/// status: nobody else gets the lock while COMMAND still runs (flock(1)'s promise).
+#[test]
+fn sigterm_to_zklock_goes_to_the_command_and_the_lock_outlives_it() {
+    let h = hosts();
+    let p = path("sigterm");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let script = format!(
+        "trap 'echo TERM >> {l}' TERM; i=0; while [ $i -lt 15 ]; do sleep 0.1; i=$((i+1)); done; echo done >> {l}",
+        l = log.display()
+    );
+    let (mut z, cmd) = start_command(&h, &p, dir.path(), &script);
+    assert!(zklock::process::send_signal(z.id(), libc::SIGTERM));
+    let zid = z.id();
+    let tries = second_tries(&h, &p, cmd, || !alive(zid));
+    let status = z.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "zklock exits with COMMAND's status");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text, "TERM\ndone\n",
+        "COMMAND got the SIGTERM and ran to its end"
+    );
+    assert!(!tries.is_empty());
+    assert!(
+        tries.iter().all(|(got, cmd_alive)| !(*got && *cmd_alive)),
+        "a second zklock got the lock while COMMAND ran: {tries:?}"
+    );
+    assert!(
+        tries.iter().any(|(_, cmd_alive)| *cmd_alive),
+        "no try while COMMAND ran"
+    );
+    let (code, _, err) = run(zklock(&h, &["-n", &p, "true"]));
+    assert_eq!(code, 0, "free once zklock released: {err}");
+}
+
+/// SIGKILL to zklock (nothing can be caught): COMMAND dies with it, so it never runs while the
+/// lock is free; the lock comes free when the server expires zklock's session.
+#[test]
+fn sigkill_to_zklock_kills_the_command_too() {
+    let h = hosts();
+    let p = path("sigkill");
+    let dir = tempfile::tempdir().unwrap();
+    let (mut z, cmd) = start_command(&h, &p, dir.path(), "exec sleep 30");
+    let t = Instant::now();
+    assert!(zklock::process::send_signal(z.id(), libc::SIGKILL));
+    let _ = z.wait();
+    while alive(cmd) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let died = t.elapsed();
+    assert!(!alive(cmd), "COMMAND outlived zklock");
+    assert!(
+        died < Duration::from_secs(1),
+        "COMMAND died {died:?} after zklock"
+    );
+    // The lock comes free only at the server's expiry of the killed zklock's session (2 s).
+    let mut free_at = None;
+    while free_at.is_none() && t.elapsed() < Duration::from_secs(15) {
+        if run(zklock(&h, &["-n", &p, "true"])).0 == 0 {
+            free_at = Some(t.elapsed());
+        }
+    }
+    let free_at = free_at.expect("the lock came free after zklock's session expired");
+    assert!(
+        died < free_at,
+        "COMMAND died at {died:?}, the lock was free at {free_at:?}"
+    );
+    eprintln!("after SIGKILL of zklock: COMMAND died at {died:?}, lock free at {free_at:?}");
 }

@@ -371,3 +371,14 @@ fn black_holed_connection_calls_and_connects_return_within_their_bounds() {
         t.elapsed()
     );
 }
+
+#[test]
+fn options_debug_never_prints_credentials() {
+    let secret = "alice:s3cret";
+    let o = zklock::Options::default().auth("digest", secret);
+    let text = format!("{o:?}");
+    assert!(text.contains("digest"), "{text}");
+    assert!(!text.contains(secret), "{text}");
+    let bytes = format!("{:?}", secret.as_bytes());
+    assert!(!text.contains(&bytes[1..bytes.len() - 1]), "{text}");
+}

@@ -11,6 +11,9 @@ use std::process::{Child, Command, ExitCode};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use signal_hook::iterator::Signals;
+
 use zklock::{
     Client, Deadline, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore, SessionState,
     SimpleLock,
@@ -50,14 +53,21 @@ Options:
   --protocol P          node naming: curator (default) or kazoo
   --session-timeout S   ZooKeeper session timeout in seconds (default 10)
   --holder-id ID        the id stored in the lock node (default HOSTNAME:PID)
-  --on-lost ACTION      if the session is lost while COMMAND runs (the lock may then be
-                        held by someone else): term (default: send COMMAND SIGTERM),
-                        kill (SIGKILL) or ignore; a message goes to stderr in every case
+  --on-lost ACTION      when the lock stops being provably held while COMMAND runs (its
+                        lease ran out: from then on the server may give it to someone
+                        else): term (default: send COMMAND SIGTERM), kill (SIGKILL) or
+                        ignore; a message goes to stderr in every case
+  --kill-after S        with --on-lost term: SIGKILL COMMAND if it still runs S seconds
+                        after that SIGTERM
   -E, --conflict-exit-code N
                         exit status when the lock is not acquired in time (default 75)
   -v, --verbose         say on stderr when the lock is acquired and released
   -h, --help            this text
   -V, --version         the version
+
+COMMAND never outlives the lock: SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to zklock are
+passed on to COMMAND, and zklock waits for it, then releases and exits with its status; if
+zklock dies without a chance to do so (SIGKILL, OOM), COMMAND is killed with it.
 
 COMMAND's environment also gets ZKLOCK_PATH and ZKLOCK_FENCING_TOKEN (the hold's fencing
 token: strictly increasing from one holder of the lock to the next).
@@ -96,6 +106,7 @@ struct Args {
     session_timeout: Duration,
     holder_id: Option<String>,
     on_lost: OnLost,
+    kill_after: Option<Duration>,
     conflict_exit: u8,
     verbose: bool,
     path: String,
@@ -106,6 +117,10 @@ enum Parsed {
     Run(Args),
     Exit(ExitCode),
 }
+
+/// The longest session timeout accepted (servers grant at most their maxSessionTimeout,
+/// 20 ticks = 40 s by default).
+const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
 
 fn seconds(flag: &str, v: &str) -> Result<Duration, String> {
     let s: f64 = v
@@ -128,6 +143,7 @@ fn parse(argv: Vec<String>) -> Result<Parsed, String> {
         session_timeout: Duration::from_secs(10),
         holder_id: None,
         on_lost: OnLost::Term,
+        kill_after: None,
         conflict_exit: EXIT_NOT_ACQUIRED,
         verbose: false,
         path: String::new(),
@@ -198,9 +214,19 @@ fn parse(argv: Vec<String>) -> Result<Parsed, String> {
                 }
             }
             "--session-timeout" => {
-                a.session_timeout = seconds("--session-timeout", &value("--session-timeout")?)?
+                let v = value("--session-timeout")?;
+                a.session_timeout = seconds("--session-timeout", &v)?;
+                if a.session_timeout > MAX_SESSION_TIMEOUT {
+                    return Err(format!(
+                        "--session-timeout: {v} s is more than any ZooKeeper server grants (at most {} s here)",
+                        MAX_SESSION_TIMEOUT.as_secs()
+                    ));
+                }
             }
             "--holder-id" => a.holder_id = Some(value("--holder-id")?),
+            "--kill-after" => {
+                a.kill_after = Some(seconds("--kill-after", &value("--kill-after")?)?)
+            }
             "--on-lost" => {
                 a.on_lost = match value("--on-lost")?.as_str() {
                     "term" => OnLost::Term,
@@ -384,11 +410,22 @@ fn run(client: &Client, args: &Args) -> ExitCode {
         let _ = lost_tx.send(());
     }));
 
-    let child = Command::new(&args.command[0])
-        .args(&args.command[1..])
+    // From here on, the signals that would end zklock go on to COMMAND instead (registered
+    // before the spawn, so none is lost in between; COMMAND starts with default handlers).
+    let forwarded = match Signals::new(FORWARDED) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("zklock: cannot catch signals: {e}");
+            return ExitCode::from(EXIT_UNAVAILABLE);
+        }
+    };
+    let mut cmd = Command::new(&args.command[0]);
+    cmd.args(&args.command[1..])
         .env("ZKLOCK_PATH", &args.path)
-        .env("ZKLOCK_FENCING_TOKEN", token.to_string())
-        .spawn();
+        .env("ZKLOCK_FENCING_TOKEN", token.to_string());
+    // If zklock dies uncatchably, COMMAND dies too: never running while the lock is free.
+    zklock::process::die_with_parent(&mut cmd);
+    let child = cmd.spawn();
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -399,7 +436,7 @@ fn run(client: &Client, args: &Args) -> ExitCode {
             });
         }
     };
-    let status = wait_child(&mut child, &lost_rx, client, args);
+    let status = wait_child(&mut child, &lost_rx, forwarded, client, args);
     if let Err(e) = lock.release() {
         eprintln!("zklock: releasing {}: {e}", args.path);
     }
@@ -415,33 +452,54 @@ fn run(client: &Client, args: &Args) -> ExitCode {
     }
 }
 
-/// Waits for the child; when the lock is lost meanwhile, says so and applies --on-lost. The
-/// child is signalled only while it is known not to have been reaped, so its pid is still its own.
+/// The signals zklock passes on to COMMAND.
+const FORWARDED: [i32; 4] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT];
+
+/// Waits for the child, passing on the signals zklock receives; when the lock stops being
+/// provably held meanwhile, says so and applies --on-lost (and --kill-after). The child is
+/// signalled only while it is known not to have been reaped, so its pid is still its own.
 fn wait_child(
     child: &mut Child,
     lost_rx: &mpsc::Receiver<()>,
+    mut forwarded: Signals,
     client: &Client,
     args: &Args,
 ) -> std::io::Result<std::process::ExitStatus> {
     let mut lost = false;
+    let mut termed_at: Option<std::time::Instant> = None;
+    let pid = child.id();
     loop {
         if let Some(s) = child.try_wait()? {
             return Ok(s);
         }
-        if !lost && lost_rx.recv_timeout(Duration::from_millis(50)).is_ok() {
+        for sig in forwarded.pending() {
+            if args.verbose {
+                eprintln!("zklock: passing signal {sig} on to {pid}");
+            }
+            zklock::process::send_signal(pid, sig);
+        }
+        if let (Some(t), Some(after)) = (termed_at, args.kill_after) {
+            if t.elapsed() >= after {
+                eprintln!("zklock: {pid} still runs {after:?} after SIGTERM; killing it (SIGKILL)");
+                let _ = child.kill();
+                termed_at = None;
+            }
+        }
+        if !lost && lost_rx.recv_timeout(Duration::from_millis(20)).is_ok() {
             lost = true;
             let why = match client.state() {
                 SessionState::Closed => "the ZooKeeper session was closed",
-                _ => "the ZooKeeper session expired",
+                SessionState::Expired => "the ZooKeeper session expired",
+                _ => "no answer from ZooKeeper within the session's lease",
             };
-            let pid = child.id();
             match args.on_lost {
                 OnLost::Term => {
                     eprintln!(
                         "zklock: lost the lock on {} ({why}); sending SIGTERM to {pid}",
                         args.path
                     );
-                    signal(pid, "TERM");
+                    zklock::process::send_signal(pid, SIGTERM);
+                    termed_at = Some(std::time::Instant::now());
                 }
                 OnLost::Kill => {
                     eprintln!(
@@ -458,20 +516,8 @@ fn wait_child(
                 }
             }
         } else if lost {
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
-    }
-}
-
-/// Sends `SIG<sig>` to `pid` with kill(1) (no unsafe code outside the FFI).
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("zklock: could not send SIG{sig} to {pid}");
     }
 }
 
