@@ -390,7 +390,7 @@ fn start_command(
 ) -> (std::process::Child, u32) {
     let pidfile = dir.join("pid");
     let script = format!("echo $$ > {}; {script}", pidfile.display());
-    let z = zklock(h, &["--session-timeout", "2", p, "--", "sh", "-c", &script])
+    let mut z = zklock(h, &["--session-timeout", "2", p, "--", "sh", "-c", &script])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -403,10 +403,11 @@ fn start_command(
         {
             return (z, pid);
         }
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "the command did not start"
-        );
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = z.kill();
+            let _ = z.wait();
+            panic!("the command did not start");
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
 }
