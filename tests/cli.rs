@@ -382,6 +382,7 @@ fn alive(pid: u32) -> bool {
 
 /// Starts `zklock PATH -- sh -c SCRIPT` where SCRIPT first writes its pid to a file; returns
 /// zklock's child process and the command's pid.
+#[allow(clippy::zombie_processes)] // returned to the caller, who waits for it
 fn start_command(
     h: &str,
     p: &str,
