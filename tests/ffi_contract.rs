@@ -769,3 +769,37 @@ fn multi_lock_arguments_and_ownership() {
         zkl_client_free(c);
     }
 }
+
+#[test]
+fn hold_state_and_lease_remaining_answer_for_the_handle() {
+    let c = connect(&hosts());
+    let l = mutex(c, "/ffi/hold_state");
+    unsafe {
+        let (mut state, mut ms) = (99u32, -1i64);
+        assert_eq!(
+            zkl_lock_hold_state(null(), &mut state),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(zkl_lock_hold_state(l, null_mut()), ZKL_INVALID_ARGUMENT);
+        assert_eq!(
+            zkl_lock_lease_remaining_ms(null(), &mut ms),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_lock_lease_remaining_ms(l, null_mut()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(zkl_lock_hold_state(l, &mut state), ZKL_OK);
+        assert_eq!(state, zkl_hold_state::ZKL_HOLD_NONE as u32);
+        assert_eq!(zkl_lock_lease_remaining_ms(l, &mut ms), ZKL_NOT_HELD);
+        assert_eq!(ms, -1, "out-parameter untouched on error");
+        assert_eq!(zkl_lock_acquire(l, 0), ZKL_OK);
+        assert_eq!(zkl_lock_hold_state(l, &mut state), ZKL_OK);
+        assert_eq!(state, zkl_hold_state::ZKL_HOLD_HELD as u32);
+        assert_eq!(zkl_lock_lease_remaining_ms(l, &mut ms), ZKL_OK);
+        assert!(ms > 0 && ms <= 10_000, "{ms}");
+        assert_eq!(zkl_lock_release(l), ZKL_OK);
+        zkl_lock_free(l);
+        zkl_client_free(c);
+    }
+}

@@ -39,14 +39,15 @@ mod status;
 mod version;
 
 pub use client::{
-    zkl_client, zkl_client_add_auth, zkl_client_connect, zkl_client_free, zkl_client_set_protocol,
+    zkl_client, zkl_client_add_auth, zkl_client_connect, zkl_client_free, zkl_client_set_acl,
+    zkl_client_set_protocol,
 };
 pub use last_error::zkl_last_error_message;
 pub use lock::{
     zkl_lock, zkl_lock_acquire, zkl_lock_cancel, zkl_lock_fencing_token, zkl_lock_free,
-    zkl_lock_is_held, zkl_lock_release, zkl_multi_lock_new, zkl_mutex_new, zkl_read_lock_new,
-    zkl_rwlock_new, zkl_semaphore_mutex_new, zkl_semaphore_new, zkl_simple_lock_new,
-    zkl_write_lock_new,
+    zkl_lock_hold_state, zkl_lock_is_held, zkl_lock_lease_remaining_ms, zkl_lock_release,
+    zkl_multi_lock_new, zkl_mutex_new, zkl_read_lock_new, zkl_rwlock_new, zkl_semaphore_mutex_new,
+    zkl_semaphore_new, zkl_simple_lock_new, zkl_write_lock_new,
 };
-pub use status::{zkl_protocol, zkl_status, zkl_status_name};
+pub use status::{zkl_acl, zkl_hold_state, zkl_protocol, zkl_status, zkl_status_name};
 pub use version::zkl_version;

@@ -1,0 +1,123 @@
+//! ACLs of lock nodes (real server, digest authentication), and a holder whose node someone
+//! else deleted.
+#![cfg(feature = "testing")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use zklock::testing::Admin;
+use zklock::{Acl, Client, Error, Mutex, Options};
+
+fn authed(hosts: &str, acl: Acl) -> Client {
+    Client::connect(hosts, opts(4000).auth("digest", "app:s3cret").acl(acl))
+        .expect("connect with digest auth")
+}
+
+/// With creator-all + world-read, anyone can see the queue, nobody else can delete a holder's
+/// node or join the queue; clients with the same credentials still queue as usual.
+#[test]
+fn creator_all_read_all_lets_others_list_but_not_touch_the_queue() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let a = authed(&hosts, Acl::CreatorAllReadAll);
+    let b = authed(&hosts, Acl::CreatorAllReadAll);
+    let path = "/acl/orders";
+    let ma = Mutex::new(&a, path).unwrap();
+    let ga = ma.lock().unwrap();
+    let node = ma.participants().unwrap()[0].node.clone();
+
+    // An unauthenticated client lists the queue...
+    let stranger = connect(&hosts, 4000);
+    let seen = Mutex::new(&stranger, path).unwrap().participants().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].is_holder);
+    // ...but cannot join it (no create right under the lock path)...
+    let ms = Mutex::new(&stranger, path).unwrap();
+    match ms.try_lock() {
+        Err(Error::ZooKeeper(m)) => assert!(m.to_lowercase().contains("auth"), "{m}"),
+        other => panic!("a stranger created a node under a protected lock: {other:?}"),
+    }
+    // ...nor delete the holder's node.
+    let admin = Admin::connect(&hosts).unwrap();
+    assert!(admin.delete(&format!("{path}/{node}")).is_err());
+    assert_eq!(admin.children(path).unwrap(), vec![node.clone()]);
+    assert!(ga.is_held());
+
+    // The same credentials queue as usual.
+    let mb = Mutex::new(&b, path).unwrap();
+    assert!(mb.try_lock().unwrap().is_none(), "b got in while a holds");
+    std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            mb.try_lock_for(Duration::from_secs(10))
+                .unwrap()
+                .map(|g| g.fencing_token())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let first = ga.fencing_token();
+        drop(ga);
+        let second = w.join().unwrap().expect("b gets it when a releases");
+        assert!(second > first);
+    });
+    assert!(admin.children(path).unwrap().is_empty());
+}
+
+/// A creator-only ACL without authentication is refused up front, not met as `InvalidACL`
+/// deep inside an acquire.
+#[test]
+fn creator_only_acl_without_authentication_is_an_invalid_argument() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    for acl in [Acl::CreatorAll, Acl::CreatorAllReadAll] {
+        match Client::connect(&hosts, Options::default().acl(acl)) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("auth"), "{m}"),
+            other => panic!("{acl:?} without auth: {other:?}"),
+        }
+        let c = connect(&hosts, 4000);
+        assert!(matches!(c.set_acl(acl), Err(Error::InvalidArgument(_))));
+        assert_eq!(c.acl(), Acl::Open);
+        c.add_auth("digest", b"app:s3cret").unwrap();
+        c.set_acl(acl).unwrap();
+        let m = Mutex::new(&c, &format!("/acl/later/{acl:?}")).unwrap();
+        assert!(m.try_lock().unwrap().is_some());
+    }
+    unsafe {
+        use zklock::ffi::zkl_status::*;
+        use zklock::ffi::*;
+        let h = std::ffi::CString::new(hosts).unwrap();
+        let mut c = std::ptr::null_mut();
+        assert_eq!(zkl_client_connect(h.as_ptr(), 4000, &mut c), ZKL_OK);
+        assert_eq!(zkl_client_set_acl(c, 1), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_client_set_acl(c, 7), ZKL_INVALID_ARGUMENT);
+        assert_eq!(
+            zkl_client_set_acl(std::ptr::null_mut(), 0),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(zkl_client_set_acl(c, 0), ZKL_OK);
+        assert_eq!(
+            zkl_client_add_auth(c, c"digest".as_ptr(), c"app:s3cret".as_ptr()),
+            ZKL_OK
+        );
+        assert_eq!(zkl_client_set_acl(c, 2), ZKL_OK);
+        zkl_client_free(c);
+    }
+}
+
+/// A holder whose node was deleted by someone else (the next waiter then holds) learns it at
+/// the latest on release: `LockLost`, not `Ok`.
+#[test]
+fn a_holder_whose_node_someone_deleted_learns_it_on_release() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts, 4000);
+    let m = Mutex::new(&c, "/acl/deleted").unwrap();
+    let g = m.lock().unwrap();
+    let node = m.participants().unwrap()[0].node.clone();
+    Admin::connect(&hosts)
+        .unwrap()
+        .delete(&format!("/acl/deleted/{node}"))
+        .unwrap();
+    assert_eq!(g.unlock(), Err(Error::LockLost));
+    assert_eq!(m.release(), Err(Error::NotHeld));
+}
