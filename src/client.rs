@@ -1017,6 +1017,20 @@ impl Client {
         mode.with_acls(self.acl().acls())
     }
 
+    /// Creates the missing ancestors of the node `path` (nothing for a child of the root).
+    pub(crate) fn create_parents_of(
+        &self,
+        session: &Session,
+        path: &str,
+        deadline: Instant,
+        protocol: Protocol,
+    ) -> Result<()> {
+        match crate::path::parent(path) {
+            "/" => Ok(()),
+            parent => self.create_parents(session, parent, deadline, protocol),
+        }
+    }
+
     /// Creates `path` and its missing ancestors (and a missing chroot node): container nodes
     /// under the Curator protocol, so the server reaps empty lock directories; persistent nodes
     /// under kazoo's, which remembers directories it made and fails if they vanish. All creates

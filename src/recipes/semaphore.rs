@@ -263,16 +263,24 @@ impl Semaphore {
         let id = AttemptId::new();
         let prefix = format!("_c_{}-lease-", id.text(Protocol::Curator));
         let data = self.client.holder_id().as_bytes();
-        let (mut name, mut token) = create_ephemeral(
-            &self.client,
-            session,
-            &self.leases_dir,
-            &prefix,
-            data,
-            true,
-            d,
-        )?;
+        let mut made: Option<(String, i64)> = None;
         loop {
+            let (name, token) = match &made {
+                Some(m) => m.clone(),
+                None => {
+                    let m = create_ephemeral(
+                        &self.client,
+                        session,
+                        &self.leases_dir,
+                        &prefix,
+                        data,
+                        true,
+                        d,
+                    )?;
+                    made = Some(m.clone());
+                    m
+                }
+            };
             let (children, watcher) = match list_watch(session, &self.leases_dir, d) {
                 Ok(Some((c, w))) => (c, Some(w)),
                 Ok(None) => (Vec::new(), None),
@@ -286,15 +294,7 @@ impl Semaphore {
                     return Err(e);
                 }
                 log::warn!("lease node {name} vanished; creating it again");
-                (name, token) = create_ephemeral(
-                    &self.client,
-                    session,
-                    &self.leases_dir,
-                    &prefix,
-                    data,
-                    true,
-                    d,
-                )?;
+                made = None;
                 continue;
             }
             if children.len() <= self.max_leases as usize {
@@ -369,15 +369,12 @@ impl Semaphore {
             match session.retry(d, || session.zk.create(&self.path, n.as_bytes(), &opts)) {
                 Ok(_) => break,
                 Err(zk::Error::NoNode) if !parents_made => {
-                    let parent = crate::path::parent(&self.path);
-                    if parent != "/" {
-                        self.client.create_parents(
-                            session,
-                            parent,
-                            session.cap(d),
-                            self.protocol,
-                        )?;
-                    }
+                    self.client.create_parents_of(
+                        session,
+                        &self.path,
+                        session.cap(d),
+                        self.protocol,
+                    )?;
                     parents_made = true;
                 }
                 Err(zk::Error::NodeExists) => {

@@ -87,15 +87,12 @@ impl RawSimpleLock {
                 Ok((stat, _)) => return Ok(held(stat.czxid)),
                 Err(zk::Error::NodeExists) => {}
                 Err(zk::Error::NoNode) if !parents_made => {
-                    let parent = crate::path::parent(&self.path);
-                    if parent != "/" {
-                        self.client.create_parents(
-                            session,
-                            parent,
-                            session.cap(d),
-                            self.client.protocol(),
-                        )?;
-                    }
+                    self.client.create_parents_of(
+                        session,
+                        &self.path,
+                        session.cap(d),
+                        self.client.protocol(),
+                    )?;
                     parents_made = true;
                     continue;
                 }
