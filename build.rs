@@ -9,7 +9,10 @@ fn main() {
     println!("cargo:rerun-if-changed=src/ffi");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libzklock.so.0");
+    // cargo-c (`cargo cinstall`, feature `capi`) gives the library its own SONAME.
+    if env::var_os("CARGO_FEATURE_CAPI").is_none() {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libzklock.so.0");
+    }
 
     let version = format!(
         "#define ZKL_VERSION_MAJOR {}\n#define ZKL_VERSION_MINOR {}\n#define ZKL_VERSION_PATCH {}\n#define ZKL_VERSION_STRING \"{}\"",

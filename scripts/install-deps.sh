@@ -3,7 +3,7 @@
 #   - zookeeper             (the server for `--features testing`: /usr/share/java/zookeeper.jar)
 #   - default-jre-headless  (only if `java` is missing)
 #   - gcc, g++              (only if `cc` / `c++` are missing; for the C examples and tests)
-#   - python3               (only if missing)
+#   - python3, python3-venv (only if missing; the Python package is built and tested in a venv)
 #   - pkg-config, binutils, valgrind (only if missing; the C library's packaging and memory tests)
 # Idempotent: runs `apt-get update` only when something has to be installed. Uses sudo only
 # when not root and sudo exists. Tests run with plain `cargo test`; cargo-nextest is not needed.
@@ -16,6 +16,7 @@ command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)

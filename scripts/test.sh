@@ -17,3 +17,6 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 fi
 # Most tests wait on servers, not on the CPU: run more of them at once than there are cores.
 cargo test --features testing -- --test-threads="${ZKL_TEST_THREADS:-6}"
+# The Python package as its users get it: `pip install bindings/python` (into a venv, which
+# builds and bundles the library), then its pytest suite against a server it starts itself.
+scripts/test-python.sh

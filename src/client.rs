@@ -151,6 +151,44 @@ impl Options {
     }
 }
 
+/// A watch on a node's children, from [`Client::watch_children`]: fires once, on their next
+/// change (or the node's creation or deletion).
+pub struct ChildrenWatch {
+    session: Arc<Session>,
+    change: std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>,
+    fired: bool,
+}
+
+impl ChildrenWatch {
+    fn new(session: Arc<Session>, watch: zk::OneshotWatcher) -> ChildrenWatch {
+        ChildrenWatch {
+            session,
+            change: Box::pin(watch.changed()),
+            fired: false,
+        }
+    }
+
+    /// Waits for the change, or `timeout` (None: forever): `Ok(true)` when it changed,
+    /// `Ok(false)` at the timeout (the watch stays set: wait again), `Err` when the session ended.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> Result<bool> {
+        if self.fired {
+            return Ok(true);
+        }
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let signal = Signal::new();
+        match runtime::block_on(&mut self.change, deadline, &signal, true) {
+            Outcome::Ready(ev) => {
+                self.fired = true;
+                if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
+                    return Err(self.session.ended_error().unwrap_or(Error::SessionExpired));
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
 /// The state of the client's session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionState {
@@ -996,6 +1034,39 @@ impl Client {
         }
     }
 
+    /// The children of `path` (empty if it does not exist), and a watch that fires on their next
+    /// change: to follow a lock's queue without polling (see [`Lockable::queue_path`](crate::Lockable::queue_path)).
+    ///
+    /// ```no_run
+    /// use zklock::{Client, Lockable, Mutex, Options};
+    /// let client = Client::connect("127.0.0.1:2181", Options::default())?;
+    /// let m = Mutex::new(&client, "/locks/orders")?;
+    /// loop {
+    ///     let (_, change) = client.watch_children(&m.queue_path())?;
+    ///     println!("{:?}", m.participants()?);
+    ///     change.wait(None)?;
+    /// }
+    /// # Ok::<(), zklock::Error>(())
+    /// ```
+    pub fn watch_children(&self, path: &str) -> Result<(Vec<String>, ChildrenWatch)> {
+        crate::path::validate_path(path)?;
+        let s = self.session()?;
+        loop {
+            match s.retry(Deadline::Forever, || s.zk.list_and_watch_children(path)) {
+                Ok((children, w)) => return Ok((children, ChildrenWatch::new(s, w))),
+                Err(zk::Error::NoNode) => {
+                    // Not there yet: watch for its creation instead.
+                    match s.retry(Deadline::Forever, || s.zk.check_and_watch_stat(path)) {
+                        Ok((None, w)) => return Ok((Vec::new(), ChildrenWatch::new(s, w))),
+                        Ok((Some(_), _)) => continue,
+                        Err(e) => return Err(s.map_err(e)),
+                    }
+                }
+                Err(e) => return Err(s.map_err(e)),
+            }
+        }
+    }
+
     /// How many node watch events (not session events) this client's waits have received:
     /// one per wake-up of a waiter, so a herd-free lock shows one per release.
     pub fn watch_events(&self) -> u64 {
@@ -1087,7 +1158,13 @@ impl Inner {
         if !session.set_state(s) {
             return;
         }
-        log::info!("zklock session {:#x}: {s:?}", session.id);
+        match s {
+            SessionState::Expired => log::warn!(
+                "zklock session {:#x} expired: every lock it held is lost",
+                session.id
+            ),
+            _ => log::info!("zklock session {:#x}: {s:?}", session.id),
+        }
         let is_current = self.current.lock().as_ref().map(|c| c.generation)
             == Some(session.generation)
             || s == SessionState::Closed;

@@ -45,7 +45,7 @@ pub mod process {
     pub use crate::sys::{die_with_parent, send_signal};
 }
 
-pub use client::{Acl, Client, Options, SessionEvent, SessionState};
+pub use client::{Acl, ChildrenWatch, Client, Options, SessionEvent, SessionState};
 pub use deadline::Deadline;
 pub use error::{Error, Result};
 pub use node::Protocol;

@@ -495,3 +495,50 @@ fn sigkill_to_zklock_kills_the_command_too() {
     );
     eprintln!("after SIGKILL of zklock: COMMAND died at {died:?}, lock free at {free_at:?}");
 }
+
+/// `holders --json --watch`: one JSON array per change of the queue, driven by a watch (no
+/// line while nothing changes).
+#[test]
+fn holders_json_watch_follows_the_queue() {
+    use std::io::{BufRead, BufReader};
+    let h = hosts();
+    let p = path("watch");
+    let (code, out, err) = run(zklock(&h, &["holders", "--json", &p]));
+    assert_eq!((code, out.as_str()), (0, "[]\n"), "{err}");
+    let mut w = zklock(&h, &["holders", "--json", "--watch", &p])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = w.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let next = |what: &str| {
+        rx.recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no listing {what}"))
+    };
+    assert_eq!(next("at start"), "[]");
+    let c = client(&h, "watched-holder");
+    let m = Mutex::new(&c, &p).unwrap();
+    let g = m.lock().unwrap();
+    let listing: serde_json::Value = serde_json::from_str(&next("after the acquire")).unwrap();
+    let first = &listing.as_array().unwrap()[0];
+    assert_eq!(first["role"], "holder", "{listing}");
+    assert_eq!(first["holder_id"], "watched-holder", "{listing}");
+    assert!(
+        first["sequence"].as_i64().is_some() && first["node"].is_string(),
+        "{listing}"
+    );
+    // Nothing changes: nothing is printed (a watch, not polling).
+    assert!(rx.recv_timeout(Duration::from_millis(800)).is_err());
+    drop(g);
+    assert_eq!(next("after the release"), "[]");
+    let _ = w.kill();
+    let _ = w.wait();
+}

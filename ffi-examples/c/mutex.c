@@ -138,6 +138,44 @@ static bool test_kazoo_protocol(void) {
   return true;
 }
 
+/* The library's log lines reach the host: an acquire is logged with its lock path. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static int log_calls, acquired_lines;
+
+static void on_log(uint32_t level, const char *target, const char *message, void *user) {
+  pthread_mutex_lock(&log_mu);
+  (*(int *)user)++;
+  if (level == ZKL_LOG_INFO && strncmp(target, "zklock", 6) == 0 &&
+      strstr(message, "acquired ") != NULL && strstr(message, "log/callback") != NULL) {
+    acquired_lines++;
+  }
+  pthread_mutex_unlock(&log_mu);
+}
+
+static bool test_log_callback_hears_an_acquire(void) {
+  zkl_client *c = NULL;
+  zkl_lock *l = NULL;
+  int lines = 0;
+  EXPECT(zkl_set_log_callback(NULL, ZKL_LOG_INFO, NULL), ZKL_INVALID_ARGUMENT);
+  EXPECT(zkl_set_log_callback(on_log, 9, &log_calls), ZKL_INVALID_ARGUMENT);
+  CHECK(zkl_set_log_callback(on_log, ZKL_LOG_INFO, &log_calls));
+  /* Once per process. */
+  EXPECT(zkl_set_log_callback(on_log, ZKL_LOG_DEBUG, &log_calls), ZKL_INVALID_ARGUMENT);
+  c = connect_client();
+  ASSERT(c);
+  CHECK(zkl_mutex_new(c, lock_path(path, sizeof path, "log/callback"), &l));
+  CHECK(zkl_lock_acquire(l, 2000));
+  CHECK(zkl_lock_release(l));
+  zkl_lock_free(l);
+  zkl_client_free(c);
+  pthread_mutex_lock(&log_mu);
+  lines = acquired_lines;
+  pthread_mutex_unlock(&log_mu);
+  ASSERT(lines == 1);
+  ASSERT(log_calls >= 2); /* at least the acquire and the release */
+  return true;
+}
+
 int main(int argc, char **argv) {
   static const struct test tests[] = {
       {"acquire_release", test_acquire_release},
@@ -146,6 +184,7 @@ int main(int argc, char **argv) {
       {"cancel_from_another_thread", test_cancel_from_another_thread},
       {"errors", test_errors},
       {"kazoo_protocol", test_kazoo_protocol},
+      {"log_callback_hears_an_acquire", test_log_callback_hears_an_acquire},
   };
   if (argc == 4 && strcmp(argv[1], "contend") == 0) {
     return contend(zkl_mutex_new, lock_path(path, sizeof path, "mutex/contend"), argv[2], atoi(argv[3]));

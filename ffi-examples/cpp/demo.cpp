@@ -110,6 +110,44 @@ int main() {
       EXPECT_TRUE(!other.try_acquire());
     }
     std::cout << "ok   read-write lock, semaphore, multi-lock\n";
+
+    // One read-write participant: downgrade keeps the token; the handle is the participant,
+    // so another thread releases what this one acquired.
+    {
+      auto [read, write] = a.rwlock(base + "/pair");
+      EXPECT_TRUE(write.hold_state() == zklock::HoldState::none);
+      write.acquire();
+      read.acquire();  // downgrade
+      EXPECT_TRUE(read.fencing_token() == write.fencing_token());
+      EXPECT_TRUE(read.hold_state() == zklock::HoldState::held);
+      EXPECT_TRUE(read.lease_remaining() > 0ms && read.lease_remaining() <= 5000ms);
+      std::thread([&] { write.release(); }).join();
+      EXPECT_TRUE(!write.is_held() && read.is_held());
+      EXPECT_TRUE(throws_status([&] { write.acquire(); }, ZKL_INVALID_ARGUMENT));  // no upgrade
+      read.release();
+      EXPECT_TRUE(throws_status([&] { read.lease_remaining(); }, ZKL_NOT_HELD));
+    }
+    // Semaphore leases: a handle may hold several.
+    {
+      zklock::Lock pool = a.semaphore(base + "/pool", 2), other = b.semaphore(base + "/pool", 2);
+      pool.acquire();
+      pool.acquire();
+      EXPECT_TRUE(!other.try_acquire());
+      pool.release();
+      EXPECT_TRUE(other.try_acquire_for(2s));
+      pool.release();
+      other.release();
+    }
+    // A creator-only ACL needs authentication first.
+    EXPECT_TRUE(throws_status([&] { b.set_acl(zklock::Acl::creator_all); }, ZKL_INVALID_ARGUMENT));
+    b.add_auth("digest", "cpp:secret");
+    b.set_acl(zklock::Acl::creator_all_read_all);
+    {
+      zklock::Lock protected_lock = b.mutex(base + "/acl");
+      zklock::Guard g(protected_lock, 2s);
+      EXPECT_TRUE(g.is_held());
+    }
+    std::cout << "ok   read-write pair, downgrade, leases, hold state, lease, ACL\n";
   } catch (const zklock::Error& e) {
     std::cerr << "unexpected zklock::Error: " << e.what() << "\n";
     return 1;

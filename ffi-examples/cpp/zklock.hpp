@@ -55,6 +55,21 @@ enum class Protocol : uint32_t {
   Kazoo = ZKL_PROTOCOL_KAZOO,
 };
 
+// The ACL of the lock nodes a client creates (zkl_acl).
+enum class Acl : uint32_t {
+  open = ZKL_ACL_OPEN,
+  creator_all = ZKL_ACL_CREATOR_ALL,
+  creator_all_read_all = ZKL_ACL_CREATOR_ALL_READ_ALL,
+};
+
+// What a lock handle may believe about its hold (zkl_hold_state).
+enum class HoldState : uint32_t {
+  none = ZKL_HOLD_NONE,
+  held = ZKL_HOLD_HELD,            // the session is provably alive: act
+  uncertain = ZKL_HOLD_UNCERTAIN,  // cut off long enough that it may be gone: stop acting
+  lost = ZKL_HOLD_LOST,            // the session ended
+};
+
 inline std::string version() { return zkl_version(); }
 
 namespace detail {
@@ -97,6 +112,20 @@ class Lock {
   void cancel() { check(zkl_lock_cancel(get())); }
 
   bool is_held() const noexcept { return zkl_lock_is_held(l_.get()) == 1; }
+
+  HoldState hold_state() const {
+    uint32_t s = 0;
+    check(zkl_lock_hold_state(l_.get(), &s));
+    return static_cast<HoldState>(s);
+  }
+
+  // How long the hold stays provably valid if the server went silent now (throws Error with
+  // ZKL_NOT_HELD if nothing is held).
+  std::chrono::milliseconds lease_remaining() const {
+    int64_t ms = 0;
+    check(zkl_lock_lease_remaining_ms(l_.get(), &ms));
+    return std::chrono::milliseconds(ms);
+  }
 
   int64_t fencing_token() const {
     int64_t t = 0;
@@ -150,11 +179,25 @@ class Client {
     check(zkl_client_add_auth(get(), scheme.c_str(), auth.c_str()));
   }
 
+  // The ACL of nodes created after the call (creator-only ACLs need add_auth first).
+  void set_acl(Acl acl) { check(zkl_client_set_acl(get(), static_cast<uint32_t>(acl))); }
+
   Lock mutex(const std::string& path) { return make(zkl_mutex_new, path); }
+
+  // Both halves of ONE read-write lock, one participant: {read, write}. While the write half is
+  // held the read half may be taken too (downgrade); the reverse throws ZKL_INVALID_ARGUMENT.
+  std::pair<Lock, Lock> rwlock(const std::string& path) {
+    zkl_lock* r = nullptr;
+    zkl_lock* w = nullptr;
+    check(zkl_rwlock_new(get(), path.c_str(), &r, &w));
+    return {Lock(r), Lock(w)};
+  }
   Lock semaphore_mutex(const std::string& path) { return make(zkl_semaphore_mutex_new, path); }
   Lock read_lock(const std::string& path) { return make(zkl_read_lock_new, path); }
   Lock write_lock(const std::string& path) { return make(zkl_write_lock_new, path); }
   Lock simple_lock(const std::string& path) { return make(zkl_simple_lock_new, path); }
+  // A semaphore of max_leases leases: each acquire takes one lease, each release returns the
+  // most recent one (a handle may hold several).
   Lock semaphore(const std::string& path, uint32_t max_leases) {
     zkl_lock* l = nullptr;
     check(zkl_semaphore_new(get(), path.c_str(), max_leases, &l));

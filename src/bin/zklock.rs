@@ -7,6 +7,7 @@
 //!
 //! See `zklock --help` for the options and the exit statuses.
 
+use std::io::Write;
 use std::process::{Child, Command, ExitCode};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -33,11 +34,12 @@ const EXIT_NOT_FOUND: u8 = 127;
 
 const USAGE: &str = "\
 Usage: zklock [OPTIONS] PATH [--] COMMAND [ARGS...]
-       zklock holders [OPTIONS] PATH
+       zklock holders [OPTIONS] [--json] [--watch] PATH
 
 Runs COMMAND while holding the ZooKeeper lock at PATH (like flock(1), across machines), and
 exits with COMMAND's exit status (128+N if it was killed by signal N). `zklock holders PATH`
-lists the lock's queue: holders first, each with its holder id.
+lists the lock's queue: holders first, each with its holder id (--json: a JSON array, an object
+per participant; --watch: again on every change of the queue, until interrupted).
 
 Options:
   --hosts H             ZooKeeper hosts \"host:port[,host:port...][/chroot]\"
@@ -62,6 +64,7 @@ Options:
   -E, --conflict-exit-code N
                         exit status when the lock is not acquired in time (default 75)
   -v, --verbose         say on stderr when the lock is acquired and released
+  --json, --watch       (holders) print JSON; list again on every change of the queue
   -h, --help            this text
   -V, --version         the version
 
@@ -99,6 +102,8 @@ enum OnLost {
 #[derive(Debug)]
 struct Args {
     holders: bool,
+    json: bool,
+    watch: bool,
     hosts: String,
     timeout: Option<Duration>,
     kind: Kind,
@@ -133,6 +138,8 @@ fn seconds(flag: &str, v: &str) -> Result<Duration, String> {
 fn parse(argv: Vec<String>) -> Result<Parsed, String> {
     let mut a = Args {
         holders: false,
+        json: false,
+        watch: false,
         hosts: std::env::var("ZKL_HOSTS")
             .ok()
             .filter(|h| !h.is_empty())
@@ -244,6 +251,8 @@ fn parse(argv: Vec<String>) -> Result<Parsed, String> {
                 })?;
             }
             "-v" | "--verbose" => a.verbose = true,
+            "--json" => a.json = true,
+            "--watch" => a.watch = true,
             "--" if a.path.is_empty() => return Err("PATH is missing before `--`".into()),
             _ if flag.starts_with('-') && flag.len() > 1 => {
                 return Err(format!("unknown option {arg}"))
@@ -267,6 +276,9 @@ fn parse(argv: Vec<String>) -> Result<Parsed, String> {
         Some("--") => rest[1..].to_vec(),
         _ => rest,
     };
+    if (a.json || a.watch) && !a.holders {
+        return Err("--json and --watch go with `zklock holders`".into());
+    }
     if a.holders && !a.command.is_empty() {
         return Err(format!(
             "`zklock holders` takes no COMMAND (got {:?})",
@@ -319,57 +331,81 @@ fn fail(e: &zklock::Error) -> ExitCode {
     }
 }
 
-/// `zklock holders PATH`.
+/// `zklock holders PATH` (`--json`: one JSON array per listing, an object per participant;
+/// `--watch`: list again on every change of the queue, driven by a ZooKeeper watch).
 fn holders(client: &Client, args: &Args) -> ExitCode {
-    let listed = match args.kind {
-        Kind::Mutex => Mutex::new(client, &args.path)
-            .and_then(|m| m.participants())
-            .map(Some),
-        Kind::Read | Kind::Write => ReadWriteLock::new(client, &args.path)
-            .and_then(|l| l.participants())
-            .map(Some),
-        Kind::Semaphore(n) => {
-            return match Semaphore::new(client, &args.path, n).and_then(|s| s.lease_holders()) {
-                Ok(ids) => {
-                    for id in ids {
-                        println!("holder\t{id}");
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail(&e),
-            }
-        }
-        Kind::Simple => {
-            return match SimpleLock::new(client, &args.path).and_then(|l| l.holder()) {
-                Ok(Some(id)) => {
-                    println!("holder\t{id}");
-                    ExitCode::SUCCESS
-                }
-                Ok(None) => ExitCode::SUCCESS,
-                Err(e) => fail(&e),
-            }
-        }
+    let lock = match make_lock(client, args) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
     };
-    match listed {
-        Ok(list) => {
-            for p in list.unwrap_or_default() {
-                let role = if p.is_holder { "holder" } else { "waiting" };
-                let mode = if p.is_reader { "read" } else { "write" };
-                let mode = if matches!(args.kind, Kind::Mutex) {
-                    ""
-                } else {
-                    mode
-                };
-                let sep = if mode.is_empty() { "" } else { "\t" };
-                println!(
-                    "{role}\t{}{sep}{mode}\t{}\t{}",
-                    p.sequence, p.holder_id, p.node
-                );
+    let mut out = std::io::stdout();
+    loop {
+        // Watch first, then list: a change after the listing is never missed.
+        let change = if args.watch {
+            match client.watch_children(&lock.queue_path()) {
+                Ok((_, w)) => Some(w),
+                Err(e) => return fail(&e),
             }
-            ExitCode::SUCCESS
+        } else {
+            None
+        };
+        match lock.participants() {
+            Ok(list) => print_participants(&mut out, &list, args),
+            Err(e) => return fail(&e),
         }
-        Err(e) => fail(&e),
+        let Some(mut change) = change else {
+            return ExitCode::SUCCESS;
+        };
+        if let Err(e) = change.wait(None) {
+            return fail(&e);
+        }
     }
+}
+
+fn print_participants(out: &mut impl Write, list: &[zklock::Participant], args: &Args) {
+    let shows_mode = matches!(args.kind, Kind::Read | Kind::Write);
+    let queue = !matches!(args.kind, Kind::Semaphore(_) | Kind::Simple);
+    let text = if args.json {
+        let items: Vec<_> = list
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "role": if p.is_holder { "holder" } else { "waiting" },
+                    "sequence": if queue { Some(p.sequence) } else { None },
+                    "mode": if shows_mode { Some(if p.is_reader { "read" } else { "write" }) } else { None },
+                    "holder_id": p.holder_id,
+                    "node": if queue { Some(&p.node) } else { None },
+                })
+            })
+            .collect();
+        format!("{}\n", serde_json::Value::Array(items))
+    } else {
+        let mut t = String::new();
+        for p in list {
+            let role = if p.is_holder { "holder" } else { "waiting" };
+            if !queue {
+                t.push_str(&format!("{role}\t{}\n", p.holder_id));
+            } else if shows_mode {
+                let mode = if p.is_reader { "read" } else { "write" };
+                t.push_str(&format!(
+                    "{role}\t{}\t{mode}\t{}\t{}\n",
+                    p.sequence, p.holder_id, p.node
+                ));
+            } else {
+                t.push_str(&format!(
+                    "{role}\t{}\t{}\t{}\n",
+                    p.sequence, p.holder_id, p.node
+                ));
+            }
+        }
+        if args.watch {
+            // One listing per change, separated by an empty line.
+            t.push('\n');
+        }
+        t
+    };
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
 }
 
 /// The lock of the kind asked for, as the one trait every recipe implements.

@@ -19,7 +19,7 @@ pub struct zkl_client {
     _private: [u8; 0],
 }
 
-/// What a `zkl_client` points to.
+/// What a zkl_client points to.
 pub(crate) struct ClientHandle {
     pub(crate) client: Client,
     pub(crate) poisoned: AtomicBool,
@@ -39,7 +39,7 @@ impl Drop for ClientHandle {
 }
 
 impl ClientHandle {
-    /// Runs `f` on the client unless it is poisoned; a panic in `f` poisons it.
+    /// Runs f on the client unless it is poisoned; a panic in f poisons it.
     pub(crate) fn run<T>(
         &self,
         f: impl FnOnce(&Client) -> Result<T, Failure>,
@@ -50,7 +50,7 @@ impl ClientHandle {
 
 /// Connects to ZooKeeper and opens a session.
 ///
-/// hosts: `host:port[,host:port...][/chroot]` (port 2181 if omitted). session_timeout_ms: the
+/// hosts: host:port[,host:port...][/chroot] (port 2181 if omitted). session_timeout_ms: the
 /// session timeout asked of the server (at least 100), which also bounds how long this call
 /// waits for the first connection. On ZKL_OK, *out_client owns a new client: free it with
 /// zkl_client_free; on any other status *out_client is left unchanged.
@@ -59,8 +59,8 @@ impl ClientHandle {
 /// server answered within session_timeout_ms, ZKL_ZOOKEEPER_ERROR if authentication failed.
 /// Blocks at most session_timeout_ms. Any thread.
 ///
-/// # Safety
-/// `hosts` is NULL or a NUL-terminated string; `out_client` is NULL or valid for writing.
+/// Pointers: hosts is NULL or a NUL-terminated string; out_client is NULL or valid for
+/// writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_client_connect(
     hosts: *const c_char,
@@ -86,8 +86,7 @@ pub unsafe extern "C" fn zkl_client_connect(
 /// Returns ZKL_INVALID_ARGUMENT for a NULL client or a value that is not a zkl_protocol.
 /// Never blocks. Any thread.
 ///
-/// # Safety
-/// `client` is NULL or a live zkl_client.
+/// Pointers: client is NULL or a live zkl_client.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_client_set_protocol(
     client: *mut zkl_client,
@@ -113,8 +112,8 @@ pub unsafe extern "C" fn zkl_client_set_protocol(
 /// credentials (the session ends), ZKL_CONNECTION_LOSS if no reply came in time. Blocks at
 /// most the session timeout. Any thread.
 ///
-/// # Safety
-/// `client` is NULL or a live zkl_client; `scheme` and `auth` are NULL or NUL-terminated.
+/// Pointers: client is NULL or a live zkl_client; scheme and auth are NULL or
+/// NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_client_add_auth(
     client: *mut zkl_client,
@@ -140,8 +139,7 @@ pub unsafe extern "C" fn zkl_client_add_auth(
 /// Returns ZKL_INVALID_ARGUMENT for a NULL client, a value that is not a zkl_acl, or a
 /// creator-only ACL on a client without authentication. Never blocks. Any thread.
 ///
-/// # Safety
-/// `client` is NULL or a live zkl_client.
+/// Pointers: client is NULL or a live zkl_client.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_client_set_acl(client: *mut zkl_client, acl: u32) -> zkl_status {
     ffi_boundary!(status {
@@ -161,8 +159,8 @@ pub unsafe extern "C" fn zkl_client_set_acl(client: *mut zkl_client, acl: u32) -
 /// elsewhere proceed without waiting for the session to expire. The pointer is unusable after
 /// this call. Does not block. Any thread, once no other thread uses this client.
 ///
-/// # Safety
-/// `client` is NULL or a live zkl_client not used by any other thread during or after the call.
+/// Pointers: client is NULL or a live zkl_client not used by any other thread during or after
+/// the call.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_client_free(client: *mut zkl_client) {
     ffi_boundary!(value {

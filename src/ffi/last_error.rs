@@ -7,7 +7,7 @@ thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::from(c"no error"));
 }
 
-/// Records `message` as this thread's last error (NUL bytes in it become U+FFFD).
+/// Records message as this thread's last error (NUL bytes in it become U+FFFD).
 pub(crate) fn set_last_error(message: String) {
     let c = CString::new(message).unwrap_or_else(|e| {
         let text = String::from_utf8_lossy(&e.into_vec()).replace('\0', "\u{fffd}");

@@ -28,7 +28,7 @@ pub struct zkl_lock {
     _private: [u8; 0],
 }
 
-/// What a `zkl_lock` points to. Fields drop in order: the lock first (releasing what it holds
+/// What a zkl_lock points to. Fields drop in order: the lock first (releasing what it holds
 /// while its session is still open), then the clients it keeps alive.
 pub(crate) struct LockHandle {
     lock: Box<dyn Lockable>,
@@ -67,8 +67,7 @@ impl LockHandle {
 
 /// The common part of the constructors: check every argument, make the lock, hand it out.
 ///
-/// # Safety
-/// `client`, `path`, `out_lock`: as the constructors' contracts say.
+/// Pointers: client, path, out_lock: as the constructors' contracts say.
 unsafe fn new_lock<L: Lockable + 'static>(
     client: *mut zkl_client,
     path: *const c_char,
@@ -91,16 +90,15 @@ unsafe fn new_lock<L: Lockable + 'static>(
 }
 
 /// Makes a fair (FIFO), herd-free, exclusive lock at path, compatible with Curator's
-/// InterProcessMutex (or kazoo's Lock, per the client's protocol). Reentrant per thread: n
-/// acquires by one thread need n releases, on that thread.
+/// InterProcessMutex (or kazoo's Lock, per the client's protocol). Reentrant per handle: n
+/// acquires need n releases, from any threads (the handle is the participant).
 ///
 /// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
 /// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
 /// a malformed path. Never blocks. Any thread.
 ///
-/// # Safety
-/// `client` is NULL or a live zkl_client; `path` is NULL or NUL-terminated; `out_lock` is
-/// NULL or valid for writing.
+/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated;
+/// out_lock is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_mutex_new(
     client: *mut zkl_client,
@@ -121,8 +119,8 @@ pub unsafe extern "C" fn zkl_mutex_new(
 /// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
 /// a malformed path. Never blocks. Any thread.
 ///
-/// # Safety
-/// As zkl_mutex_new.
+/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
+/// NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_semaphore_mutex_new(
     client: *mut zkl_client,
@@ -142,8 +140,8 @@ pub unsafe extern "C" fn zkl_semaphore_mutex_new(
 /// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
 /// a malformed path. Never blocks. Any thread.
 ///
-/// # Safety
-/// As zkl_mutex_new.
+/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
+/// NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_simple_lock_new(
     client: *mut zkl_client,
@@ -159,16 +157,16 @@ pub unsafe extern "C" fn zkl_simple_lock_new(
 /// Makes the shared (read) half of the read-write lock at path, compatible with Curator's
 /// InterProcessReadWriteLock (or kazoo's ReadLock, per the client's protocol): any number of
 /// readers hold it together while no writer does. FIFO, so a waiting writer is not starved by
-/// later readers. Reentrant per thread; release on the acquiring thread. A thread holding the
-/// write half through zkl_write_lock_new's handle is a separate participant: to downgrade
-/// within one participant make both halves with zkl_rwlock_new.
+/// later readers. Reentrant per handle; any thread may release. A zkl_write_lock_new handle is
+/// a separate participant: to downgrade within one participant make both halves with
+/// zkl_rwlock_new.
 ///
 /// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
 /// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
 /// a malformed path. Never blocks. Any thread.
 ///
-/// # Safety
-/// As zkl_mutex_new.
+/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
+/// NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_read_lock_new(
     client: *mut zkl_client,
@@ -183,14 +181,14 @@ pub unsafe extern "C" fn zkl_read_lock_new(
 
 /// Makes the exclusive (write) half of the read-write lock at path, compatible with Curator's
 /// InterProcessReadWriteLock (or kazoo's WriteLock, per the client's protocol): held alone,
-/// with no reader. FIFO. Reentrant per thread; release on the acquiring thread.
+/// with no reader. FIFO. Reentrant per handle; any thread may release.
 ///
 /// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
 /// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
 /// a malformed path. Never blocks. Any thread.
 ///
-/// # Safety
-/// As zkl_mutex_new.
+/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
+/// NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_write_lock_new(
     client: *mut zkl_client,
@@ -204,19 +202,18 @@ pub unsafe extern "C" fn zkl_write_lock_new(
 }
 
 /// Makes both halves of one read-write lock at path (an addition to the contract): unlike
-/// separate zkl_read_lock_new and zkl_write_lock_new handles, these two share their holds, so a
-/// thread holding the write half may then take the read half (write -> read downgrade, as
-/// Curator allows); taking the write half while holding only the read half fails at once with
-/// ZKL_INVALID_ARGUMENT (an upgrade would deadlock). Reentrant per thread; release on the
-/// acquiring thread.
+/// separate zkl_read_lock_new and zkl_write_lock_new handles, these two are one participant, so
+/// while the write half is held the read half may be taken too (write -> read downgrade, as
+/// Curator allows; the read hold keeps the write hold's fencing token); taking the write half
+/// while holding only the read half fails at once with ZKL_INVALID_ARGUMENT (an upgrade would
+/// deadlock). Reentrant per handle; any thread may release.
 ///
 /// On ZKL_OK, *out_read and *out_write each own a new handle that holds nothing yet: free each
 /// with zkl_lock_free; on any other status both are left unchanged. ZKL_INVALID_ARGUMENT for a
 /// NULL argument or a malformed path. Never blocks. Any thread.
 ///
-/// # Safety
-/// `client` is NULL or a live zkl_client; `path` is NULL or NUL-terminated; `out_read` and
-/// `out_write` are NULL or valid for writing.
+/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated;
+/// out_read and out_write are NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_rwlock_new(
     client: *mut zkl_client,
@@ -254,8 +251,8 @@ pub unsafe extern "C" fn zkl_rwlock_new(
 /// ZKL_INVALID_ARGUMENT for a NULL argument, a malformed path or max_leases 0. Never blocks.
 /// Any thread.
 ///
-/// # Safety
-/// As zkl_mutex_new.
+/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
+/// NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_semaphore_new(
     client: *mut zkl_client,
@@ -273,17 +270,16 @@ pub unsafe extern "C" fn zkl_semaphore_new(
 /// takes every one (in a canonical order, so two multi-locks over the same locks cannot
 /// deadlock) or, on failure, releases those it took and leaves nothing held; one timeout
 /// covers the whole acquire. zkl_lock_is_held is 1 while every component is held;
-/// zkl_lock_fencing_token is ZKL_INVALID_ARGUMENT (each component has its own token). If a
-/// component is a mutex or read/write half, acquire and release on one thread.
+/// zkl_lock_fencing_token is ZKL_INVALID_ARGUMENT (each component has its own token). A failed
+/// component release does not keep the others (or itself) held: see zkl_lock_release.
 ///
 /// Takes ownership of locks[0..count) on ZKL_OK only: they must not be used or freed any more
 /// (zkl_lock_free of the multi-lock frees them); on any other status they stay the caller's
 /// and *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL array, out_lock or element,
 /// count 0, the same handle twice, or a multi-lock as an element. Never blocks. Any thread.
 ///
-/// # Safety
-/// `locks` is NULL or points to `count` readable handle pointers, each NULL or a live zkl_lock
-/// that no other thread uses; `out_lock` is NULL or valid for writing.
+/// Pointers: locks is NULL or points to count readable handle pointers, each NULL or a live
+/// zkl_lock that no other thread uses; out_lock is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_multi_lock_new(
     locks: *const *mut zkl_lock,
@@ -342,8 +338,7 @@ pub unsafe extern "C" fn zkl_multi_lock_new(
 /// is left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a
 /// time per handle.
 ///
-/// # Safety
-/// `lock` is NULL or a live zkl_lock, not freed during the call.
+/// Pointers: lock is NULL or a live zkl_lock, not freed during the call.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_lock_acquire(lock: *mut zkl_lock, timeout_ms: i64) -> zkl_status {
     ffi_boundary!(status {
@@ -365,14 +360,14 @@ pub unsafe extern "C" fn zkl_lock_acquire(lock: *mut zkl_lock, timeout_ms: i64) 
 
 /// Releases one hold of the lock.
 ///
-/// Returns ZKL_NOT_HELD if this handle (for a mutex or read/write half: this thread) does not
-/// hold it, ZKL_SESSION_EXPIRED if the lock had been lost with its session (the hold is dropped
-/// anyway), ZKL_CONNECTION_LOSS if the server could not be told in time (still held: call
-/// again, or free the handle to finish in the background). Blocks at most twice the session
-/// timeout. One thread at a time per handle.
+/// Returns ZKL_NOT_HELD if this handle does not hold it, ZKL_SESSION_EXPIRED if the lock had
+/// been lost (its session ended, or someone else deleted its node; the hold is dropped anyway),
+/// ZKL_CONNECTION_LOSS if the server could not be told within one session timeout (the node is
+/// then deleted in the background; the handle holds nothing any more either way). Blocks at
+/// most the session timeout. Any thread may release what another acquired on the same handle;
+/// one thread at a time per handle.
 ///
-/// # Safety
-/// `lock` is NULL or a live zkl_lock, not freed during the call.
+/// Pointers: lock is NULL or a live zkl_lock, not freed during the call.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_lock_release(lock: *mut zkl_lock) -> zkl_status {
     ffi_boundary!(status {
@@ -390,8 +385,7 @@ pub unsafe extern "C" fn zkl_lock_release(lock: *mut zkl_lock) -> zkl_status {
 /// Do not free the handle while another thread is inside zkl_lock_acquire: cancel, wait for
 /// that thread to return, then free.
 ///
-/// # Safety
-/// `lock` is NULL or a live zkl_lock, not freed during the call.
+/// Pointers: lock is NULL or a live zkl_lock, not freed during the call.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_lock_cancel(lock: *mut zkl_lock) -> zkl_status {
     ffi_boundary!(status {
@@ -405,12 +399,11 @@ pub unsafe extern "C" fn zkl_lock_cancel(lock: *mut zkl_lock) -> zkl_status {
     })
 }
 
-/// 1 while the lock is held (for a mutex or read/write half: by the calling thread) and the
-/// session is alive (for a multi-lock: every component), else 0 (also for NULL). Never blocks.
+/// 1 while this handle holds the lock and zkl_lock_hold_state would say ZKL_HOLD_HELD (the
+/// session is provably alive; for a multi-lock: every component), else 0 (also for NULL). Never blocks.
 /// One thread at a time per handle.
 ///
-/// # Safety
-/// `lock` is NULL or a live zkl_lock.
+/// Pointers: lock is NULL or a live zkl_lock.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_lock_is_held(lock: *const zkl_lock) -> c_int {
     ffi_boundary!(value {
@@ -426,12 +419,10 @@ pub unsafe extern "C" fn zkl_lock_is_held(lock: *const zkl_lock) -> c_int {
 /// successive holders of the same lock (the lock node's creation zxid), so a resource can
 /// refuse writes from a holder that lost the lock.
 ///
-/// Returns ZKL_NOT_HELD if not held (for a mutex or read/write half: by the calling thread) or
-/// lost, and ZKL_INVALID_ARGUMENT for a multi-lock; then *out_token is left unchanged. Never
+/// Returns ZKL_NOT_HELD if this handle does not hold it or lost it, and ZKL_INVALID_ARGUMENT for a multi-lock; then *out_token is left unchanged. Never
 /// blocks. One thread at a time per handle.
 ///
-/// # Safety
-/// `lock` is NULL or a live zkl_lock; `out_token` is NULL or valid for writing.
+/// Pointers: lock is NULL or a live zkl_lock; out_token is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_lock_fencing_token(
     lock: *const zkl_lock,
@@ -457,8 +448,7 @@ pub unsafe extern "C" fn zkl_lock_fencing_token(
 /// ZKL_INVALID_ARGUMENT for a NULL argument (then *out_state is left unchanged). Never blocks.
 /// Any thread.
 ///
-/// # Safety
-/// `lock` is NULL or a live zkl_lock; `out_state` is NULL or valid for writing.
+/// Pointers: lock is NULL or a live zkl_lock; out_state is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_lock_hold_state(
     lock: *const zkl_lock,
@@ -483,8 +473,7 @@ pub unsafe extern "C" fn zkl_lock_hold_state(
 /// ZKL_NOT_HELD if the handle holds nothing, ZKL_INVALID_ARGUMENT for a NULL argument; then
 /// *out_ms is left unchanged. Never blocks. Any thread.
 ///
-/// # Safety
-/// `lock` is NULL or a live zkl_lock; `out_ms` is NULL or valid for writing.
+/// Pointers: lock is NULL or a live zkl_lock; out_ms is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_lock_lease_remaining_ms(
     lock: *const zkl_lock,
@@ -509,8 +498,8 @@ pub unsafe extern "C" fn zkl_lock_lease_remaining_ms(
 /// Never call it while another thread is inside a call on the same handle (even
 /// zkl_lock_acquire: cancel, wait for that thread to return, then free).
 ///
-/// # Safety
-/// `lock` is NULL or a live zkl_lock that no other thread uses during or after the call.
+/// Pointers: lock is NULL or a live zkl_lock that no other thread uses during or after the
+/// call.
 #[no_mangle]
 pub unsafe extern "C" fn zkl_lock_free(lock: *mut zkl_lock) {
     ffi_boundary!(value {

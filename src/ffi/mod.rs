@@ -23,10 +23,13 @@
 //!   abort), and the handle involved is poisoned: later calls on it return `ZKL_INTERNAL_ERROR`.
 //! - **Threads.** `zkl_client` may be used by any number of threads at once; a `zkl_lock` by one
 //!   thread at a time, except `zkl_lock_cancel`, which any thread may call at any time.
-//!   A lock from `zkl_mutex_new` is reentrant per thread and must be released on the thread
-//!   that acquired it.
+//!   A `zkl_lock` is one participant: its holds belong to the handle, not to the calling OS
+//!   thread, so any thread may release what another acquired through it.
 //! - **Blocking.** No call blocks longer than its timeout plus the session timeout.
 #![allow(non_camel_case_types)]
+// The header generated from these doc comments is C documentation: each function's safety rules
+// are its "Pointers:" paragraph, in words a C programmer reads, not a Rust "# Safety" heading.
+#![allow(clippy::missing_safety_doc)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -35,6 +38,7 @@ mod boundary;
 mod client;
 mod last_error;
 mod lock;
+mod log;
 mod status;
 mod version;
 
@@ -49,5 +53,6 @@ pub use lock::{
     zkl_multi_lock_new, zkl_mutex_new, zkl_read_lock_new, zkl_rwlock_new, zkl_semaphore_mutex_new,
     zkl_semaphore_new, zkl_simple_lock_new, zkl_write_lock_new,
 };
+pub use log::{zkl_log_callback, zkl_log_level, zkl_set_log_callback};
 pub use status::{zkl_acl, zkl_hold_state, zkl_protocol, zkl_status, zkl_status_name};
 pub use version::zkl_version;

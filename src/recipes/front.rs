@@ -84,6 +84,13 @@ pub trait Lockable: Send + Sync {
     /// once if it is not held). Nothing is kept once the hold is released.
     fn on_lost(&self, f: Box<dyn FnOnce() + Send>);
 
+    /// The node whose children change when this lock's queue or holders change (the lock path;
+    /// the semaphore's lease directory; the simple lock's parent): what
+    /// [`Client::watch_children`](crate::Client::watch_children) watches to follow the queue.
+    fn queue_path(&self) -> String {
+        self.path().to_string()
+    }
+
     /// Tie-break of the multi-lock's canonical order between locks on the same path (a write
     /// lock is taken before the read lock of the same read-write lock: write -> read is a
     /// downgrade, the other order would deadlock).
@@ -106,6 +113,7 @@ macro_rules! forward_lockable {
             fn wait_lost(&self, t: Option<Duration>) -> bool { (**self).wait_lost(t) }
             fn on_lost(&self, f: Box<dyn FnOnce() + Send>) { (**self).on_lost(f) }
             fn order_rank(&self) -> u8 { (**self).order_rank() }
+            fn queue_path(&self) -> String { (**self).queue_path() }
         }
     )*};
 }
@@ -277,6 +285,9 @@ impl<R: Lockable> Lockable for Lock<R> {
     }
     fn order_rank(&self) -> u8 {
         self.raw.order_rank()
+    }
+    fn queue_path(&self) -> String {
+        self.raw.queue_path()
     }
 }
 

@@ -34,6 +34,8 @@ pub(crate) struct Hold {
     pub(crate) session: Arc<Session>,
     pub(crate) node: String,
     pub(crate) token: i64,
+    /// When it was acquired (for the log line of its release).
+    acquired: Instant,
     /// Alive while any copy of this hold exists: lock-lost callbacks of released holds lapse.
     alive: Arc<()>,
 }
@@ -53,6 +55,7 @@ impl Hold {
             session,
             node,
             token,
+            acquired: Instant::now(),
             alive: Arc::new(()),
         }
     }
@@ -78,7 +81,16 @@ impl Hold {
     /// `Err(LockLost)` when the session ended first or someone else had deleted the node;
     /// `Err(ConnectionLoss)` when the delete was handed to the background.
     pub(crate) fn release(self) -> Result<()> {
-        remove_node(&self.session, &self.node, true)
+        let r = remove_node(&self.session, &self.node, true);
+        match &r {
+            Ok(()) => log::info!(
+                "released {} after holding it {:?}",
+                self.node,
+                self.acquired.elapsed()
+            ),
+            Err(e) => log::warn!("releasing {}: {e}", self.node),
+        }
+        r
     }
 
     /// Blocks until the hold is no longer believed (its lease ran out, or its session ended)
@@ -262,6 +274,7 @@ pub(crate) enum Begin<'a> {
 pub(crate) struct Ticket<'a> {
     holds: &'a Holds,
     key: Option<ThreadId>,
+    started: Instant,
     done: bool,
 }
 
@@ -269,6 +282,11 @@ impl Ticket<'_> {
     /// Records the attempt's hold; returns its fencing token.
     pub(crate) fn complete(mut self, hold: Hold) -> i64 {
         let token = hold.token;
+        log::info!(
+            "acquired {} after waiting {:?} (fencing token {token})",
+            hold.node,
+            self.started.elapsed()
+        );
         self.holds
             .slots
             .lock()
@@ -315,6 +333,7 @@ impl Holds {
                 Ok(Begin::Fresh(Ticket {
                     holds: self,
                     key,
+                    started: Instant::now(),
                     done: false,
                 }))
             }

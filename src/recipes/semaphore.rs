@@ -438,6 +438,10 @@ impl crate::Lockable for Semaphore {
             .map(|h| h.token)
             .ok_or(Error::NotHeld)
     }
+    /// The lease directory.
+    fn queue_path(&self) -> String {
+        self.leases_dir.clone()
+    }
     fn lease_remaining(&self) -> Option<Duration> {
         let last = self.explicit.lock().last().cloned();
         last.map(|h| h.session.lease_remaining())

@@ -178,6 +178,10 @@ impl super::Lockable for RawSimpleLock {
     fn fencing_token(&self) -> Result<i64> {
         self.holds.fencing_token()
     }
+    /// The parent: its children change when the lock's node comes and goes.
+    fn queue_path(&self) -> String {
+        crate::path::parent(&self.path).to_string()
+    }
     fn lease_remaining(&self) -> Option<std::time::Duration> {
         self.holds.lease_remaining()
     }

@@ -1,0 +1,464 @@
+"""zklock: distributed locks on Apache ZooKeeper, through the zklock C library bundled with
+this package (a ctypes binding of ``zklock.h``).
+
+    import zklock
+    with zklock.Client("127.0.0.1:2181") as client:
+        lock = client.mutex("/locks/orders")
+        with lock.hold(timeout=5.0):                 # zklock.Timeout if not acquired in 5 s
+            print("holding, fencing token", lock.fencing_token)
+
+Timeouts are seconds: ``None`` waits forever, ``0`` tries once. Every failure raises a
+subclass of :class:`ZklError`. Blocking calls release the GIL. A lock handle is one participant:
+any thread may release what another thread acquired through it (use it from one thread at a
+time, except :meth:`Lock.cancel`). The library logs to the ``logging`` logger ``"zklock"``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import logging
+import os
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    c_char_p,
+    c_int,
+    c_int64,
+    c_size_t,
+    c_uint32,
+    c_void_p,
+)
+from typing import Iterable, Optional, Tuple, Type
+
+__all__ = [
+    "Client",
+    "Lock",
+    "ZklError",
+    "Timeout",
+    "InvalidArgument",
+    "NotHeld",
+    "ConnectionLoss",
+    "SessionExpired",
+    "ZooKeeperError",
+    "InternalError",
+    "Cancelled",
+    "multi_lock",
+    "version",
+    "status_name",
+    "PROTOCOL_CURATOR",
+    "PROTOCOL_KAZOO",
+    "ACL_OPEN",
+    "ACL_CREATOR_ALL",
+    "ACL_CREATOR_ALL_READ_ALL",
+]
+
+# zkl_status
+OK = 0
+TIMEOUT = 1
+INVALID_ARGUMENT = 2
+NOT_HELD = 3
+CONNECTION_LOSS = 4
+SESSION_EXPIRED = 5
+ZOOKEEPER_ERROR = 6
+INTERNAL_ERROR = 7
+CANCELLED = 8
+
+# zkl_protocol
+PROTOCOL_CURATOR = 0
+PROTOCOL_KAZOO = 1
+
+# zkl_acl
+ACL_OPEN = 0
+ACL_CREATOR_ALL = 1
+ACL_CREATOR_ALL_READ_ALL = 2
+
+# zkl_hold_state
+_HOLD_STATES = ("none", "held", "uncertain", "lost")
+
+# zkl_log_level (1 = error ... 5 = trace) -> logging levels
+_LOG_LEVELS = {1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG, 5: 5}
+
+
+def _load() -> ctypes.CDLL:
+    """The library bundled in this package; ``$ZKLOCK_LIBRARY`` overrides it (development)."""
+    explicit = os.environ.get("ZKLOCK_LIBRARY")
+    if explicit:
+        return ctypes.CDLL(explicit)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for pattern in ("_native*.so", "_native*.dylib", "libzklock*.so*"):
+        found = sorted(glob.glob(os.path.join(here, pattern)))
+        if found:
+            return ctypes.CDLL(found[0])
+    raise OSError("the zklock library is not bundled in %s: reinstall the package" % here)
+
+
+_lib = _load()
+
+_status = c_int
+_client_p = c_void_p
+_lock_p = c_void_p
+_LOG_CALLBACK = CFUNCTYPE(None, c_uint32, c_char_p, c_char_p, c_void_p)
+
+# Every function of zklock.h this package calls: (restype, argtypes). tests/test_header.py
+# checks this table against the header, so the two cannot drift apart.
+_SIGNATURES = {
+    "zkl_client_connect": (_status, [c_char_p, c_uint32, POINTER(_client_p)]),
+    "zkl_client_set_protocol": (_status, [_client_p, c_uint32]),
+    "zkl_client_add_auth": (_status, [_client_p, c_char_p, c_char_p]),
+    "zkl_client_set_acl": (_status, [_client_p, c_uint32]),
+    "zkl_client_free": (None, [_client_p]),
+    "zkl_mutex_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
+    "zkl_semaphore_mutex_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
+    "zkl_read_lock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
+    "zkl_write_lock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
+    "zkl_rwlock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p), POINTER(_lock_p)]),
+    "zkl_semaphore_new": (_status, [_client_p, c_char_p, c_uint32, POINTER(_lock_p)]),
+    "zkl_simple_lock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
+    "zkl_multi_lock_new": (_status, [POINTER(_lock_p), c_size_t, POINTER(_lock_p)]),
+    "zkl_lock_acquire": (_status, [_lock_p, c_int64]),
+    "zkl_lock_release": (_status, [_lock_p]),
+    "zkl_lock_cancel": (_status, [_lock_p]),
+    "zkl_lock_is_held": (c_int, [_lock_p]),
+    "zkl_lock_hold_state": (_status, [_lock_p, POINTER(c_uint32)]),
+    "zkl_lock_lease_remaining_ms": (_status, [_lock_p, POINTER(c_int64)]),
+    "zkl_lock_fencing_token": (_status, [_lock_p, POINTER(c_int64)]),
+    "zkl_lock_free": (None, [_lock_p]),
+    "zkl_set_log_callback": (_status, [_LOG_CALLBACK, c_uint32, c_void_p]),
+    "zkl_last_error_message": (c_char_p, []),
+    "zkl_status_name": (c_char_p, [c_uint32]),
+    "zkl_version": (c_char_p, []),
+}
+
+for _name, (_restype, _argtypes) in _SIGNATURES.items():
+    _fn = getattr(_lib, _name)
+    _fn.restype = _restype
+    _fn.argtypes = _argtypes
+
+
+def version() -> str:
+    """The library's version, e.g. ``"0.2.0"``."""
+    return _lib.zkl_version().decode()
+
+
+def status_name(status: int) -> str:
+    """The name of a status value, e.g. ``"ZKL_TIMEOUT"`` (``"ZKL_UNKNOWN_STATUS"`` otherwise)."""
+    return _lib.zkl_status_name(status & 0xFFFFFFFF).decode()
+
+
+class ZklError(Exception):
+    """A call returned a status other than ZKL_OK: ``status`` is the number, ``message`` the
+    library's words. Each status has its own subclass."""
+
+    status = -1
+
+    def __init__(self, message: str, status: Optional[int] = None):
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+        self.message = message
+
+    @property
+    def name(self) -> str:
+        return status_name(self.status)
+
+    def __str__(self) -> str:
+        return "%s: %s" % (self.name, self.message)
+
+
+class Timeout(ZklError):
+    """Not acquired before the timeout (timeout 0: the lock was busy)."""
+
+    status = TIMEOUT
+
+
+class InvalidArgument(ZklError, ValueError):
+    """A malformed path or host list, a bad value, or a misuse (acquiring again a non-reentrant
+    lock, a read -> write upgrade)."""
+
+    status = INVALID_ARGUMENT
+
+
+class NotHeld(ZklError):
+    """Release (or fencing token) of a lock this handle does not hold."""
+
+    status = NOT_HELD
+
+
+class ConnectionLoss(ZklError, ConnectionError):
+    """ZooKeeper not reachable in time; nothing of the call is left on the server."""
+
+    status = CONNECTION_LOSS
+
+
+class SessionExpired(ZklError):
+    """The session ended: every lock it held is lost."""
+
+    status = SESSION_EXPIRED
+
+
+class ZooKeeperError(ZklError):
+    """Any other error the server returned (no auth, ACL, ...)."""
+
+    status = ZOOKEEPER_ERROR
+
+
+class InternalError(ZklError):
+    """A bug caught at the library's boundary; the handle is unusable."""
+
+    status = INTERNAL_ERROR
+
+
+class Cancelled(ZklError):
+    """A waiting acquire was cancelled with :meth:`Lock.cancel`."""
+
+    status = CANCELLED
+
+
+_ERRORS = {c.status: c for c in (Timeout, InvalidArgument, NotHeld, ConnectionLoss,
+                                 SessionExpired, ZooKeeperError, InternalError, Cancelled)}
+
+
+def _error(status: int) -> ZklError:
+    message = _lib.zkl_last_error_message().decode("utf-8", "replace")
+    cls: Type[ZklError] = _ERRORS.get(status, ZklError)
+    return cls(message, status)
+
+
+def _check(status: int) -> None:
+    if status != OK:
+        raise _error(status)
+
+
+def _text(s, what: str) -> bytes:
+    if isinstance(s, bytes):
+        return s
+    if not isinstance(s, str):
+        raise TypeError("%s must be str or bytes, not %s" % (what, type(s).__name__))
+    return s.encode("utf-8")
+
+
+def _millis(timeout: Optional[float]) -> int:
+    """None -> -1 (forever); seconds -> whole milliseconds, rounded up; <= 0 -> try once."""
+    if timeout is None:
+        return -1
+    if timeout <= 0:
+        return 0
+    return min(max(1, int(timeout * 1000 + 0.999)), 2**63 - 1)
+
+
+# ---------------------------------------------------------------------------------- logging
+
+_logger = logging.getLogger("zklock")
+
+
+@_LOG_CALLBACK
+def _on_log(level, target, message, _user):  # runs on the library's threads, with the GIL
+    try:
+        _logger.log(_LOG_LEVELS.get(level, logging.INFO), "%s: %s",
+                    target.decode("utf-8", "replace"), message.decode("utf-8", "replace"))
+    except Exception:  # noqa: BLE001 - never let a logging failure reach the library
+        pass
+
+
+# The library takes one log callback per process; DEBUG and above reach `logging`, whose own
+# level then filters (set logging.getLogger("zklock").setLevel(...)).
+_lib.zkl_set_log_callback(_on_log, 4, None)
+
+
+# ---------------------------------------------------------------------------------- handles
+
+class _Managed:
+    """A handle that frees itself: close() is idempotent and also runs on garbage collection."""
+
+    _free = None
+    _ptr: Optional[int] = None  # also when __init__ failed before setting it
+
+    def __init__(self, ptr: int):
+        self._ptr = ptr
+
+    def _handle(self) -> int:
+        if self._ptr is None:
+            raise ValueError("%s is closed" % type(self).__name__)
+        return self._ptr
+
+    def close(self) -> None:
+        ptr, self._ptr = self._ptr, None
+        if ptr is not None:
+            type(self)._free(ptr)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer
+            pass
+
+
+class Lock(_Managed):
+    """One participant in one lock recipe. ``with lock:`` holds it for the block (waiting as
+    long as it takes); ``with lock.hold(timeout=2.0):`` raises :class:`Timeout` instead.
+
+    The handle is the participant: any thread may release what another thread acquired
+    through it (thread pools and ``asyncio.to_thread`` move calls between threads). Use from
+    one thread at a time, except :meth:`cancel`, which any thread may call.
+    """
+
+    _free = staticmethod(_lib.zkl_lock_free)
+
+    def acquire(self, timeout: Optional[float] = None) -> bool:
+        """Waits for the lock: forever (None), at most ``timeout`` seconds, or tries once (0).
+        True when held, False when not acquired in time; raises :class:`ZklError` otherwise
+        (:class:`Cancelled` if :meth:`cancel` interrupted it)."""
+        status = _lib.zkl_lock_acquire(self._handle(), _millis(timeout))
+        if status == TIMEOUT:
+            return False
+        _check(status)
+        return True
+
+    def release(self) -> None:
+        """Releases one hold (:class:`NotHeld` if none)."""
+        _check(_lib.zkl_lock_release(self._handle()))
+
+    def cancel(self) -> None:
+        """Makes acquires waiting on this lock (in other threads) raise :class:`Cancelled`."""
+        _check(_lib.zkl_lock_cancel(self._handle()))
+
+    @property
+    def is_held(self) -> bool:
+        """Held, and the session provably alive."""
+        return self._ptr is not None and _lib.zkl_lock_is_held(self._ptr) == 1
+
+    @property
+    def hold_state(self) -> str:
+        """``"none"``, ``"held"``, ``"uncertain"`` (cut off long enough that the server may
+        have freed it: stop acting) or ``"lost"``."""
+        state = c_uint32()
+        _check(_lib.zkl_lock_hold_state(self._handle(), ctypes.byref(state)))
+        return _HOLD_STATES[state.value]
+
+    @property
+    def lease_remaining(self) -> float:
+        """Seconds the hold stays provably valid if the server went silent now."""
+        ms = c_int64()
+        _check(_lib.zkl_lock_lease_remaining_ms(self._handle(), ctypes.byref(ms)))
+        return ms.value / 1000.0
+
+    @property
+    def fencing_token(self) -> int:
+        """The current hold's fencing token, strictly increasing from one holder to the next
+        (:class:`NotHeld` if not held)."""
+        token = c_int64()
+        _check(_lib.zkl_lock_fencing_token(self._handle(), ctypes.byref(token)))
+        return token.value
+
+    def hold(self, timeout: Optional[float] = None) -> "_Hold":
+        """A context manager that holds the lock for its block, raising :class:`Timeout` if
+        it is not acquired within ``timeout`` seconds: ``with lock.hold(2.0): ...``."""
+        return _Hold(self, timeout)
+
+    def __enter__(self) -> "Lock":
+        _check(_lib.zkl_lock_acquire(self._handle(), -1))
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.release()
+        return False
+
+
+class _Hold:
+    def __init__(self, lock: Lock, timeout: Optional[float]):
+        self._lock, self._timeout = lock, timeout
+
+    def __enter__(self) -> Lock:
+        _check(_lib.zkl_lock_acquire(self._lock._handle(), _millis(self._timeout)))
+        return self._lock
+
+    def __exit__(self, *exc) -> bool:
+        self._lock.release()
+        return False
+
+
+def multi_lock(locks: Iterable[Lock]) -> Lock:
+    """All or nothing over ``locks`` (of any kinds except multi-locks). Takes them over on
+    success (they must not be used any more); on error they are unchanged."""
+    locks = list(locks)
+    array = (_lock_p * len(locks))(*[lk._handle() for lk in locks])
+    out = _lock_p()
+    _check(_lib.zkl_multi_lock_new(array, len(locks), ctypes.byref(out)))
+    for lk in locks:
+        lk._ptr = None  # owned by the multi-lock now
+    return Lock(out.value)
+
+
+class Client(_Managed):
+    """One ZooKeeper session; any number of threads may use it. ``with Client(...) as c:``
+    closes it at the end (locks made from it keep the session open until they are closed)."""
+
+    _free = staticmethod(_lib.zkl_client_free)
+
+    def __init__(self, hosts: str, session_timeout: float = 10.0):
+        """Connects to ``hosts`` (``"host:port[,host:port...][/chroot]"``), waiting up to
+        ``session_timeout`` seconds (:class:`ConnectionLoss` then)."""
+        ptr = _client_p()
+        _check(_lib.zkl_client_connect(_text(hosts, "hosts"), _millis(session_timeout),
+                                       ctypes.byref(ptr)))
+        super().__init__(ptr.value)
+
+    def set_protocol(self, protocol: int) -> None:
+        """:data:`PROTOCOL_CURATOR` or :data:`PROTOCOL_KAZOO`, for locks made after the call."""
+        _check(_lib.zkl_client_set_protocol(self._handle(), protocol))
+
+    def add_auth(self, scheme: str, auth: str) -> None:
+        """Adds authentication, e.g. ``("digest", "user:password")``."""
+        _check(_lib.zkl_client_add_auth(self._handle(), _text(scheme, "scheme"),
+                                        _text(auth, "auth")))
+
+    def set_acl(self, acl: int) -> None:
+        """The ACL of nodes created after the call: :data:`ACL_OPEN`, :data:`ACL_CREATOR_ALL`
+        or :data:`ACL_CREATOR_ALL_READ_ALL` (the last two need :meth:`add_auth` first)."""
+        _check(_lib.zkl_client_set_acl(self._handle(), acl))
+
+    def _make(self, fn, path: str, *extra) -> Lock:
+        out = _lock_p()
+        _check(fn(self._handle(), _text(path, "path"), *extra, ctypes.byref(out)))
+        return Lock(out.value)
+
+    def mutex(self, path: str) -> Lock:
+        """A fair, reentrant exclusive lock (Curator's InterProcessMutex)."""
+        return self._make(_lib.zkl_mutex_new, path)
+
+    def semaphore_mutex(self, path: str) -> Lock:
+        """A fair exclusive lock that is not reentrant."""
+        return self._make(_lib.zkl_semaphore_mutex_new, path)
+
+    def read_lock(self, path: str) -> Lock:
+        """The shared half of the read-write lock at ``path``."""
+        return self._make(_lib.zkl_read_lock_new, path)
+
+    def write_lock(self, path: str) -> Lock:
+        """The exclusive half of the read-write lock at ``path``."""
+        return self._make(_lib.zkl_write_lock_new, path)
+
+    def rwlock(self, path: str) -> Tuple[Lock, Lock]:
+        """Both halves of one read-write lock, one participant: ``(read, write)``. While the
+        write half is held the read half may be taken (downgrade); the reverse fails at once."""
+        read, write = _lock_p(), _lock_p()
+        _check(_lib.zkl_rwlock_new(self._handle(), _text(path, "path"),
+                                   ctypes.byref(read), ctypes.byref(write)))
+        return Lock(read.value), Lock(write.value)
+
+    def semaphore(self, path: str, max_leases: int) -> Lock:
+        """A semaphore of ``max_leases`` leases; each acquire takes one, each release returns
+        the most recent."""
+        return self._make(_lib.zkl_semaphore_new, path, max_leases)
+
+    def simple_lock(self, path: str) -> Lock:
+        """One ephemeral node at ``path`` itself: cheapest, not fair, not reentrant."""
+        return self._make(_lib.zkl_simple_lock_new, path)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
