@@ -14,8 +14,6 @@ setup(
             "zklock._native",
             path=os.path.join(HERE, "..", "..", "Cargo.toml"),
             binding=Binding.NoBinding,
-            # Only the library: the crate also has a binary and examples.
-            args=["--lib"],
             debug=False,
         )
     ],

@@ -23,13 +23,15 @@ C_TYPES = {
 def _declarations():
     text = open(HEADER).read()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = "\n".join(line for line in text.split("\n") if not line.lstrip().startswith("#"))
+    text = re.sub(r'extern "C" \{|\}  // extern "C"', "", text)
     text = re.sub(r"\s+", " ", text)
     return {m.group(2): (m.group(1).strip(), m.group(3).strip())
-            for m in re.finditer(r"((?:const )?[\w ]+?\**) (zkl_\w+)\(([^)]*)\);", text)}
+            for m in re.finditer(r"([\w ]+?[\s*]+)(zkl_\w+)\(([^)]*)\);", text)}
 
 
 def _ctype(decl):
-    decl = decl.replace("const ", "").replace("struct ", "").strip()
+    decl = decl.replace("const ", "").replace("struct ", "").replace("enum ", "").strip()
     if decl in ("void", ""):
         return None
     stars = decl.count("*")
