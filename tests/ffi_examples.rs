@@ -294,6 +294,37 @@ fn c_examples_are_clean_under_address_and_undefined_sanitizers() {
     }
 }
 
+/// The C++ layer (zklock.hpp: RAII handles, the read-write pair, leases, hold state, ACL) under
+/// the same sanitizers.
+#[test]
+fn cpp_demo_is_clean_under_address_and_undefined_sanitizers() {
+    assert!(
+        sanitizers_work(),
+        "cc cannot build with -fsanitize=address,undefined: run scripts/install-deps.sh"
+    );
+    let flags: Vec<&str> = CXX_FLAGS.iter().chain(SANITIZE).copied().collect();
+    let exe = compile("c++", &flags, "ffi-examples/cpp/demo.cpp", "demo_cpp-asan");
+    let mut cmd = example(&exe, &unique("asan-cpp"));
+    cmd.env(
+        "ASAN_OPTIONS",
+        "detect_leaks=1:abort_on_error=0:exitcode=86",
+    )
+    .env(
+        "UBSAN_OPTIONS",
+        "print_stacktrace=1:halt_on_error=1:exitcode=87",
+    );
+    let out = run(cmd, "demo.cpp (ASan+UBSan)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("demo.cpp: all checks passed"),
+        "{stdout}{stderr}"
+    );
+    assert!(!stderr.contains("ERROR: AddressSanitizer"), "{stderr}");
+    assert!(!stderr.contains("ERROR: LeakSanitizer"), "{stderr}");
+    assert!(!stderr.contains("runtime error:"), "{stderr}");
+}
+
 #[test]
 fn c_examples_are_clean_under_valgrind() {
     assert!(
