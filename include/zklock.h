@@ -205,7 +205,8 @@ extern "C" {
 /*
  Connects to ZooKeeper and opens a session.
 
- hosts: host:port[,host:port...][/chroot] (port 2181 if omitted). session_timeout_ms: the
+ hosts: "host:port", more of them separated by commas, then optionally a /chroot path
+ (port 2181 if omitted). session_timeout_ms: the
  session timeout asked of the server (at least 100), which also bounds how long this call
  waits for the first connection. On ZKL_OK, *out_client owns a new client: free it with
  zkl_client_free; on any other status *out_client is left unchanged.

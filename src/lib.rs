@@ -16,6 +16,7 @@
 //!     // held
 //! };
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -37,6 +38,7 @@ mod wait;
 pub mod ffi;
 
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 /// Process rules of the `zklock` command. Not part of the API.

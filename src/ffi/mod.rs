@@ -4,7 +4,7 @@
 //! This module only translates between C and the Rust library; it never decides anything a
 //! recipe decides. Its conventions (the header repeats them where they matter):
 //!
-//! - **Status and out-parameters.** Every fallible function returns a [`zkl_status`]. Other
+//! - **Status and out-parameters.** Every fallible function returns a `zkl_status`. Other
 //!   results go through `out_*` pointers that are written **only** when the status is
 //!   `ZKL_OK`; on any other status they are left untouched. There are no partial successes.
 //! - **NULL.** Every pointer argument may be NULL: the call returns `ZKL_INVALID_ARGUMENT`

@@ -1,7 +1,7 @@
 //! The lock recipes, and the machinery the queue-based ones share: a participant's node in a
 //! lock's queue and the acquire loop (create, list, watch the one node that blocks us, wait).
-//! Who owns a node, when a hold is believed and how a node goes away live in [`hold`]; the one
-//! front and guard in [`front`].
+//! Who owns a node, when a hold is believed and how a node goes away live in the `hold`
+//! module; the one front and guard in `front`.
 
 mod front;
 mod hold;
