@@ -9,9 +9,16 @@ fn main() {
     println!("cargo:rerun-if-changed=src/ffi");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
-    // cargo-c (`cargo cinstall`, feature `capi`) gives the library its own SONAME.
+    // The SONAME changes with every ABI break: with the major version, or while it is 0 with the
+    // minor one (libzklock.so.0.2), as cargo-c (`cargo cinstall`, feature `capi`) names it too;
+    // under cargo-c it sets the SONAME itself.
     if env::var_os("CARGO_FEATURE_CAPI").is_none() {
-        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libzklock.so.0");
+        let major = env::var("CARGO_PKG_VERSION_MAJOR").unwrap();
+        let sover = match major.as_str() {
+            "0" => format!("0.{}", env::var("CARGO_PKG_VERSION_MINOR").unwrap()),
+            _ => major,
+        };
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libzklock.so.{sover}");
     }
 
     let version = format!(

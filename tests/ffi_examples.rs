@@ -58,12 +58,27 @@ fn build_dir() -> &'static Path {
         let dir = ffi_util::profile_dir().join("ffi-examples");
         let lib = dir.join("lib");
         std::fs::create_dir_all(&lib).unwrap();
-        for name in ["libzklock.so", "libzklock.so.0"] {
+        for name in ["libzklock.so", soname()] {
             let link = lib.join(name);
             let _ = std::fs::remove_file(&link);
             std::os::unix::fs::symlink(&so, &link).unwrap();
         }
         dir
+    })
+}
+
+/// The shared library's SONAME (libzklock.so.0.<minor> while the major version is 0).
+fn soname() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| {
+        let (major, minor) = (
+            env!("CARGO_PKG_VERSION_MAJOR"),
+            env!("CARGO_PKG_VERSION_MINOR"),
+        );
+        match major {
+            "0" => format!("libzklock.so.0.{minor}"),
+            _ => format!("libzklock.so.{major}"),
+        }
     })
 }
 
