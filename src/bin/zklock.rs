@@ -339,6 +339,8 @@ fn holders(client: &Client, args: &Args) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let mut out = std::io::stdout();
+    // The last listing printed: a watch that fires for a change already shown prints nothing.
+    let mut shown = None;
     loop {
         // Watch first, then list: a change after the listing is never missed.
         let change = if args.watch {
@@ -350,7 +352,11 @@ fn holders(client: &Client, args: &Args) -> ExitCode {
             None
         };
         match lock.participants() {
-            Ok(list) => print_participants(&mut out, &list, args),
+            Ok(list) if shown.as_ref() != Some(&list) => {
+                print_participants(&mut out, &list, args);
+                shown = Some(list);
+            }
+            Ok(_) => {}
             Err(e) => return fail(&e),
         }
         let Some(mut change) = change else {
