@@ -1042,7 +1042,7 @@ impl Client {
     /// let client = Client::connect("127.0.0.1:2181", Options::default())?;
     /// let m = Mutex::new(&client, "/locks/orders")?;
     /// loop {
-    ///     let (_, change) = client.watch_children(&m.queue_path())?;
+    ///     let (_, mut change) = client.watch_children(&m.queue_path())?;
     ///     println!("{:?}", m.participants()?);
     ///     change.wait(None)?;
     /// }
