@@ -289,24 +289,31 @@ fn c_examples_are_clean_under_address_and_undefined_sanitizers() {
             &format!("ffi-examples/c/{name}.c"),
             &format!("{name}-asan"),
         );
-        let mut cmd = example(&exe, &unique(&format!("asan-{name}")));
-        cmd.env(
-            "ASAN_OPTIONS",
-            "detect_leaks=1:abort_on_error=0:exitcode=86",
-        )
-        .env(
-            "UBSAN_OPTIONS",
-            "print_stacktrace=1:halt_on_error=1:exitcode=87",
-        );
-        let out = run(cmd, &format!("{name} (ASan+UBSan)"));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !stderr.contains("ERROR: AddressSanitizer"),
-            "{name}: {stderr}"
-        );
-        assert!(!stderr.contains("ERROR: LeakSanitizer"), "{name}: {stderr}");
-        assert!(!stderr.contains("runtime error:"), "{name}: {stderr}");
+        run_sanitized(&exe, name);
     }
+}
+
+/// Runs a sanitizer build of an example; fails on any report of ASan, LeakSanitizer or UBSan.
+fn run_sanitized(exe: &Path, name: &str) -> std::process::Output {
+    let mut cmd = example(exe, &unique(&format!("asan-{name}")));
+    cmd.env(
+        "ASAN_OPTIONS",
+        "detect_leaks=1:abort_on_error=0:exitcode=86",
+    )
+    .env(
+        "UBSAN_OPTIONS",
+        "print_stacktrace=1:halt_on_error=1:exitcode=87",
+    );
+    let out = run(cmd, &format!("{name} (ASan+UBSan)"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for report in [
+        "ERROR: AddressSanitizer",
+        "ERROR: LeakSanitizer",
+        "runtime error:",
+    ] {
+        assert!(!stderr.contains(report), "{name}: {stderr}");
+    }
+    out
 }
 
 /// The C++ layer (zklock.hpp: RAII handles, the read-write pair, leases, hold state, ACL) under
@@ -319,25 +326,9 @@ fn cpp_demo_is_clean_under_address_and_undefined_sanitizers() {
     );
     let flags: Vec<&str> = CXX_FLAGS.iter().chain(SANITIZE).copied().collect();
     let exe = compile("c++", &flags, "ffi-examples/cpp/demo.cpp", "demo_cpp-asan");
-    let mut cmd = example(&exe, &unique("asan-cpp"));
-    cmd.env(
-        "ASAN_OPTIONS",
-        "detect_leaks=1:abort_on_error=0:exitcode=86",
-    )
-    .env(
-        "UBSAN_OPTIONS",
-        "print_stacktrace=1:halt_on_error=1:exitcode=87",
-    );
-    let out = run(cmd, "demo.cpp (ASan+UBSan)");
+    let out = run_sanitized(&exe, "cpp");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stdout.contains("demo.cpp: all checks passed"),
-        "{stdout}{stderr}"
-    );
-    assert!(!stderr.contains("ERROR: AddressSanitizer"), "{stderr}");
-    assert!(!stderr.contains("ERROR: LeakSanitizer"), "{stderr}");
-    assert!(!stderr.contains("runtime error:"), "{stderr}");
+    assert!(stdout.contains("demo.cpp: all checks passed"), "{stdout}");
 }
 
 #[test]

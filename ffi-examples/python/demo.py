@@ -1,18 +1,28 @@
 #!/usr/bin/env python3
-"""The ctypes binding (zklock.py) against a real server; exit code 0 when every check passed.
+"""The Python package (bindings/python) against a real server, straight from the checkout;
+exit code 0 when every check passed.
 
     demo.py                         run the checks
     demo.py contend FILE ROUNDS     the two-process contention loop (same lock path as the C
                                     mutex example, so C and Python processes can contend)
 
-Environment: ZKL_HOSTS (default 127.0.0.1:2181), ZKL_PATH (lock path prefix), ZKLOCK_LIBRARY.
+Environment: ZKL_HOSTS (default 127.0.0.1:2181), ZKL_PATH (lock path prefix), ZKLOCK_LIBRARY
+(default: the build tree's target/{debug,release}/libzklock.so).
 """
 import os
 import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not os.environ.get("ZKLOCK_LIBRARY"):
+    for target in (os.environ.get("CARGO_TARGET_DIR"), os.path.join(ROOT, "target")):
+        for profile in ("debug", "release"):
+            lib = os.path.join(target or "", profile, "libzklock.so")
+            if target and os.path.exists(lib) and not os.environ.get("ZKLOCK_LIBRARY"):
+                os.environ["ZKLOCK_LIBRARY"] = lib
+# The package's own source: the same binding `pip install bindings/python` installs.
+sys.path.insert(0, os.path.join(ROOT, "bindings", "python", "src"))
 import zklock  # noqa: E402
 
 HOSTS = os.environ.get("ZKL_HOSTS") or "127.0.0.1:2181"
