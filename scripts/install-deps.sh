@@ -5,6 +5,7 @@
 #   - gcc, g++              (only if `cc` / `c++` are missing; for the C examples and tests)
 #   - python3, python3-venv (only if missing; the Python package is built and tested in a venv)
 #   - pkg-config, binutils, valgrind (only if missing; the C library's packaging and memory tests)
+#   - libssl-dev            (only if missing; scripts/install.sh compiles cargo-c, which needs it)
 # Idempotent: runs `apt-get update` only when something has to be installed. Uses sudo only
 # when not root and sudo exists. Tests run with plain `cargo test`; cargo-nextest is not needed.
 set -euo pipefail
@@ -20,6 +21,7 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+[ -f /usr/include/openssl/ssl.h ] || command -v cargo-cinstall >/dev/null 2>&1 || missing+=(libssl-dev)
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: everything is already installed"
