@@ -93,6 +93,14 @@ impl Hold {
         r
     }
 
+    /// Releases without waiting for the server: for a recipe's internal hold that nobody needs
+    /// the outcome of (the semaphore's guarding mutex). The delete is sent now and retried in the
+    /// background until the node is gone or the session ends.
+    pub(crate) fn release_in_background(self) {
+        log::debug!("releasing {} in the background", self.node);
+        delete_until_gone(self.session, self.node);
+    }
+
     /// Blocks until the hold is no longer believed (its lease ran out, or its session ended)
     /// or `timeout`; true if so.
     pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
@@ -170,14 +178,22 @@ pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Res
 /// Deletes `node` in the background, until it is gone or the session ends.
 pub(crate) fn background_delete(session: Arc<Session>, node: String) {
     log::warn!("deleting {node} in the background");
+    delete_until_gone(session, node);
+}
+
+/// Sends the delete of `node` now and, without waiting for it, retries it in the background
+/// until the node is gone or the session ends.
+fn delete_until_gone(session: Arc<Session>, node: String) {
+    // Created here, so the request is sent on this thread, now.
+    let first = session.zk.delete(&node, None);
     crate::runtime::spawn(async move {
-        loop {
-            match session.zk.delete(&node, None).await {
-                Err(e) if is_retriable(&e) && !session.state().is_terminal() => {
-                    async_io::Timer::after(Duration::from_millis(100)).await;
-                }
-                _ => return,
+        let mut r = first.await;
+        while let Err(e) = &r {
+            if !is_retriable(e) || session.state().is_terminal() {
+                return;
             }
+            async_io::Timer::after(Duration::from_millis(100)).await;
+            r = session.zk.delete(&node, None).await;
         }
     });
 }

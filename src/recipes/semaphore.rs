@@ -247,9 +247,9 @@ impl Semaphore {
                 Protocol::Kazoo => self.take_kazoo(&guard.session, d, &reg),
             }
         };
-        if let Err(e) = guard.release() {
-            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
-        }
+        // Nobody needs to wait for the guard's release: the next acquirer is woken by its delete,
+        // which our session sends after everything this acquire sent.
+        guard.release_in_background();
         r
     }
 
@@ -263,7 +263,8 @@ impl Semaphore {
         let id = AttemptId::new();
         let prefix = format!("_c_{}-lease-", id.text(Protocol::Curator));
         let data = self.client.holder_id().as_bytes();
-        let mut made: Option<(String, i64)> = None;
+        // First try: create our lease node and list the leases in one round trip.
+        let (mut made, mut listed) = self.create_and_list(session, &prefix, data, d)?;
         loop {
             let (name, token) = match &made {
                 Some(m) => m.clone(),
@@ -281,7 +282,11 @@ impl Semaphore {
                     m
                 }
             };
-            let (children, watcher) = match list_watch(session, &self.leases_dir, d) {
+            let listing = match listed.take() {
+                Some(l) => Ok(Some(l)),
+                None => list_watch(session, &self.leases_dir, d),
+            };
+            let (children, watcher) = match listing {
                 Ok(Some((c, w))) => (c, Some(w)),
                 Ok(None) => (Vec::new(), None),
                 Err(e) => {
@@ -316,6 +321,41 @@ impl Semaphore {
                     return Err(e);
                 }
             }
+        }
+    }
+
+    /// Creates the lease node `prefix<seq>` and lists (and watches) the leases, pipelined: one
+    /// round trip. Returns the node (None if the create must be retried the protected way) and
+    /// the listing (None if it must be taken again). A create whose reply was lost is looked up
+    /// by its attempt id, never sent twice.
+    #[allow(clippy::type_complexity)]
+    fn create_and_list(
+        &self,
+        session: &Arc<Session>,
+        prefix: &str,
+        data: &[u8],
+        d: Deadline,
+    ) -> Result<(
+        Option<(String, i64)>,
+        Option<(Vec<String>, zk::OneshotWatcher)>,
+    )> {
+        let opts = self
+            .client
+            .create_options(zk::CreateMode::EphemeralSequential);
+        let full = self.child(prefix);
+        let create = session.zk.create(&full, data, &opts);
+        let list = session.zk.list_and_watch_children(&self.leases_dir);
+        // Replies come in request order: the listing's last.
+        let listed = session.call(list, d).ok();
+        match session.call(create, d) {
+            Ok((stat, seq)) => Ok((Some((format!("{prefix}{seq}"), stat.czxid)), listed)),
+            // The parents are missing: the protected create makes them.
+            Err(zk::Error::NoNode) => Ok((None, None)),
+            Err(e) if crate::client::is_retriable(&e) => Ok((
+                super::protected::recover(session, &self.leases_dir, prefix, true, d)?,
+                None,
+            )),
+            Err(e) => Err(session.map_err(e)),
         }
     }
 
