@@ -18,7 +18,7 @@ fi
 # The API docs build as docs.rs builds them (no broken links), and the crate packages and
 # builds from its published files alone.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features testing --quiet
-cargo publish --dry-run --quiet
+cargo publish --dry-run --allow-dirty --quiet
 # Most tests wait on servers, not on the CPU: run more of them at once than there are cores.
 cargo test --features testing -- --test-threads="${ZKL_TEST_THREADS:-6}"
 # The Python package as its users get it: `pip install bindings/python` (into a venv, which

@@ -186,6 +186,17 @@ impl Semaphore {
         crate::Lockable::is_held(self)
     }
 
+    /// The state of the most recent lease taken through [`Lockable::acquire`](crate::Lockable::acquire).
+    pub fn hold_state(&self) -> HoldState {
+        crate::Lockable::hold_state(self)
+    }
+
+    /// The fencing token of the most recent lease taken through
+    /// [`Lockable::acquire`](crate::Lockable::acquire) (its node's creation zxid).
+    pub fn fencing_token(&self) -> Option<i64> {
+        crate::Lockable::fencing_token(self).ok()
+    }
+
     /// Cancels this handle's waiting acquires now (they delete their nodes and return
     /// [`Error::Cancelled`]).
     pub fn cancel(&self) {
