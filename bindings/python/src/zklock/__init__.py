@@ -261,9 +261,10 @@ def _on_log(level, target, message, _user):  # runs on the library's threads, wi
         pass
 
 
-# The library takes one log callback per process; DEBUG and above reach `logging`, whose own
-# level then filters (set logging.getLogger("zklock").setLevel(...)).
-_lib.zkl_set_log_callback(_on_log, 4, None)
+# The library takes one log callback per process. Lines of INFO and above (lock acquired,
+# released, lost; session changes; background deletes) reach `logging`, whose own level then
+# filters (logging.getLogger("zklock").setLevel(...)); each line costs one GIL acquisition.
+_lib.zkl_set_log_callback(_on_log, 3, None)
 
 
 # ---------------------------------------------------------------------------------- handles
