@@ -275,6 +275,8 @@ enum Slot {
 pub(crate) struct Holds {
     owner: Owner,
     reentrant: bool,
+    /// The lock, in words, for errors ("the mutex at /locks/a").
+    what: String,
     slots: parking_lot::Mutex<HashMap<Option<ThreadId>, Slot>>,
 }
 
@@ -324,10 +326,11 @@ impl Drop for Ticket<'_> {
 }
 
 impl Holds {
-    pub(crate) fn new(owner: Owner, reentrant: bool) -> Holds {
+    pub(crate) fn new(owner: Owner, reentrant: bool, what: String) -> Holds {
         Holds {
             owner,
             reentrant,
+            what,
             slots: parking_lot::Mutex::new(HashMap::new()),
         }
     }
@@ -339,8 +342,9 @@ impl Holds {
         }
     }
 
-    /// Starts an acquire of the calling participant. `what` names the lock in errors.
-    pub(crate) fn begin(&self, what: &str) -> Result<Begin<'_>> {
+    /// Starts an acquire of the calling participant.
+    pub(crate) fn begin(&self) -> Result<Begin<'_>> {
+        let what = &self.what;
         let key = self.key();
         let mut slots = self.slots.lock();
         match slots.get_mut(&key) {

@@ -291,7 +291,6 @@ pub(crate) struct QueueLock {
     pub(crate) queue: Queue,
     pub(crate) holds: Holds,
     pub(crate) cancel: CancelToken,
-    what: &'static str,
 }
 
 impl QueueLock {
@@ -302,17 +301,15 @@ impl QueueLock {
         what: &'static str,
     ) -> QueueLock {
         QueueLock {
+            holds: Holds::new(owner, reentrant, format!("the {what} at {}", queue.path)),
             queue,
-            holds: Holds::new(owner, reentrant),
             cancel: CancelToken::new(),
-            what,
         }
     }
 
     /// Starts an acquire of the calling participant (reentrant count, or a fresh attempt).
     pub(crate) fn begin(&self) -> Result<Begin<'_>> {
-        self.holds
-            .begin(&format!("the {} at {}", self.what, self.queue.path))
+        self.holds.begin()
     }
 
     /// A fresh attempt through the queue.

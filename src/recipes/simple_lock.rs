@@ -49,7 +49,7 @@ impl SimpleLock {
         Ok(Lock::from_raw(RawSimpleLock {
             client: client.clone(),
             path: path.to_string(),
-            holds: Holds::new(Owner::Handle, false),
+            holds: Holds::new(Owner::Handle, false, format!("the simple lock at {path}")),
             cancel: CancelToken::new(),
         }))
     }
@@ -120,10 +120,7 @@ impl RawSimpleLock {
     }
 
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
-        let ticket = match self
-            .holds
-            .begin(&format!("the simple lock at {}", self.path))?
-        {
+        let ticket = match self.holds.begin()? {
             Begin::Fresh(t) => t,
             Begin::Reentered(t) => return Ok(Some(t)),
         };
