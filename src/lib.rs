@@ -16,6 +16,21 @@
 //!     // held
 //! };
 //! ```
+//!
+//! Every recipe ([`Mutex`], [`SemaphoreMutex`], [`SimpleLock`], [`ReadWriteLock`]'s halves,
+//! [`Semaphore`], [`MultiLock`]) is one front, [`Lock`], over the recipe's protocol, with one
+//! [`Guard`]; all of them implement the object-safe [`Lockable`], so any of them can be held as a
+//! `Box<dyn Lockable>`.
+//!
+//! **Who holds.** A lock is held by a participant: a `SemaphoreMutex`, a `SimpleLock`, a
+//! `Semaphore` handle, or each thread using a `Mutex` or a read-write half (Curator's rule;
+//! [`Mutex::per_handle`] gives the handle rule). A node is a participant's only if its own
+//! attempt created it, so two handles never hold one exclusive lock, even on one [`Client`].
+//!
+//! **For how long.** A hold is a lease ([`HoldState`]): `Held` only while the server cannot have
+//! expired the session (the send time of the latest answered request, plus the session timeout,
+//! less a tenth), `Uncertain` from then until the session reconnects or expires, `Lost` after.
+//! Attach [`Guard::fencing_token`] to the writes the lock protects.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
