@@ -93,14 +93,6 @@ impl Hold {
         r
     }
 
-    /// Releases without waiting for the server: for a recipe's internal hold that nobody needs
-    /// the outcome of (the semaphore's guarding mutex). The delete is sent now and retried in the
-    /// background until the node is gone or the session ends.
-    pub(crate) fn release_in_background(self) {
-        log::debug!("releasing {} in the background", self.node);
-        delete_until_gone(self.session, self.node);
-    }
-
     /// Blocks until the hold is no longer believed (its lease ran out, or its session ended)
     /// or `timeout`; true if so.
     pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {

@@ -258,9 +258,12 @@ impl Semaphore {
                 Protocol::Kazoo => self.take_kazoo(&guard.session, d, &reg),
             }
         };
-        // Nobody needs to wait for the guard's release: the next acquirer is woken by its delete,
-        // which our session sends after everything this acquire sent.
-        guard.release_in_background();
+        // Waited for, not sent and forgotten: a process that exits right after a failed acquire
+        // would otherwise leave the guard's node, blocking every acquirer until its session
+        // expires.
+        if let Err(e) = guard.release() {
+            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
+        }
         r
     }
 
