@@ -427,23 +427,6 @@ impl Session {
         }
     }
 
-    /// Waits until the session is terminal or `deadline`; returns the state then.
-    #[allow(dead_code)]
-    pub(crate) fn wait_terminal(&self, deadline: Option<Instant>) -> SessionState {
-        let mut st = self.state.lock();
-        while !st.is_terminal() {
-            match deadline {
-                Some(d) => {
-                    if self.cv.wait_until(&mut st, d).timed_out() {
-                        break;
-                    }
-                }
-                None => self.cv.wait(&mut st),
-            }
-        }
-        *st
-    }
-
     fn set_state(&self, s: SessionState) -> bool {
         {
             let mut st = self.state.lock();

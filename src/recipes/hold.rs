@@ -70,10 +70,6 @@ impl Hold {
         }
     }
 
-    fn same(&self, other: &Hold) -> bool {
-        Arc::ptr_eq(&self.alive, &other.alive)
-    }
-
     /// The one release path: deletes the node, retrying on connection loss for up to one
     /// session timeout; past that the delete goes on in the background (until the node is gone
     /// or the session ends) and the hold is forgotten all the same.
@@ -170,24 +166,22 @@ pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Res
 /// Deletes `node` in the background, until it is gone or the session ends.
 pub(crate) fn background_delete(session: Arc<Session>, node: String) {
     log::warn!("deleting {node} in the background");
-    delete_until_gone(session, node);
+    crate::runtime::spawn(async move { delete_retrying(&session, &node, None).await });
 }
 
-/// Sends the delete of `node` now and, without waiting for it, retries it in the background
-/// until the node is gone or the session ends.
-fn delete_until_gone(session: Arc<Session>, node: String) {
-    // Created here, so the request is sent on this thread, now.
-    let first = session.zk.delete(&node, None);
-    crate::runtime::spawn(async move {
-        let mut r = first.await;
-        while let Err(e) = &r {
-            if !is_retriable(e) || session.state().is_terminal() {
-                return;
-            }
-            async_io::Timer::after(Duration::from_millis(100)).await;
-            r = session.zk.delete(&node, None).await;
+/// Deletes `node` (at `version`, if given), retrying on connection trouble until the node is
+/// gone, the server refuses, or the session ends.
+async fn delete_retrying(session: &Session, node: &str, version: Option<i32>) {
+    loop {
+        match session.zk.delete(node, version).await {
+            Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
+            _ => return,
         }
-    });
+    }
+}
+
+async fn pause() {
+    async_io::Timer::after(Duration::from_millis(100)).await;
 }
 
 /// A create whose outcome could not be learned in time: in the background, until done or the
@@ -204,9 +198,6 @@ pub(crate) fn background_forget(
     log::warn!("removing the node of an attempt at {path} in the background");
     let session = session.clone();
     crate::runtime::spawn(async move {
-        let pause = || async {
-            async_io::Timer::after(Duration::from_millis(100)).await;
-        };
         loop {
             let found = if in_data {
                 match session.zk.get_data(&path).await {
@@ -228,14 +219,9 @@ pub(crate) fn background_forget(
             };
             match found {
                 Ok(None) => return,
-                Ok(Some((node, version))) => loop {
-                    match session.zk.delete(&node, version).await {
-                        Err(e) if is_retriable(&e) && !session.state().is_terminal() => {
-                            pause().await
-                        }
-                        _ => return,
-                    }
-                },
+                Ok(Some((node, version))) => {
+                    return delete_retrying(&session, &node, version).await
+                }
                 Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
                 Err(_) => return,
             }
@@ -435,12 +421,6 @@ impl Holds {
             Some(Slot::Held { count, .. }) => *count,
             _ => 0,
         }
-    }
-
-    /// Whether the calling participant's hold is `h` (still).
-    #[allow(dead_code)]
-    pub(crate) fn is_current(&self, h: &Hold) -> bool {
-        self.current().is_some_and(|c| c.same(h))
     }
 }
 
