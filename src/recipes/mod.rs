@@ -324,6 +324,35 @@ impl QueueLock {
     }
 }
 
+/// The `Lockable` methods that only ask the participant table (`$holds`) and the cancel token
+/// (`$cancel`): the same for every recipe that keeps its holds in a [`Holds`].
+macro_rules! holds_methods {
+    ($($holds:ident).+, $($cancel:ident).+) => {
+        fn release(&self) -> $crate::Result<()> {
+            self.$($holds).+.release()
+        }
+        fn hold_state(&self) -> $crate::recipes::HoldState {
+            self.$($holds).+.state()
+        }
+        fn fencing_token(&self) -> $crate::Result<i64> {
+            self.$($holds).+.fencing_token()
+        }
+        fn lease_remaining(&self) -> Option<std::time::Duration> {
+            self.$($holds).+.lease_remaining()
+        }
+        fn cancel(&self) {
+            self.$($cancel).+.cancel()
+        }
+        fn wait_lost(&self, t: Option<std::time::Duration>) -> bool {
+            self.$($holds).+.wait_lost(t)
+        }
+        fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
+            self.$($holds).+.on_lost(f)
+        }
+    };
+}
+pub(crate) use holds_methods;
+
 /// `Lockable` for a recipe type whose `$field` is its [`QueueLock`], with the recipe's own
 /// acquire (`$acquire`, a method of the type taking a [`Deadline`]) and order rank.
 macro_rules! queue_lockable {
@@ -335,33 +364,13 @@ macro_rules! queue_lockable {
             fn acquire(&self, d: $crate::Deadline) -> $crate::Result<Option<i64>> {
                 self.$acquire(d)
             }
-            fn release(&self) -> $crate::Result<()> {
-                self.$($field).+.holds.release()
-            }
-            fn hold_state(&self) -> $crate::recipes::HoldState {
-                self.$($field).+.holds.state()
-            }
-            fn fencing_token(&self) -> $crate::Result<i64> {
-                self.$($field).+.holds.fencing_token()
-            }
-            fn lease_remaining(&self) -> Option<std::time::Duration> {
-                self.$($field).+.holds.lease_remaining()
-            }
-            fn cancel(&self) {
-                self.$($field).+.cancel.cancel()
-            }
             fn participants(&self) -> $crate::Result<Vec<$crate::recipes::Participant>> {
                 self.$($field).+.queue.participants()
-            }
-            fn wait_lost(&self, t: Option<std::time::Duration>) -> bool {
-                self.$($field).+.holds.wait_lost(t)
-            }
-            fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
-                self.$($field).+.holds.on_lost(f)
             }
             fn order_rank(&self) -> u8 {
                 $rank
             }
+            $crate::recipes::holds_methods!($($field).+.holds, $($field).+.cancel);
         }
     };
 }

@@ -166,24 +166,10 @@ impl super::Lockable for RawSimpleLock {
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
         RawSimpleLock::acquire(self, d)
     }
-    fn release(&self) -> Result<()> {
-        self.holds.release()
-    }
-    fn hold_state(&self) -> super::HoldState {
-        self.holds.state()
-    }
-    fn fencing_token(&self) -> Result<i64> {
-        self.holds.fencing_token()
-    }
+    super::holds_methods!(holds, cancel);
     /// The parent: its children change when the lock's node comes and goes.
     fn queue_path(&self) -> String {
         crate::path::parent(&self.path).to_string()
-    }
-    fn lease_remaining(&self) -> Option<std::time::Duration> {
-        self.holds.lease_remaining()
-    }
-    fn cancel(&self) {
-        self.cancel.cancel()
     }
     /// The holder, if any, as the only participant (the holder id without the attempt id).
     fn participants(&self) -> Result<Vec<Participant>> {
@@ -207,11 +193,5 @@ impl super::Lockable for RawSimpleLock {
             Err(zk::Error::NoNode) => Ok(Vec::new()),
             Err(e) => Err(s.map_err(e)),
         }
-    }
-    fn wait_lost(&self, timeout: Option<std::time::Duration>) -> bool {
-        self.holds.wait_lost(timeout)
-    }
-    fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
-        self.holds.on_lost(f)
     }
 }
