@@ -472,6 +472,7 @@ fn w1(b: &Bench) {
         must(m.release(), "release");
     }
     let mut lat = Vec::with_capacity(iters);
+    let cpu_start = zklock::process::process_cpu_time();
     let t_start = now_ns();
     for _ in 0..iters {
         let t = now_ns();
@@ -480,9 +481,15 @@ fn w1(b: &Bench) {
         lat.push(now_ns() - t);
     }
     let el = (now_ns() - t_start) as f64 / 1e9;
+    let cpu = zklock::process::process_cpu_time() - cpu_start;
     let mut met = Obj::new();
     lat_summary(&mut met, "cycle", &lat);
     met.num("cycles_per_s", r1(iters as f64 / el));
+    // Client CPU (user + sys, every thread of this process) per cycle: no busy-waiting.
+    met.num(
+        "cpu_us_per_cycle",
+        r1(cpu.as_secs_f64() * 1e6 / iters as f64),
+    );
     let params = Obj::new()
         .int("iters", iters)
         .int("warmup", warm)

@@ -13,6 +13,8 @@ for jar in curator-recipes curator-framework curator-client; do
 done
 command -v javac >/dev/null 2>&1 || apt_missing+=(default-jdk-headless)
 [ -f /usr/share/java/zookeeper.jar ] || apt_missing+=(zookeeper)
+# The peers' zk.sh asks the server "ruok" with nc.
+command -v nc >/dev/null 2>&1 || apt_missing+=(netcat-openbsd)
 command -v python3 >/dev/null 2>&1 || apt_missing+=(python3)
 if command -v python3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then
     apt_missing+=(python3-pip)

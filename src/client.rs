@@ -176,7 +176,7 @@ impl ChildrenWatch {
         }
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let signal = Signal::new();
-        match runtime::block_on(&mut self.change, deadline, &signal, true) {
+        match runtime::block_on(&mut self.change, deadline, Some(&signal)) {
             Outcome::Ready(ev) => {
                 self.fired = true;
                 if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
@@ -508,7 +508,7 @@ impl Session {
                     if self.state().is_terminal() || until.is_some_and(|u| Instant::now() >= u) {
                         return Err(e);
                     }
-                    std::thread::sleep(Duration::from_millis(20));
+                    runtime::sleep(Duration::from_millis(20));
                 }
                 r => return r,
             }
@@ -577,7 +577,7 @@ impl Session {
         if self.state() == SessionState::Closed {
             signal.cancel();
         }
-        let r = runtime::block_on(watcher.changed(), deadline, signal, true);
+        let r = runtime::block_on(watcher.changed(), deadline, Some(signal));
         self.waits
             .lock()
             .retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), Arc::as_ptr(signal)));

@@ -59,7 +59,7 @@ pub mod testing;
 /// Process rules of the `zklock` command. Not part of the API.
 #[doc(hidden)]
 pub mod process {
-    pub use crate::sys::{die_with_parent, send_signal};
+    pub use crate::sys::{die_with_parent, process_cpu_time, send_signal};
 }
 
 pub use client::{Acl, ChildrenWatch, Client, Options, SessionEvent, SessionState};

@@ -170,3 +170,18 @@ pub fn send_signal(pid: u32, sig: i32) -> bool {
     // SAFETY: kill(2) has no memory-safety preconditions.
     unsafe { libc::kill(pid, sig) == 0 }
 }
+
+/// CPU time used by this process so far (user + system, all threads); for benchmarks.
+pub fn process_cpu_time() -> std::time::Duration {
+    // SAFETY: an all-zero rusage is a valid value of that plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is valid for writing one rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

@@ -108,6 +108,8 @@ impl Hold {
 /// `held`: whether the node was a hold (then a node already gone means someone else removed it:
 /// `LockLost`).
 pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Result<()> {
+    // This thread waits for every request it sends here (see `runtime::Caller`).
+    let _caller = crate::runtime::Caller::enter();
     match session.state() {
         SessionState::Expired => return Err(Error::LockLost),
         SessionState::Closed => {
@@ -149,7 +151,7 @@ pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Res
                     )));
                 }
                 retried = true;
-                std::thread::sleep(Duration::from_millis(20));
+                crate::runtime::sleep(Duration::from_millis(20));
             }
             Err(e) => {
                 let e = session.map_err(e);

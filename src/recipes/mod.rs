@@ -170,6 +170,8 @@ impl Queue {
 
     /// The acquire loop of one attempt: `Ok(None)` when not acquired by `d` (nothing left).
     pub(crate) fn acquire(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+        // This thread waits for every request it sends here (see `runtime::Caller`).
+        let _caller = crate::runtime::Caller::enter();
         let session = self.client.session_for(d)?;
         let reg = cancel.register();
         let prefix = AttemptId::new().prefix(self.protocol, self.kind);

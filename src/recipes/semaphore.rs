@@ -235,6 +235,8 @@ impl Semaphore {
     }
 
     fn acquire_inner(&self, d: Deadline) -> Result<Option<Hold>> {
+        // This thread waits for every request it sends here (see `runtime::Caller`).
+        let _caller = crate::runtime::Caller::enter();
         let session = self.client.session_for(d)?;
         // Registered before the guarding mutex's wait and kept until the lease wait ends, so a
         // cancel in between is not lost.

@@ -120,6 +120,8 @@ impl RawSimpleLock {
     }
 
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+        // This thread waits for every request it sends here (see `runtime::Caller`).
+        let _caller = crate::runtime::Caller::enter();
         let ticket = match self.holds.begin()? {
             Begin::Fresh(t) => t,
             Begin::Reentered(t) => return Ok(Some(t)),
