@@ -176,7 +176,12 @@ impl ChildrenWatch {
         }
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let signal = Signal::new();
-        match runtime::block_on(&mut self.change, deadline, Some(&signal)) {
+        match runtime::block_on(
+            &mut self.change,
+            deadline,
+            Some(&signal),
+            Some(&self.session.io),
+        ) {
             Outcome::Ready(ev) => {
                 self.fired = true;
                 if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
@@ -295,7 +300,8 @@ pub(crate) fn is_retriable(e: &zk::Error) -> bool {
 type Listener = Arc<dyn Fn(&SessionEvent) + Send + Sync>;
 type LostCallback = (Weak<()>, Box<dyn FnOnce() + Send>);
 
-/// Runs callbacks on a thread of their own (never on the I/O thread or under our locks).
+/// Runs callbacks on a thread of their own (never inside a poll of the runtime's tasks, which
+/// may be any caller's thread, nor under our locks).
 fn run_detached(fs: Vec<Box<dyn FnOnce() + Send>>) {
     if fs.is_empty() {
         return;
@@ -318,6 +324,8 @@ fn run_detached(fs: Vec<Box<dyn FnOnce() + Send>>) {
 /// taken in, so a lock of an expired session can never be taken for held in a newer one.
 pub(crate) struct Session {
     pub(crate) zk: zk::Client,
+    /// The session's task and socket, for waiting callers (see `runtime::SessionIo`).
+    io: runtime::SessionIo,
     /// The same session without the chroot (to create a missing chroot node).
     root: Option<zk::Client>,
     pub(crate) id: i64,
@@ -531,7 +539,7 @@ impl Session {
         fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
         deadline: Instant,
     ) -> std::result::Result<T, zk::Error> {
-        match runtime::call(fut, deadline) {
+        match runtime::call(fut, deadline, Some(&self.io)) {
             Some(Ok(v)) => Ok(v),
             Some(Err(e)) => {
                 if matches!(
@@ -577,7 +585,7 @@ impl Session {
         if self.state() == SessionState::Closed {
             signal.cancel();
         }
-        let r = runtime::block_on(watcher.changed(), deadline, Some(signal));
+        let r = runtime::block_on(watcher.changed(), deadline, Some(signal), Some(&self.io));
         self.waits
             .lock()
             .retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), Arc::as_ptr(signal)));
@@ -767,8 +775,13 @@ impl Client {
         let started = Instant::now();
         // The session is created after this instant: the first lease runs from here.
         let asked = Instant::now();
-        let fut = runtime::enter(|| connector.connect(&list));
-        let zk = match runtime::enter(|| runtime::call(fut, deadline)) {
+        // The session's tasks and socket come to be during the connect: kept, so that a caller
+        // waiting on this session wakes on its socket and polls its task itself.
+        let (connected, io) = runtime::SessionIo::connect(&self.inner.servers, || {
+            let fut = runtime::enter(|| connector.connect(&list));
+            runtime::enter(|| runtime::call(fut, deadline, None))
+        });
+        let zk = match connected {
             Some(Ok(zk)) => zk,
             Some(Err(zk::Error::BadArguments(m))) => {
                 return Err(Error::invalid(format!("host list {hosts:?}: {m}")))
@@ -797,6 +810,7 @@ impl Client {
             Some(_) => self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1,
         };
         let session = Arc::new(Session {
+            io,
             id: zk.session_id().0,
             generation,
             state: Mutex::new(SessionState::Connected),
@@ -817,15 +831,13 @@ impl Client {
             session.id
         );
         renew_lease(&session);
-        // Follow the session's state on the runtime thread: only flags and notifications
-        // happen there; listeners run on their own thread.
+        // Follow the session's state in a runtime task (run by whichever thread polls the
+        // tasks, see `runtime`): only flags and notifications happen there; listeners run on
+        // their own thread.
         let mut watcher = session.zk.state_watcher();
         let weak = Arc::downgrade(&session);
-        let servers = if opts.tcp_nodelay {
-            self.inner.servers.clone()
-        } else {
-            Vec::new()
-        };
+        let servers = self.inner.servers.clone();
+        let nodelay = opts.tcp_nodelay;
         runtime::spawn(async move {
             loop {
                 let s = watcher.changed().await;
@@ -834,11 +846,17 @@ impl Client {
                 };
                 let ours = match s {
                     zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                        // A reconnect opened a new socket: set the option again.
-                        crate::sys::set_nodelay_to(&servers);
+                        // A reconnect opened a new socket: set the option again, and find it.
+                        if nodelay {
+                            crate::sys::set_nodelay_to(&servers);
+                        }
+                        session.io.reconnected(&servers);
                         SessionState::Connected
                     }
-                    zk::SessionState::Disconnected => SessionState::Suspended,
+                    zk::SessionState::Disconnected => {
+                        session.io.disconnected();
+                        SessionState::Suspended
+                    }
                     zk::SessionState::Expired | zk::SessionState::AuthFailed => {
                         SessionState::Expired
                     }

@@ -3,77 +3,86 @@
 //! zookeeper-client runs each session as one task (writing requests, reading replies, pings,
 //! watches, reconnects). Those tasks live here in one shared set that any thread may poll:
 //!
-//! - a caller blocked on a reply waits in `async_io::block_on`, so it drives the async-io
-//!   reactor itself, and it polls the task set itself whenever a task was woken: its request is
-//!   written and its reply read on its own thread, with no hop to another thread and back;
-//! - the `zklock-io` thread polls the set only while no caller waits (pings, watches,
-//!   reconnects, background deletes); async-io's own thread runs the reactor then;
-//! - one `dirty` flag and one waker for the whole set (the hub) hand the work over without a
-//!   lost wake-up: whoever holds the set polls it again while `dirty` was set during its poll,
-//!   checks it once more after letting go, and a caller that leaves hands a pending wake-up to
-//!   another waiting caller or to `zklock-io`.
+//! - a caller blocked on a reply polls the set itself whenever a task was woken, so its request
+//!   is written and its reply read on its own thread;
+//! - it sleeps on async-io's poller *and* its own wake-up descriptor at once (`ppoll` on a
+//!   duplicate of the poller's epoll descriptor, which the kernel reports readable when one of
+//!   its sockets is): the reply's arrival wakes the caller itself, which then polls its
+//!   session's task, with no hop through another thread. async-io's own thread still runs the
+//!   poller (and wakes the task as well: that second wake-up finds the reply already read);
+//!   where the poller's descriptor cannot be found, a caller waits in `async_io::block_on`;
+//! - the `zklock-io` thread polls the set only while no caller is in a call (pings, watches,
+//!   reconnects, background deletes);
+//! - one `dirty` flag and one hub for the whole set hand the work over without a lost wake-up:
+//!   whoever holds the set polls it again while `dirty` was set during its poll, checks it
+//!   once more after letting go, and a caller that leaves hands a pending wake-up on to another
+//!   caller or to `zklock-io`.
 //!
 //! Requests are queued on the caller's thread when the crate's method is called (the crate
 //! serialises them at call time); a [`Caller`] guard says "this thread will wait for it
 //! soon", so that queueing does not wake `zklock-io` for nothing.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use futures::stream::{FuturesUnordered, StreamExt};
 use parking_lot::{Condvar, Mutex};
+
+use crate::sys::EventFd;
 
 type BoxTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// The shared task set and who may be asked to poll it.
 struct Runtime {
-    /// The tasks; whoever holds this lock polls them.
-    tasks: Mutex<FuturesUnordered<BoxTask>>,
+    /// The tasks by id; whoever holds this lock polls them.
+    tasks: Mutex<HashMap<u64, Task>>,
     /// Tasks spawned and not yet in `tasks` (spawning never takes the `tasks` lock).
-    incoming: Mutex<Vec<BoxTask>>,
+    incoming: Mutex<Vec<Task>>,
+    /// Ids of woken tasks.
+    ready: Mutex<Vec<u64>>,
     /// A task was woken (or spawned) and nobody has polled the set since.
     dirty: AtomicBool,
-    /// Callers blocked in [`block_on`], each of which drives when woken.
+    /// Callers blocked in [`block_on`], each of which polls the set when woken.
     waiters: Mutex<Vec<(u64, Waker)>>,
-    /// Wakes `zklock-io` when no caller waits.
+    /// Threads inside a [`Caller`] guard: each polls the set at its next wait or guard's end.
+    open_callers: AtomicUsize,
+    /// Wakes `zklock-io` when no caller can.
     io_kick: Mutex<bool>,
     io_cv: Condvar,
-    /// The waker every task's wake-up ends in.
-    hub: Waker,
-    /// Keeps a pointer to the hub's allocation itself (the waker's points past its end, which
-    /// leak checkers such as valgrind count as lost).
-    _hub: Arc<Hub>,
 }
 
-struct Hub;
+struct Task {
+    fut: BoxTask,
+    wake: Arc<TaskWaker>,
+    waker: Waker,
+}
 
-impl Wake for Hub {
+/// One task's waker: queues the task and wakes a driver.
+struct TaskWaker {
+    id: u64,
+    queued: AtomicBool,
+}
+
+impl Wake for TaskWaker {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref()
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        let rt = runtime();
-        rt.dirty.store(true, Ordering::SeqCst);
-        let deferred = THREAD.with(|t| {
-            if t.driving.get() {
-                // The polling loop on this thread sees `dirty` and polls again.
-                true
-            } else if t.callers.get() > 0 && t.waiter.get().is_none() {
-                t.owed.set(true);
-                true
-            } else {
-                false
-            }
-        });
-        if !deferred {
-            rt.notify_driver();
+        if self.queued.swap(true, Ordering::SeqCst) {
+            // Still queued: the wake-up that queued it asked for a driver.
+            return;
         }
+        let rt = runtime();
+        rt.ready.lock().push(self.id);
+        rt.woken();
     }
 }
 
@@ -85,8 +94,8 @@ struct ThreadState {
     driving: Cell<bool>,
     /// Open [`Caller`] guards.
     callers: Cell<u32>,
-    /// A wake-up was deferred to this thread's next wait.
-    owed: Cell<bool>,
+    /// Wakers of the tasks spawned while capturing (see [`capture_spawns`]).
+    capture: RefCell<Option<Vec<Waker>>>,
 }
 
 thread_local! {
@@ -95,7 +104,7 @@ thread_local! {
             waiter: Cell::new(None),
             driving: Cell::new(false),
             callers: Cell::new(0),
-            owed: Cell::new(false),
+            capture: RefCell::new(None),
         }
     };
 }
@@ -112,17 +121,49 @@ impl Runtime {
     /// being believed).
     fn send(&self, task: BoxTask) {
         use futures::FutureExt;
+        static IDS: AtomicU64 = AtomicU64::new(1);
         let isolated = std::panic::AssertUnwindSafe(task).catch_unwind().map(|r| {
             if r.is_err() {
                 log::error!("a zklock I/O task panicked; the other tasks go on");
             }
         });
-        self.incoming.lock().push(Box::pin(isolated));
-        self.hub.wake_by_ref();
+        let wake = Arc::new(TaskWaker {
+            id: IDS.fetch_add(1, Ordering::Relaxed),
+            queued: AtomicBool::new(true),
+        });
+        let waker = Waker::from(wake.clone());
+        THREAD.with(|t| {
+            // Only what the capturing code spawns, not what tasks it polls meanwhile spawn.
+            if !t.driving.get() {
+                if let Some(c) = t.capture.borrow_mut().as_mut() {
+                    c.push(waker.clone());
+                }
+            }
+        });
+        self.incoming.lock().push(Task {
+            fut: Box::pin(isolated),
+            wake,
+            waker,
+        });
+        self.woken();
+    }
+
+    /// A task was woken or spawned: make sure some thread polls the set.
+    fn woken(&self) {
+        self.dirty.store(true, Ordering::SeqCst);
+        let deferred = THREAD.with(|t| {
+            // The polling loop on this thread sees `dirty` and polls again; a thread in a
+            // `Caller` guard polls at its next wait (or hands over when the guard ends).
+            t.driving.get() || (t.callers.get() > 0 && t.waiter.get().is_none())
+        });
+        if !deferred {
+            self.notify_driver();
+        }
     }
 
     /// Asks one thread to poll the set: this thread if it is a waiting caller (no hop), else
-    /// the latest waiting caller, else `zklock-io`.
+    /// the latest waiting caller, else nobody if a thread is inside a call (it polls before it
+    /// waits and when it leaves), else `zklock-io`.
     fn notify_driver(&self) {
         let me = THREAD.with(|t| t.waiter.get());
         {
@@ -131,11 +172,13 @@ impl Runtime {
                 Some(id) => waiters.iter().find(|(w, _)| *w == id),
                 None => None,
             };
-            let pick = mine.or(waiters.last());
-            if let Some((_, waker)) = pick {
+            if let Some((_, waker)) = mine.or(waiters.last()) {
                 waker.wake_by_ref();
                 return;
             }
+        }
+        if self.open_callers.load(Ordering::SeqCst) > 0 {
+            return;
         }
         let mut kick = self.io_kick.lock();
         if !*kick {
@@ -144,8 +187,8 @@ impl Runtime {
         }
     }
 
-    /// Polls the task set while it has been woken, unless another thread is polling it (that
-    /// thread sees `dirty` and polls again).
+    /// Polls the woken tasks while there are any, unless another thread is polling the set
+    /// (that thread sees `dirty` and polls again).
     fn drive(&self) {
         let _scope = spawns_core::enter(runtime());
         let was = THREAD.with(|t| t.driving.replace(true));
@@ -155,9 +198,23 @@ impl Runtime {
             };
             loop {
                 self.dirty.store(false, Ordering::SeqCst);
-                tasks.extend(std::mem::take(&mut *self.incoming.lock()));
-                let mut cx = Context::from_waker(&self.hub);
-                while let Poll::Ready(Some(())) = tasks.poll_next_unpin(&mut cx) {}
+                let mut batch = std::mem::take(&mut *self.ready.lock());
+                for task in std::mem::take(&mut *self.incoming.lock()) {
+                    batch.push(task.wake.id);
+                    tasks.insert(task.wake.id, task);
+                }
+                for id in batch {
+                    // A stale id (a task that has finished) is skipped.
+                    let Some(task) = tasks.get_mut(&id) else {
+                        continue;
+                    };
+                    // Cleared before the poll: a wake-up during it queues the task again.
+                    task.wake.queued.store(false, Ordering::SeqCst);
+                    let mut cx = Context::from_waker(&task.waker);
+                    if task.fut.as_mut().poll(&mut cx).is_ready() {
+                        tasks.remove(&id);
+                    }
+                }
                 if !self.dirty.load(Ordering::SeqCst) {
                     break;
                 }
@@ -174,18 +231,15 @@ impl Runtime {
 
 fn runtime() -> &'static Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
-    let rt = RT.get_or_init(|| {
-        let hub = Arc::new(Hub);
-        Runtime {
-            tasks: Mutex::new(FuturesUnordered::new()),
-            incoming: Mutex::new(Vec::new()),
-            dirty: AtomicBool::new(false),
-            waiters: Mutex::new(Vec::new()),
-            io_kick: Mutex::new(false),
-            io_cv: Condvar::new(),
-            hub: Waker::from(hub.clone()),
-            _hub: hub,
-        }
+    let rt = RT.get_or_init(|| Runtime {
+        tasks: Mutex::new(HashMap::new()),
+        incoming: Mutex::new(Vec::new()),
+        ready: Mutex::new(Vec::new()),
+        dirty: AtomicBool::new(false),
+        waiters: Mutex::new(Vec::new()),
+        open_callers: AtomicUsize::new(0),
+        io_kick: Mutex::new(false),
+        io_cv: Condvar::new(),
     });
     static IO: OnceLock<()> = OnceLock::new();
     IO.get_or_init(|| {
@@ -216,32 +270,55 @@ pub(crate) fn enter<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Runs `f` and returns the wakers of the tasks it spawned on this thread (a session's
+/// tasks, spawned by its connect): a caller waiting on that session wakes them itself when
+/// the poller reports a socket readable, instead of waiting for async-io's thread to.
+pub(crate) fn capture_spawns<R>(f: impl FnOnce() -> R) -> (R, Vec<Waker>) {
+    let outer = THREAD.with(|t| t.capture.replace(Some(Vec::new())));
+    let r = f();
+    let got = THREAD
+        .with(|t| t.capture.replace(outer))
+        .unwrap_or_default();
+    (r, got)
+}
+
 /// Spawns a background task.
 pub(crate) fn spawn(fut: impl Future<Output = ()> + Send + 'static) {
     runtime().send(Box::pin(fut));
 }
 
 /// Says "this thread is about to wait for what it asks ZooKeeper", for as long as it lives:
-/// a task woken by this thread's own request is then polled by this thread's next wait
-/// instead of waking `zklock-io` (and if no wait comes, by `zklock-io` when the guard drops).
+/// a task woken meanwhile (by this thread's own request, or by a reply while no caller waits)
+/// is polled by this thread's next wait instead of waking `zklock-io`, and a wake-up left over
+/// when the guard ends is polled then.
 pub(crate) struct Caller(());
 
 impl Caller {
     pub(crate) fn enter() -> Caller {
-        THREAD.with(|t| t.callers.set(t.callers.get() + 1));
+        THREAD.with(|t| {
+            t.callers.set(t.callers.get() + 1);
+            if t.callers.get() == 1 {
+                runtime().open_callers.fetch_add(1, Ordering::SeqCst);
+            }
+        });
         Caller(())
     }
 }
 
 impl Drop for Caller {
     fn drop(&mut self) {
-        let owed = THREAD.with(|t| {
+        let last = THREAD.with(|t| {
             t.callers.set(t.callers.get() - 1);
-            t.callers.get() == 0 && t.owed.replace(false)
+            t.callers.get() == 0
         });
-        let rt = runtime();
-        if owed && rt.dirty.load(Ordering::SeqCst) {
-            rt.notify_driver();
+        if last {
+            let rt = runtime();
+            rt.open_callers.fetch_sub(1, Ordering::SeqCst);
+            if rt.dirty.load(Ordering::SeqCst) {
+                // What was left to this thread (often async-io's late wake-up for a reply this
+                // thread has read already) is polled here, not handed to `zklock-io`.
+                rt.drive();
+            }
         }
     }
 }
@@ -291,87 +368,6 @@ impl Signal {
     }
 }
 
-/// Wakes waits at their deadlines, from one thread of its own: an async-io timer would
-/// interrupt the reactor (and so wake another thread) on every wait; here a wait whose
-/// deadline is later than the alarm thread's next wake-up costs a map insert and remove.
-struct Alarms {
-    due: Mutex<Due>,
-    cv: Condvar,
-}
-
-#[derive(Default)]
-struct Due {
-    waits: std::collections::BTreeMap<(Instant, u64), Waker>,
-    /// When the alarm thread wakes next by itself (None: only when notified).
-    wakes_at: Option<Instant>,
-}
-
-fn alarms() -> &'static Alarms {
-    static A: OnceLock<Alarms> = OnceLock::new();
-    static THREAD: OnceLock<()> = OnceLock::new();
-    let a = A.get_or_init(|| Alarms {
-        due: Mutex::new(Due::default()),
-        cv: Condvar::new(),
-    });
-    THREAD.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("zklock-alarm".into())
-            .spawn(|| {
-                let a = alarms();
-                let mut due = a.due.lock();
-                loop {
-                    let now = Instant::now();
-                    let later = due.waits.split_off(&(now, u64::MAX));
-                    let fired = std::mem::replace(&mut due.waits, later);
-                    if !fired.is_empty() {
-                        parking_lot::MutexGuard::unlocked(&mut due, || {
-                            fired.into_values().for_each(Waker::wake)
-                        });
-                        continue;
-                    }
-                    // Sleep until the earliest deadline; a wait that ends before then takes
-                    // its entry away, and the thread then wakes once for nothing.
-                    due.wakes_at = due.waits.keys().next().map(|k| k.0);
-                    match due.wakes_at {
-                        Some(at) => {
-                            a.cv.wait_until(&mut due, at);
-                        }
-                        None => a.cv.wait(&mut due),
-                    }
-                }
-            })
-            .expect("spawn the zklock-alarm thread");
-    });
-    a
-}
-
-/// A registered deadline; removed on drop.
-struct Alarm {
-    key: (Instant, u64),
-}
-
-impl Alarm {
-    fn set(at: Instant, waker: &Waker) -> Alarm {
-        static IDS: AtomicU64 = AtomicU64::new(1);
-        let key = (at, IDS.fetch_add(1, Ordering::Relaxed));
-        let a = alarms();
-        let mut due = a.due.lock();
-        due.waits.insert(key, waker.clone());
-        // Waiting deadlines mostly grow: the thread is woken only for an earlier one.
-        if due.wakes_at.map_or(true, |w| at < w) {
-            due.wakes_at = Some(at);
-            a.cv.notify_one();
-        }
-        Alarm { key }
-    }
-}
-
-impl Drop for Alarm {
-    fn drop(&mut self) {
-        alarms().due.lock().waits.remove(&self.key);
-    }
-}
-
 /// How a blocking wait ended.
 pub(crate) enum Outcome<T> {
     Ready(T),
@@ -390,11 +386,7 @@ impl Waiting {
         static IDS: AtomicU64 = AtomicU64::new(1);
         let id = IDS.fetch_add(1, Ordering::Relaxed);
         runtime().waiters.lock().push((id, waker.clone()));
-        THREAD.with(|t| {
-            t.waiter.set(Some(id));
-            // This wait polls the set at once: what was deferred to it is paid.
-            t.owed.set(false);
-        });
+        THREAD.with(|t| t.waiter.set(Some(id)));
         Waiting { id }
     }
 }
@@ -410,18 +402,234 @@ impl Drop for Waiting {
     }
 }
 
+/// A duplicate of async-io's epoll descriptor, found once (None where it cannot be: callers
+/// then learn of replies from whoever polls the tasks).
+fn reactor_fd() -> Option<&'static OwnedFd> {
+    static FD: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    FD.get_or_init(|| {
+        use std::os::fd::AsRawFd;
+        // A probe source: registering it adds its descriptor to async-io's epoll set.
+        let (a, _b) = std::os::unix::net::UnixDatagram::pair().ok()?;
+        let probe = async_io::Async::new(a).ok()?;
+        let found = crate::sys::epoll_watching(probe.as_raw_fd());
+        if found.is_none() {
+            log::debug!("async-io's poller not found: callers do not watch their sockets");
+        }
+        found
+    })
+    .as_ref()
+}
+
+/// Sockets to ZooKeeper claimed by a session (see [`SessionIo`]).
+static CLAIMED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// The most descriptors async-io may watch for us to look for a session's socket among them.
+const SOCKET_SEARCH_LIMIT: usize = 256;
+
+fn server_sockets(servers: &[SocketAddr]) -> Option<Vec<i32>> {
+    crate::sys::server_sockets_in(reactor_fd()?.as_fd(), servers, SOCKET_SEARCH_LIMIT)
+}
+
+/// What a caller waiting on one session wakes itself with: the wakers of the session's tasks
+/// and the session's socket, when it is known. zookeeper-client does not show its socket: it
+/// is the one socket to a server that appeared in async-io's poller during the connect (or,
+/// after a reconnect, the one socket to a server that no session claims); when that is not
+/// clear (sessions connecting at the same time), it stays unknown and the session's callers
+/// learn of replies from whoever polls the tasks, one hop later.
+pub(crate) struct SessionIo {
+    tasks: Vec<Waker>,
+    socket: std::sync::atomic::AtomicI32,
+}
+
+impl SessionIo {
+    /// Runs `connect` (which spawns the session's tasks) and finds what it made.
+    pub(crate) fn connect<R>(
+        servers: &[SocketAddr],
+        connect: impl FnOnce() -> R,
+    ) -> (R, SessionIo) {
+        let before = server_sockets(servers);
+        let (r, tasks) = capture_spawns(connect);
+        let io = SessionIo {
+            tasks,
+            socket: std::sync::atomic::AtomicI32::new(-1),
+        };
+        if let (Some(before), Some(after)) = (before, server_sockets(servers)) {
+            io.claim(after.into_iter().filter(|s| !before.contains(s)).collect());
+        }
+        (r, io)
+    }
+
+    /// The session reconnected (on a new socket).
+    pub(crate) fn reconnected(&self, servers: &[SocketAddr]) {
+        self.disconnected();
+        if let Some(all) = server_sockets(servers) {
+            self.claim(all);
+        }
+    }
+
+    /// The session lost its socket.
+    pub(crate) fn disconnected(&self) {
+        let old = self.socket.swap(-1, Ordering::SeqCst);
+        if old >= 0 {
+            CLAIMED.lock().retain(|&s| s != old);
+        }
+    }
+
+    /// Takes the one candidate that no other session claims, if there is exactly one.
+    fn claim(&self, candidates: Vec<i32>) {
+        let mut claimed = CLAIMED.lock();
+        let free: Vec<i32> = candidates
+            .into_iter()
+            .filter(|s| !claimed.contains(s))
+            .collect();
+        if let [one] = free[..] {
+            claimed.push(one);
+            self.socket.store(one, Ordering::SeqCst);
+        } else {
+            log::debug!(
+                "zklock: which socket a session uses is not clear ({} candidates)",
+                free.len()
+            );
+        }
+    }
+
+    fn socket(&self) -> Option<i32> {
+        Some(self.socket.load(Ordering::SeqCst)).filter(|&s| s >= 0)
+    }
+}
+
+impl Drop for SessionIo {
+    fn drop(&mut self) {
+        self.disconnected();
+    }
+}
+
+/// A waiting caller's waker: wakes its `ppoll` through an eventfd, and costs no system call
+/// when the caller is not asleep.
+struct Parked {
+    ev: EventFd,
+    state: AtomicU8,
+}
+
+const NOTIFIED: u8 = 1;
+const SLEEPING: u8 = 2;
+
+impl Wake for Parked {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref()
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.state.fetch_or(NOTIFIED, Ordering::SeqCst) == SLEEPING {
+            self.ev.signal();
+        }
+    }
+}
+
+thread_local! {
+    static PARKED: OnceLock<Option<Arc<Parked>>> = const { OnceLock::new() };
+}
+
+fn parked() -> Option<Arc<Parked>> {
+    PARKED.with(|p| {
+        p.get_or_init(|| {
+            Some(Arc::new(Parked {
+                ev: EventFd::new()?,
+                state: AtomicU8::new(0),
+            }))
+        })
+        .clone()
+    })
+}
+
+/// After a wake-up by the socket that brought no reply, how long the socket is left out of
+/// the caller's sleep.
+const NOT_OURS_BACKOFF: Duration = Duration::from_micros(200);
+
 /// Blocks on `fut` until it is ready, `deadline` passes, or `signal` is cancelled, polling
-/// the session tasks on this thread meanwhile (see the module's docs).
+/// the session tasks on this thread meanwhile (see the module's docs). `io`: the session the
+/// wait is for, whose socket the caller watches (see [`SessionIo`]).
 pub(crate) fn block_on<F: Future>(
     fut: F,
     deadline: Option<Instant>,
     signal: Option<&Signal>,
+    io: Option<&SessionIo>,
+) -> Outcome<F::Output> {
+    let nested = THREAD.with(|t| t.waiter.get().is_some() || t.driving.get());
+    match parked() {
+        Some(p) if !nested => block_on_parked(fut, deadline, signal, io, p),
+        _ => block_on_async_io(fut, deadline, signal, nested),
+    }
+}
+
+fn block_on_parked<F: Future>(
+    fut: F,
+    deadline: Option<Instant>,
+    signal: Option<&Signal>,
+    io: Option<&SessionIo>,
+    me: Arc<Parked>,
+) -> Outcome<F::Output> {
+    let rt = runtime();
+    let waker = Waker::from(me.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    let _waiting = Waiting::new(&waker);
+    // After the socket turned readable without our reply (a watch event, or data its task
+    // does not read yet), it is left out of the next sleep for a moment: it may stay readable.
+    let mut socket_left_out_until: Option<Instant> = None;
+    let mut socket_woke_us = false;
+    loop {
+        me.state.fetch_and(!NOTIFIED, Ordering::SeqCst);
+        if signal.is_some_and(|s| s.check(&waker)) {
+            return Outcome::Cancelled;
+        }
+        rt.drive();
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return Outcome::Ready(v);
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return Outcome::TimedOut;
+        }
+        if std::mem::take(&mut socket_woke_us) {
+            socket_left_out_until = Some(now + NOT_OURS_BACKOFF);
+        }
+        if me.state.fetch_or(SLEEPING, Ordering::SeqCst) & NOTIFIED != 0 {
+            me.state.fetch_and(!SLEEPING, Ordering::SeqCst);
+            continue;
+        }
+        let left_out = socket_left_out_until.filter(|&t| now < t);
+        let socket = io
+            .and_then(SessionIo::socket)
+            .filter(|_| left_out.is_none());
+        let mut timeout = deadline.map(|d| d - now);
+        if let Some(t) = left_out {
+            timeout = Some(timeout.map_or(t - now, |d| d.min(t - now)));
+        }
+        let (readable, _signalled) = crate::sys::wait_readable(socket, &me.ev, timeout);
+        me.state.fetch_and(!SLEEPING, Ordering::SeqCst);
+        #[cfg(test)]
+        tests::count_wake(readable, _signalled);
+        if readable {
+            // Maybe our reply: the session's task reads it on this thread, now.
+            if let Some(io) = io {
+                io.tasks.iter().for_each(Waker::wake_by_ref);
+            }
+            socket_woke_us = true;
+        }
+    }
+}
+
+fn block_on_async_io<F: Future>(
+    fut: F,
+    deadline: Option<Instant>,
+    signal: Option<&Signal>,
+    nested: bool,
 ) -> Outcome<F::Output> {
     let rt = runtime();
     let mut fut = std::pin::pin!(fut);
-    let mut alarm: Option<Alarm> = None;
+    let mut timer: Option<async_io::Timer> = None;
     let mut waiting: Option<Waiting> = None;
-    let nested = THREAD.with(|t| t.waiter.get().is_some() || t.driving.get());
     let outcome = async_io::block_on(futures::future::poll_fn(|cx| {
         if waiting.is_none() && !nested {
             waiting = Some(Waiting::new(cx.waker()));
@@ -434,11 +642,9 @@ pub(crate) fn block_on<F: Future>(
             return Poll::Ready(Outcome::Ready(v));
         }
         if let Some(d) = deadline {
-            if Instant::now() >= d {
+            let t = timer.get_or_insert_with(|| async_io::Timer::at(d));
+            if Pin::new(t).poll(cx).is_ready() {
                 return Poll::Ready(Outcome::TimedOut);
-            }
-            if alarm.is_none() {
-                alarm = Some(Alarm::set(d, cx.waker()));
             }
         }
         Poll::Pending
@@ -448,17 +654,21 @@ pub(crate) fn block_on<F: Future>(
 }
 
 /// Blocks on a ZooKeeper call's reply future until `deadline`; never cancellable.
-pub(crate) fn call<F: Future>(fut: F, deadline: Instant) -> Option<F::Output> {
-    match block_on(fut, Some(deadline), None) {
+pub(crate) fn call<F: Future>(
+    fut: F,
+    deadline: Instant,
+    io: Option<&SessionIo>,
+) -> Option<F::Output> {
+    match block_on(fut, Some(deadline), None, io) {
         Outcome::Ready(v) => Some(v),
         _ => None,
     }
 }
 
 /// Sleeps for `d`, polling the session tasks meanwhile like any wait.
-pub(crate) fn sleep(d: std::time::Duration) {
+pub(crate) fn sleep(d: Duration) {
     let until = Instant::now() + d;
-    let _ = block_on(futures::future::pending::<()>(), Some(until), None);
+    let _ = block_on(futures::future::pending::<()>(), Some(until), None, None);
 }
 
 #[cfg(test)]
@@ -468,6 +678,86 @@ mod tests {
 
     /// These tests watch which thread runs a task: one at a time.
     static SERIAL: Mutex<()> = Mutex::new(());
+
+    /// Wake-ups of waiting callers: (with their socket readable, by a signal alone).
+    static WAKES: Mutex<(u64, u64)> = Mutex::new((0, 0));
+
+    pub(super) fn count_wake(readable: bool, signalled: bool) {
+        let mut w = WAKES.lock();
+        if readable {
+            w.0 += 1;
+        } else if signalled {
+            w.1 += 1;
+        }
+    }
+
+    /// A reply arriving on a task's socket wakes the waiting caller through the poller itself
+    /// (no wake-up from another thread), and the caller reads it: round trips over a socket
+    /// pair served by an echo thread, as a session's requests are served by the server.
+    #[test]
+    fn a_reply_wakes_its_caller_through_its_socket_not_another_thread() {
+        use futures::{AsyncReadExt, AsyncWriteExt};
+        let _serial = SERIAL.lock();
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ours_fd = std::os::fd::AsRawFd::as_raw_fd(&ours);
+        let echo = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let mut theirs = theirs;
+            let mut b = [0u8; 1];
+            while theirs.read_exact(&mut b).is_ok() {
+                std::thread::sleep(Duration::from_micros(300));
+                if theirs.write_all(&b).is_err() {
+                    break;
+                }
+            }
+        });
+        // The "session task": sends each request it is given, reads each reply, hands it back.
+        type Reply = futures::channel::oneshot::Sender<(u8, String)>;
+        let (req_tx, mut req_rx) = futures::channel::mpsc::unbounded::<(u8, Reply)>();
+        let (_, tasks) = capture_spawns(|| {
+            spawn(async move {
+                use futures::StreamExt;
+                let mut sock = async_io::Async::new(ours).unwrap();
+                while let Some((b, reply)) = req_rx.next().await {
+                    sock.write_all(&[b]).await.unwrap();
+                    let mut got = [0u8; 1];
+                    sock.read_exact(&mut got).await.unwrap();
+                    let on = std::thread::current().name().unwrap_or("?").to_string();
+                    let _ = reply.send((got[0], on));
+                }
+            })
+        });
+        assert_eq!(tasks.len(), 1);
+        let io = SessionIo {
+            tasks,
+            socket: std::sync::atomic::AtomicI32::new(ours_fd),
+        };
+        let me = std::thread::current().name().unwrap_or("?").to_string();
+        *WAKES.lock() = (0, 0);
+        let mut read_here = 0;
+        for i in 0..200u32 {
+            let _caller = Caller::enter();
+            let (tx, rx) = futures::channel::oneshot::channel();
+            req_tx.unbounded_send(((i % 256) as u8, tx)).unwrap();
+            let (got, on) = call(rx, Instant::now() + Duration::from_secs(5), Some(&io))
+                .expect("no reply within 5 s")
+                .unwrap();
+            assert_eq!(got, (i % 256) as u8);
+            read_here += usize::from(on == me);
+        }
+        drop(req_tx);
+        echo.join().unwrap();
+        let (by_poller, by_signal) = *WAKES.lock();
+
+        assert!(
+            read_here >= 190,
+            "only {read_here} of 200 replies read on the caller's thread"
+        );
+        assert!(
+            by_poller >= 150,
+            "the socket woke the caller {by_poller} times, another thread {by_signal} times"
+        );
+    }
 
     #[test]
     fn deadline_and_cancel() {
@@ -479,6 +769,7 @@ mod tests {
                 futures::future::pending::<()>(),
                 Some(t + Duration::from_millis(50)),
                 Some(&s),
+                None,
             ),
             Outcome::TimedOut
         ));
@@ -489,7 +780,7 @@ mod tests {
             s2.cancel();
         });
         assert!(matches!(
-            block_on(futures::future::pending::<()>(), None, Some(&s)),
+            block_on(futures::future::pending::<()>(), None, Some(&s), None),
             Outcome::Cancelled
         ));
         h.join().unwrap();
@@ -503,7 +794,7 @@ mod tests {
         spawn(async move {
             let _ = tx.send(1);
         });
-        let got = call(rx, Instant::now() + Duration::from_secs(5));
+        let got = call(rx, Instant::now() + Duration::from_secs(5), None);
         assert_eq!(
             got.map(|r| r.ok()),
             Some(Some(1)),
@@ -520,7 +811,7 @@ mod tests {
             tx.send(7).unwrap();
         });
         assert_eq!(
-            call(rx, Instant::now() + Duration::from_secs(5))
+            call(rx, Instant::now() + Duration::from_secs(5), None)
                 .unwrap()
                 .unwrap(),
             7
@@ -553,7 +844,7 @@ mod tests {
                         } else {
                             let _ = go_tx.send(n);
                         }
-                        let got = call(done_rx, Instant::now() + Duration::from_secs(10));
+                        let got = call(done_rx, Instant::now() + Duration::from_secs(10), None);
                         assert_eq!(
                             got.map(|r| r.ok()),
                             Some(Some(n + 1)),
@@ -590,7 +881,7 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(20));
                     let _ = tx.send(());
                 });
-                let _ = call(rx, Instant::now() + Duration::from_secs(5));
+                let _ = call(rx, Instant::now() + Duration::from_secs(5), None);
                 h.join().unwrap();
                 let ran_on = done_rx.recv_timeout(Duration::from_secs(5)).unwrap();
                 assert_eq!(ran_on, me, "the waiting caller did not run the task");
