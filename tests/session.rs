@@ -141,7 +141,8 @@ fn restart_within_session_timeout_suspends_then_reconnects_same_session() {
     let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let s2 = seen.clone();
     let c2 = c.clone();
-    // A listener may call the client: it runs off the I/O thread.
+    // A listener may call the client: it runs on a thread of its own, never inside a poll of
+    // the session's task.
     c.add_listener(move |ev| {
         s2.lock().push(ev.state);
         let _ = c2.state();
