@@ -1221,3 +1221,66 @@ impl Inner {
         *ev = Some(tx);
     }
 }
+
+#[cfg(all(test, feature = "testing"))]
+mod socket_tests {
+    use super::*;
+    use crate::testing::{eventually, TestingServer};
+
+    fn socket_of(c: &Client) -> Option<i32> {
+        let s = c.inner.current.lock().clone()?;
+        s.io.socket()
+    }
+
+    fn peer_port(fd: i32) -> Option<u16> {
+        crate::sys::peer_of(fd).map(|a| a.port())
+    }
+
+    /// A waiting caller sleeps on its session's socket: the session must know which one it
+    /// is, at connect and again after a reconnect (a new socket).
+    #[test]
+    fn a_session_finds_its_socket_at_connect_and_after_the_server_restarts() {
+        let mut server = TestingServer::start().unwrap();
+        let opts = Options::default().session_timeout(Duration::from_secs(30));
+        let c = Client::connect(&server.connect_string(), opts).unwrap();
+        let fd = socket_of(&c).expect("no socket found at connect");
+        assert_eq!(peer_port(fd), Some(server.port()));
+        server.restart().unwrap();
+        assert!(
+            eventually(Duration::from_secs(30), || {
+                c.state() == SessionState::Connected
+                    && socket_of(&c).and_then(peer_port) == Some(server.port())
+            }),
+            "after the restart: state {:?}, socket {:?}",
+            c.state(),
+            socket_of(&c)
+        );
+        // The same session, on its new socket, still answers.
+        let m = crate::Mutex::new(&c, "/socket-test").unwrap();
+        drop(m.lock().unwrap());
+    }
+
+    /// Sessions connecting at the same time never claim one socket between two of them.
+    #[test]
+    fn sessions_connecting_together_never_share_a_claimed_socket() {
+        let server = TestingServer::shared();
+        let clients: Vec<Client> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..6)
+                .map(|_| {
+                    s.spawn(|| {
+                        Client::connect(&server.connect_string(), Options::default()).unwrap()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut seen: Vec<i32> = clients.iter().filter_map(socket_of).collect();
+        let found = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), found, "two sessions claim one socket");
+        for fd in seen {
+            assert_eq!(peer_port(fd), Some(server.port()));
+        }
+    }
+}

@@ -439,6 +439,9 @@ fn server_sockets(servers: &[SocketAddr]) -> Option<Vec<i32>> {
 pub(crate) struct SessionIo {
     tasks: Vec<Waker>,
     socket: std::sync::atomic::AtomicI32,
+    /// The one caller that sleeps on the socket (its waiter id; 0: none): a reply wakes one
+    /// thread, not every thread waiting on the session.
+    watcher: AtomicU64,
 }
 
 impl SessionIo {
@@ -452,6 +455,7 @@ impl SessionIo {
         let io = SessionIo {
             tasks,
             socket: std::sync::atomic::AtomicI32::new(-1),
+            watcher: AtomicU64::new(0),
         };
         if let (Some(before), Some(after)) = (before, server_sockets(servers)) {
             io.claim(after.into_iter().filter(|s| !before.contains(s)).collect());
@@ -493,8 +497,30 @@ impl SessionIo {
         }
     }
 
-    fn socket(&self) -> Option<i32> {
+    pub(crate) fn socket(&self) -> Option<i32> {
         Some(self.socket.load(Ordering::SeqCst)).filter(|&s| s >= 0)
+    }
+
+    /// The socket, if waiter `id` is (or now becomes) the one that sleeps on it.
+    fn watch(&self, id: u64) -> Option<i32> {
+        let me = match self
+            .watcher
+            .compare_exchange(0, id, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => true,
+            Err(w) => w == id,
+        };
+        if me {
+            self.socket()
+        } else {
+            None
+        }
+    }
+
+    fn unwatch(&self, id: u64) {
+        let _ = self
+            .watcher
+            .compare_exchange(id, 0, Ordering::SeqCst, Ordering::SeqCst);
     }
 }
 
@@ -573,7 +599,16 @@ fn block_on_parked<F: Future>(
     let waker = Waker::from(me.clone());
     let mut cx = Context::from_waker(&waker);
     let mut fut = std::pin::pin!(fut);
-    let _waiting = Waiting::new(&waker);
+    let waiting = Waiting::new(&waker);
+    // Only a wait for a reply sleeps on the socket, and one per session at a time: waits for
+    // watches (one thread per waiting acquire, up to thousands on one session) are woken by
+    // whoever reads their event.
+    let io_watch = io.filter(|_| signal.is_none());
+    let _unwatch = CallOnDrop(|| {
+        if let Some(io) = io_watch {
+            io.unwatch(waiting.id)
+        }
+    });
     // After the socket turned readable without our reply (a watch event, or data its task
     // does not read yet), it is left out of the next sleep for a moment: it may stay readable.
     let mut socket_left_out_until: Option<Instant> = None;
@@ -599,8 +634,8 @@ fn block_on_parked<F: Future>(
             continue;
         }
         let left_out = socket_left_out_until.filter(|&t| now < t);
-        let socket = io
-            .and_then(SessionIo::socket)
+        let socket = io_watch
+            .and_then(|io| io.watch(waiting.id))
             .filter(|_| left_out.is_none());
         let mut timeout = deadline.map(|d| d - now);
         if let Some(t) = left_out {
@@ -617,6 +652,15 @@ fn block_on_parked<F: Future>(
             }
             socket_woke_us = true;
         }
+    }
+}
+
+/// Runs a closure when dropped.
+struct CallOnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for CallOnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)()
     }
 }
 
@@ -731,6 +775,7 @@ mod tests {
         let io = SessionIo {
             tasks,
             socket: std::sync::atomic::AtomicI32::new(ours_fd),
+            watcher: AtomicU64::new(0),
         };
         let me = std::thread::current().name().unwrap_or("?").to_string();
         *WAKES.lock() = (0, 0);

@@ -17,7 +17,7 @@ pub(crate) fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-fn peer_of(fd: i32) -> Option<SocketAddr> {
+pub(crate) fn peer_of(fd: i32) -> Option<SocketAddr> {
     // SAFETY: sockaddr_storage is plain data; zeroed is a valid value.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
