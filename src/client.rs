@@ -777,9 +777,9 @@ impl Client {
         let asked = Instant::now();
         // The session's tasks and socket come to be during the connect: kept, so that a caller
         // waiting on this session wakes on its socket and polls its task itself.
-        let (connected, io) = runtime::SessionIo::connect(&self.inner.servers, || {
+        let (connected, io) = runtime::SessionIo::connect(&self.inner.servers, |io| {
             let fut = runtime::enter(|| connector.connect(&list));
-            runtime::enter(|| runtime::call(fut, deadline, None))
+            runtime::enter(|| runtime::call(fut, deadline, Some(io)))
         });
         let zk = match connected {
             Some(Ok(zk)) => zk,
@@ -846,11 +846,22 @@ impl Client {
                 };
                 let ours = match s {
                     zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                        // A reconnect opened a new socket: set the option again, and find it.
-                        if nodelay {
-                            crate::sys::set_nodelay_to(&servers);
+                        // A reconnect opened a new socket: set the option again and find it,
+                        // on a thread of its own (scanning the process's descriptors must not
+                        // hold up the tasks of every other session).
+                        let (found, servers) = (session.clone(), servers.clone());
+                        let scan = move || {
+                            if nodelay {
+                                crate::sys::set_nodelay_to(&servers);
+                            }
+                            found.io.reconnected(&servers);
+                        };
+                        if let Err(e) = std::thread::Builder::new()
+                            .name("zklock-reconnect".into())
+                            .spawn(scan)
+                        {
+                            log::warn!("cannot start a thread to find the new socket: {e}");
                         }
-                        session.io.reconnected(&servers);
                         SessionState::Connected
                     }
                     zk::SessionState::Disconnected => {

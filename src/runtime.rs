@@ -28,7 +28,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -49,10 +49,6 @@ struct Runtime {
     ready: Mutex<Vec<u64>>,
     /// A task was woken (or spawned) and nobody has polled the set since.
     dirty: AtomicBool,
-    /// Callers blocked in [`block_on`], each of which polls the set when woken.
-    waiters: Mutex<Vec<(u64, Waker)>>,
-    /// Threads inside a [`Caller`] guard: each polls the set at its next wait or guard's end.
-    open_callers: AtomicUsize,
     /// Wakes `zklock-io` when no caller can.
     io_kick: Mutex<bool>,
     io_cv: Condvar,
@@ -68,6 +64,17 @@ struct Task {
 struct TaskWaker {
     id: u64,
     queued: AtomicBool,
+    /// The session the task serves (its wake-ups go to that session's waiting callers).
+    owner: Option<Arc<Group>>,
+}
+
+/// A session's tasks and the callers waiting on it. A task of the session is polled by one of
+/// those callers when it is woken, or by `zklock-io` when none waits: a caller never has to
+/// run for another session's I/O to go on.
+#[derive(Default)]
+pub(crate) struct Group {
+    tasks: Mutex<Vec<Waker>>,
+    waiters: Mutex<Vec<(u64, Waker)>>,
 }
 
 impl Wake for TaskWaker {
@@ -82,7 +89,7 @@ impl Wake for TaskWaker {
         }
         let rt = runtime();
         rt.ready.lock().push(self.id);
-        rt.woken();
+        rt.woken(self.owner.as_deref());
     }
 }
 
@@ -94,8 +101,8 @@ struct ThreadState {
     driving: Cell<bool>,
     /// Open [`Caller`] guards.
     callers: Cell<u32>,
-    /// Wakers of the tasks spawned while capturing (see [`capture_spawns`]).
-    capture: RefCell<Option<Vec<Waker>>>,
+    /// The session whose connect is running on this thread (see [`SessionIo::connect`]).
+    capture: RefCell<Option<Arc<Group>>>,
 }
 
 thread_local! {
@@ -127,29 +134,31 @@ impl Runtime {
                 log::error!("a zklock I/O task panicked; the other tasks go on");
             }
         });
+        // Only what the connect itself spawns, not what tasks it polls meanwhile spawn.
+        let owner = THREAD.with(|t| {
+            (!t.driving.get())
+                .then(|| t.capture.borrow().clone())
+                .flatten()
+        });
         let wake = Arc::new(TaskWaker {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             queued: AtomicBool::new(true),
+            owner: owner.clone(),
         });
         let waker = Waker::from(wake.clone());
-        THREAD.with(|t| {
-            // Only what the capturing code spawns, not what tasks it polls meanwhile spawn.
-            if !t.driving.get() {
-                if let Some(c) = t.capture.borrow_mut().as_mut() {
-                    c.push(waker.clone());
-                }
-            }
-        });
+        if let Some(g) = &owner {
+            g.tasks.lock().push(waker.clone());
+        }
         self.incoming.lock().push(Task {
             fut: Box::pin(isolated),
             wake,
             waker,
         });
-        self.woken();
+        self.woken(owner.as_deref());
     }
 
-    /// A task was woken or spawned: make sure some thread polls the set.
-    fn woken(&self) {
+    /// A task (of `owner`'s session) was woken or spawned: make sure some thread polls it.
+    fn woken(&self, owner: Option<&Group>) {
         self.dirty.store(true, Ordering::SeqCst);
         let deferred = THREAD.with(|t| {
             // The polling loop on this thread sees `dirty` and polls again; a thread in a
@@ -157,28 +166,21 @@ impl Runtime {
             t.driving.get() || (t.callers.get() > 0 && t.waiter.get().is_none())
         });
         if !deferred {
-            self.notify_driver();
+            self.notify_driver(owner);
         }
     }
 
-    /// Asks one thread to poll the set: this thread if it is a waiting caller (no hop), else
-    /// the latest waiting caller, else nobody if a thread is inside a call (it polls before it
-    /// waits and when it leaves), else `zklock-io`.
-    fn notify_driver(&self) {
-        let me = THREAD.with(|t| t.waiter.get());
-        {
-            let waiters = self.waiters.lock();
-            let mine = match me {
-                Some(id) => waiters.iter().find(|(w, _)| *w == id),
-                None => None,
-            };
+    /// Asks one thread to poll the set: a caller waiting on the task's session (this thread if
+    /// it is one: no hop; else the latest), else `zklock-io`.
+    fn notify_driver(&self, owner: Option<&Group>) {
+        if let Some(g) = owner {
+            let me = THREAD.with(|t| t.waiter.get());
+            let waiters = g.waiters.lock();
+            let mine = me.and_then(|id| waiters.iter().find(|(w, _)| *w == id));
             if let Some((_, waker)) = mine.or(waiters.last()) {
                 waker.wake_by_ref();
                 return;
             }
-        }
-        if self.open_callers.load(Ordering::SeqCst) > 0 {
-            return;
         }
         let mut kick = self.io_kick.lock();
         if !*kick {
@@ -189,13 +191,16 @@ impl Runtime {
 
     /// Polls the woken tasks while there are any, unless another thread is polling the set
     /// (that thread sees `dirty` and polls again).
-    fn drive(&self) {
+    /// Returns false if another thread held the set the whole time.
+    fn drive(&self) -> bool {
         let _scope = spawns_core::enter(runtime());
         let was = THREAD.with(|t| t.driving.replace(true));
+        let mut polled = false;
         loop {
             let Some(mut tasks) = self.tasks.try_lock() else {
                 break;
             };
+            polled = true;
             loop {
                 self.dirty.store(false, Ordering::SeqCst);
                 let mut batch = std::mem::take(&mut *self.ready.lock());
@@ -226,6 +231,7 @@ impl Runtime {
             }
         }
         THREAD.with(|t| t.driving.set(was));
+        polled
     }
 }
 
@@ -236,8 +242,6 @@ fn runtime() -> &'static Runtime {
         incoming: Mutex::new(Vec::new()),
         ready: Mutex::new(Vec::new()),
         dirty: AtomicBool::new(false),
-        waiters: Mutex::new(Vec::new()),
-        open_callers: AtomicUsize::new(0),
         io_kick: Mutex::new(false),
         io_cv: Condvar::new(),
     });
@@ -270,16 +274,13 @@ pub(crate) fn enter<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Runs `f` and returns the wakers of the tasks it spawned on this thread (a session's
-/// tasks, spawned by its connect): a caller waiting on that session wakes them itself when
-/// the poller reports a socket readable, instead of waiting for async-io's thread to.
-pub(crate) fn capture_spawns<R>(f: impl FnOnce() -> R) -> (R, Vec<Waker>) {
-    let outer = THREAD.with(|t| t.capture.replace(Some(Vec::new())));
+/// Runs `f` with the tasks it spawns on this thread (not those of the tasks it polls) made
+/// members of `group`.
+fn capture_spawns<R>(group: &Arc<Group>, f: impl FnOnce() -> R) -> R {
+    let outer = THREAD.with(|t| t.capture.replace(Some(group.clone())));
     let r = f();
-    let got = THREAD
-        .with(|t| t.capture.replace(outer))
-        .unwrap_or_default();
-    (r, got)
+    THREAD.with(|t| t.capture.replace(outer));
+    r
 }
 
 /// Spawns a background task.
@@ -295,12 +296,7 @@ pub(crate) struct Caller(());
 
 impl Caller {
     pub(crate) fn enter() -> Caller {
-        THREAD.with(|t| {
-            t.callers.set(t.callers.get() + 1);
-            if t.callers.get() == 1 {
-                runtime().open_callers.fetch_add(1, Ordering::SeqCst);
-            }
-        });
+        THREAD.with(|t| t.callers.set(t.callers.get() + 1));
         Caller(())
     }
 }
@@ -313,7 +309,6 @@ impl Drop for Caller {
         });
         if last {
             let rt = runtime();
-            rt.open_callers.fetch_sub(1, Ordering::SeqCst);
             if rt.dirty.load(Ordering::SeqCst) {
                 // What was left to this thread (often async-io's late wake-up for a reply this
                 // thread has read already) is polled here, not handed to `zklock-io`.
@@ -375,29 +370,34 @@ pub(crate) enum Outcome<T> {
     Cancelled,
 }
 
-/// This thread, registered as a waiting caller until dropped; on leaving, a wake-up that
-/// came too late for it is handed to another driver.
-struct Waiting {
+/// This thread, registered as a caller waiting on `group`'s session until dropped; on leaving,
+/// a wake-up that came too late for it is handed to another driver.
+struct Waiting<'a> {
     id: u64,
+    group: Option<&'a Group>,
 }
 
-impl Waiting {
-    fn new(waker: &Waker) -> Waiting {
+impl<'a> Waiting<'a> {
+    fn new(waker: &Waker, group: Option<&'a Group>) -> Waiting<'a> {
         static IDS: AtomicU64 = AtomicU64::new(1);
         let id = IDS.fetch_add(1, Ordering::Relaxed);
-        runtime().waiters.lock().push((id, waker.clone()));
+        if let Some(g) = group {
+            g.waiters.lock().push((id, waker.clone()));
+        }
         THREAD.with(|t| t.waiter.set(Some(id)));
-        Waiting { id }
+        Waiting { id, group }
     }
 }
 
-impl Drop for Waiting {
+impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        let rt = runtime();
-        rt.waiters.lock().retain(|(w, _)| *w != self.id);
+        if let Some(g) = self.group {
+            g.waiters.lock().retain(|(w, _)| *w != self.id);
+        }
         THREAD.with(|t| t.waiter.set(None));
+        let rt = runtime();
         if rt.dirty.load(Ordering::SeqCst) {
-            rt.notify_driver();
+            rt.notify_driver(self.group);
         }
     }
 }
@@ -437,7 +437,7 @@ fn server_sockets(servers: &[SocketAddr]) -> Option<Vec<i32>> {
 /// clear (sessions connecting at the same time), it stays unknown and the session's callers
 /// learn of replies from whoever polls the tasks, one hop later.
 pub(crate) struct SessionIo {
-    tasks: Vec<Waker>,
+    group: Arc<Group>,
     socket: std::sync::atomic::AtomicI32,
     /// The one caller that sleeps on the socket (its waiter id; 0: none): a reply wakes one
     /// thread, not every thread waiting on the session.
@@ -445,18 +445,19 @@ pub(crate) struct SessionIo {
 }
 
 impl SessionIo {
-    /// Runs `connect` (which spawns the session's tasks) and finds what it made.
+    /// Runs `connect` (which spawns the session's tasks; it waits with the `SessionIo` it is
+    /// given) and finds what it made.
     pub(crate) fn connect<R>(
         servers: &[SocketAddr],
-        connect: impl FnOnce() -> R,
+        connect: impl FnOnce(&SessionIo) -> R,
     ) -> (R, SessionIo) {
         let before = server_sockets(servers);
-        let (r, tasks) = capture_spawns(connect);
         let io = SessionIo {
-            tasks,
+            group: Arc::default(),
             socket: std::sync::atomic::AtomicI32::new(-1),
             watcher: AtomicU64::new(0),
         };
+        let r = capture_spawns(&io.group, || connect(&io));
         if let (Some(before), Some(after)) = (before, server_sockets(servers)) {
             io.claim(after.into_iter().filter(|s| !before.contains(s)).collect());
         }
@@ -569,8 +570,9 @@ fn parked() -> Option<Arc<Parked>> {
 }
 
 /// After a wake-up by the socket that brought no reply, how long the socket is left out of
-/// the caller's sleep.
+/// the caller's sleep (doubling on each such wake-up in a row, up to `NOT_OURS_MAX`).
 const NOT_OURS_BACKOFF: Duration = Duration::from_micros(200);
+const NOT_OURS_MAX: Duration = Duration::from_millis(20);
 
 /// Blocks on `fut` until it is ready, `deadline` passes, or `signal` is cancelled, polling
 /// the session tasks on this thread meanwhile (see the module's docs). `io`: the session the
@@ -584,7 +586,7 @@ pub(crate) fn block_on<F: Future>(
     let nested = THREAD.with(|t| t.waiter.get().is_some() || t.driving.get());
     match parked() {
         Some(p) if !nested => block_on_parked(fut, deadline, signal, io, p),
-        _ => block_on_async_io(fut, deadline, signal, nested),
+        _ => block_on_async_io(fut, deadline, signal, io, nested),
     }
 }
 
@@ -599,7 +601,7 @@ fn block_on_parked<F: Future>(
     let waker = Waker::from(me.clone());
     let mut cx = Context::from_waker(&waker);
     let mut fut = std::pin::pin!(fut);
-    let waiting = Waiting::new(&waker);
+    let waiting = Waiting::new(&waker, io.map(|io| &*io.group));
     // Only a wait for a reply sleeps on the socket, and one per session at a time: waits for
     // watches (one thread per waiting acquire, up to thousands on one session) are woken by
     // whoever reads their event.
@@ -610,15 +612,19 @@ fn block_on_parked<F: Future>(
         }
     });
     // After the socket turned readable without our reply (a watch event, or data its task
-    // does not read yet), it is left out of the next sleep for a moment: it may stay readable.
-    let mut socket_left_out_until: Option<Instant> = None;
+    // does not read yet: it may stay readable), it is left out of the next sleeps for a while
+    // that doubles each time, up to `NOT_OURS_MAX`: a caller never spins on it.
+    let mut left_out_until: Option<Instant> = None;
+    let mut left_out_for = Duration::ZERO;
     let mut socket_woke_us = false;
     loop {
         me.state.fetch_and(!NOTIFIED, Ordering::SeqCst);
         if signal.is_some_and(|s| s.check(&waker)) {
             return Outcome::Cancelled;
         }
-        rt.drive();
+        // When another thread holds the task set, it polls what is ready (our session's task
+        // too) and our reply's arrival wakes us through our waker: no need to watch the socket.
+        let drove = rt.drive();
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return Outcome::Ready(v);
         }
@@ -627,28 +633,32 @@ fn block_on_parked<F: Future>(
             return Outcome::TimedOut;
         }
         if std::mem::take(&mut socket_woke_us) {
-            socket_left_out_until = Some(now + NOT_OURS_BACKOFF);
+            left_out_for = (left_out_for * 2).clamp(NOT_OURS_BACKOFF, NOT_OURS_MAX);
+            left_out_until = Some(now + left_out_for);
         }
         if me.state.fetch_or(SLEEPING, Ordering::SeqCst) & NOTIFIED != 0 {
             me.state.fetch_and(!SLEEPING, Ordering::SeqCst);
             continue;
         }
-        let left_out = socket_left_out_until.filter(|&t| now < t);
+        let left_out = left_out_until.filter(|&t| now < t);
         let socket = io_watch
-            .and_then(|io| io.watch(waiting.id))
-            .filter(|_| left_out.is_none());
+            .filter(|_| drove && left_out.is_none())
+            .and_then(|io| io.watch(waiting.id));
         let mut timeout = deadline.map(|d| d - now);
         if let Some(t) = left_out {
             timeout = Some(timeout.map_or(t - now, |d| d.min(t - now)));
         }
-        let (readable, _signalled) = crate::sys::wait_readable(socket, &me.ev, timeout);
+        let (readable, signalled) = crate::sys::wait_readable(socket, &me.ev, timeout);
         me.state.fetch_and(!SLEEPING, Ordering::SeqCst);
         #[cfg(test)]
-        tests::count_wake(readable, _signalled);
+        tests::count_wake(readable, signalled);
+        if signalled {
+            left_out_for = Duration::ZERO;
+        }
         if readable {
             // Maybe our reply: the session's task reads it on this thread, now.
             if let Some(io) = io {
-                io.tasks.iter().for_each(Waker::wake_by_ref);
+                io.group.tasks.lock().iter().for_each(Waker::wake_by_ref);
             }
             socket_woke_us = true;
         }
@@ -668,6 +678,7 @@ fn block_on_async_io<F: Future>(
     fut: F,
     deadline: Option<Instant>,
     signal: Option<&Signal>,
+    io: Option<&SessionIo>,
     nested: bool,
 ) -> Outcome<F::Output> {
     let rt = runtime();
@@ -676,7 +687,7 @@ fn block_on_async_io<F: Future>(
     let mut waiting: Option<Waiting> = None;
     let outcome = async_io::block_on(futures::future::poll_fn(|cx| {
         if waiting.is_none() && !nested {
-            waiting = Some(Waiting::new(cx.waker()));
+            waiting = Some(Waiting::new(cx.waker(), io.map(|io| &*io.group)));
         }
         if signal.is_some_and(|s| s.check(cx.waker())) {
             return Poll::Ready(Outcome::Cancelled);
@@ -758,7 +769,12 @@ mod tests {
         // The "session task": sends each request it is given, reads each reply, hands it back.
         type Reply = futures::channel::oneshot::Sender<(u8, String)>;
         let (req_tx, mut req_rx) = futures::channel::mpsc::unbounded::<(u8, Reply)>();
-        let (_, tasks) = capture_spawns(|| {
+        let io = SessionIo {
+            group: Arc::default(),
+            socket: std::sync::atomic::AtomicI32::new(ours_fd),
+            watcher: AtomicU64::new(0),
+        };
+        capture_spawns(&io.group, || {
             spawn(async move {
                 use futures::StreamExt;
                 let mut sock = async_io::Async::new(ours).unwrap();
@@ -771,12 +787,7 @@ mod tests {
                 }
             })
         });
-        assert_eq!(tasks.len(), 1);
-        let io = SessionIo {
-            tasks,
-            socket: std::sync::atomic::AtomicI32::new(ours_fd),
-            watcher: AtomicU64::new(0),
-        };
+        assert_eq!(io.group.tasks.lock().len(), 1);
         let me = std::thread::current().name().unwrap_or("?").to_string();
         *WAKES.lock() = (0, 0);
         let mut read_here = 0;
@@ -904,41 +915,52 @@ mod tests {
         }
     }
 
-    /// A task woken while no caller waits is run by `zklock-io`; a task woken while a caller
-    /// waits is run by that caller.
+    /// A session's task woken while a caller waits on that session is run by that caller; a
+    /// task of no session, or woken while no caller waits, is run by `zklock-io`.
     #[test]
-    fn background_tasks_run_with_or_without_a_waiting_caller() {
+    fn a_sessions_tasks_run_on_its_waiting_caller_the_rest_on_zklock_io() {
         let _serial = SERIAL.lock();
-        for caller_waits in [false, true] {
+        let me = std::thread::current().name().unwrap_or("?").to_string();
+        let io = SessionIo {
+            group: Arc::default(),
+            socket: std::sync::atomic::AtomicI32::new(-1),
+            watcher: AtomicU64::new(0),
+        };
+        for (of_session, caller_waits, expected) in [
+            (true, true, me.as_str()),
+            (true, false, "zklock-io"),
+            (false, true, "zklock-io"),
+        ] {
             let (go_tx, go_rx) = futures::channel::oneshot::channel::<()>();
             let (done_tx, done_rx) = std::sync::mpsc::channel::<String>();
-            spawn(async move {
+            let task = async move {
                 let _ = go_rx.await;
                 let name = std::thread::current().name().unwrap_or("?").to_string();
                 let _ = done_tx.send(name);
-            });
-            let me = std::thread::current().name().unwrap_or("?").to_string();
-            if caller_waits {
-                let (tx, rx) = futures::channel::oneshot::channel::<()>();
-                let h = std::thread::spawn(move || {
-                    std::thread::sleep(Duration::from_millis(20));
-                    let _ = go_tx.send(());
-                    std::thread::sleep(Duration::from_millis(20));
-                    let _ = tx.send(());
-                });
-                let _ = call(rx, Instant::now() + Duration::from_secs(5), None);
-                h.join().unwrap();
-                let ran_on = done_rx.recv_timeout(Duration::from_secs(5)).unwrap();
-                assert_eq!(ran_on, me, "the waiting caller did not run the task");
+            };
+            if of_session {
+                capture_spawns(&io.group, || spawn(task));
             } else {
-                std::thread::spawn(move || {
-                    let _ = go_tx.send(());
-                })
-                .join()
-                .unwrap();
-                let ran_on = done_rx.recv_timeout(Duration::from_secs(5)).unwrap();
-                assert_eq!(ran_on, "zklock-io");
+                spawn(task);
             }
+            let waker = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                let _ = go_tx.send(());
+            });
+            if caller_waits {
+                let _ = block_on(
+                    futures::future::pending::<()>(),
+                    Some(Instant::now() + Duration::from_millis(100)),
+                    None,
+                    Some(&io),
+                );
+            }
+            waker.join().unwrap();
+            let ran_on = done_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+            assert_eq!(
+                ran_on, expected,
+                "task of a session: {of_session}, caller waiting: {caller_waits}"
+            );
         }
     }
 }

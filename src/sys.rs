@@ -59,22 +59,8 @@ pub(crate) fn peer_of(fd: i32) -> Option<SocketAddr> {
 /// it by its peer address. Setting the option on another client's socket to the same server is
 /// harmless. Returns how many sockets were set.
 pub(crate) fn set_nodelay_to(servers: &[SocketAddr]) -> usize {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return 0;
-    };
     let mut n = 0;
-    for entry in dir.flatten() {
-        let Some(fd) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        match std::fs::read_link(entry.path()) {
-            Ok(target) if target.to_string_lossy().starts_with("socket:") => {}
-            _ => continue,
-        }
+    for fd in fds_linked_to("socket:") {
         let Some(peer) = peer_of(fd) else { continue };
         if !servers.contains(&peer) {
             continue;
@@ -100,18 +86,8 @@ pub(crate) fn set_nodelay_to(servers: &[SocketAddr]) -> usize {
 
 /// Whether TCP_NODELAY is set on the process's sockets to `server` (for tests and benches).
 pub fn nodelay_to(server: SocketAddr) -> Vec<bool> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for entry in dir.flatten() {
-        let Some(fd) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for fd in fds_linked_to("socket:") {
         if peer_of(fd) != Some(server) {
             continue;
         }
@@ -267,44 +243,46 @@ pub(crate) fn wait_readable(
     (n == 2 && fds[1].revents != 0, signalled)
 }
 
-/// A duplicate of the epoll descriptor that watches `fd` (found through /proc/self/fdinfo),
-/// if exactly this process has one. Used to wait on async-io's poller without taking it.
+/// This process's descriptors whose /proc/self/fd link starts with `prefix` ("socket:",
+/// "anon_inode:[eventpoll]").
+fn fds_linked_to(prefix: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path()).is_ok_and(|t| t.to_string_lossy().starts_with(prefix))
+        })
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// The descriptors that the epoll instance `epfd` watches (its /proc/self/fdinfo lines
+/// `tfd: N ...`).
+fn epoll_targets(epfd: i32) -> Option<Vec<i32>> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{epfd}")).ok()?;
+    Some(
+        info.lines()
+            .filter_map(|l| l.strip_prefix("tfd:"))
+            .filter_map(|r| r.split_whitespace().next()?.parse().ok())
+            .collect(),
+    )
+}
+
+/// A duplicate of the (first) epoll descriptor of this process that watches `fd`. Used to
+/// find async-io's poller, which a probe source of ours was just registered with.
 pub(crate) fn epoll_watching(fd: std::os::fd::RawFd) -> Option<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
-    let dir = std::fs::read_dir("/proc/self/fd").ok()?;
-    for entry in dir.flatten() {
-        let Some(n) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        match std::fs::read_link(entry.path()) {
-            Ok(t) if t.to_string_lossy() == "anon_inode:[eventpoll]" => {}
-            _ => continue,
-        }
-        let Ok(info) = std::fs::read_to_string(format!("/proc/self/fdinfo/{n}")) else {
-            continue;
-        };
-        let watches = info.lines().any(|l| {
-            l.strip_prefix("tfd:")
-                .and_then(|r| r.split_whitespace().next())
-                .and_then(|t| t.parse::<i32>().ok())
-                == Some(fd)
-        });
-        if !watches {
-            continue;
-        }
-        // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a descriptor just listed as open.
-        let dup = unsafe { libc::fcntl(n, libc::F_DUPFD_CLOEXEC, 0) };
-        if dup < 0 {
-            return None;
-        }
-        // SAFETY: dup is a new descriptor that nothing else owns.
-        return Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(dup) });
+    let n = fds_linked_to("anon_inode:[eventpoll]")
+        .into_iter()
+        .find(|&ep| epoll_targets(ep).is_some_and(|t| t.contains(&fd)))?;
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a descriptor just listed as open.
+    let dup = unsafe { libc::fcntl(n, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return None;
     }
-    None
+    // SAFETY: dup is a new descriptor that nothing else owns.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(dup) })
 }
 
 /// The sockets connected to one of `servers` among the descriptors that the epoll instance
@@ -316,12 +294,7 @@ pub(crate) fn server_sockets_in(
     limit: usize,
 ) -> Option<Vec<i32>> {
     use std::os::fd::AsRawFd;
-    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", epfd.as_raw_fd())).ok()?;
-    let targets: Vec<i32> = info
-        .lines()
-        .filter_map(|l| l.strip_prefix("tfd:"))
-        .filter_map(|r| r.split_whitespace().next()?.parse().ok())
-        .collect();
+    let targets = epoll_targets(epfd.as_raw_fd())?;
     if targets.len() > limit {
         return None;
     }
