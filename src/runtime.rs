@@ -3,20 +3,21 @@
 //! zookeeper-client runs each session as one task (writing requests, reading replies, pings,
 //! watches, reconnects). Those tasks live here in one shared set that any thread may poll:
 //!
-//! - a caller blocked on a reply polls the set itself whenever a task was woken, so its request
-//!   is written and its reply read on its own thread;
-//! - it sleeps on async-io's poller *and* its own wake-up descriptor at once (`ppoll` on a
-//!   duplicate of the poller's epoll descriptor, which the kernel reports readable when one of
-//!   its sockets is): the reply's arrival wakes the caller itself, which then polls its
-//!   session's task, with no hop through another thread. async-io's own thread still runs the
-//!   poller (and wakes the task as well: that second wake-up finds the reply already read);
-//!   where the poller's descriptor cannot be found, a caller waits in `async_io::block_on`;
-//! - the `zklock-io` thread polls the set only while no caller is in a call (pings, watches,
-//!   reconnects, background deletes);
-//! - one `dirty` flag and one hub for the whole set hand the work over without a lost wake-up:
-//!   whoever holds the set polls it again while `dirty` was set during its poll, checks it
-//!   once more after letting go, and a caller that leaves hands a pending wake-up on to another
-//!   caller or to `zklock-io`.
+//! - a caller blocked on a reply polls the set itself, so its request is written and its reply
+//!   read on its own thread;
+//! - it sleeps (`ppoll`) on its own eventfd *and* on its session's socket, so the reply's
+//!   arrival wakes the caller itself, which then polls the session's task: no hop through
+//!   another thread. async-io's own thread still runs the poller and wakes the task as well;
+//!   that second wake-up finds the reply already read. The crate does not show its socket:
+//!   [`SessionIo`] finds it in async-io's poller (and, where it cannot tell, the caller is
+//!   woken by whoever reads its reply, one hop later);
+//! - a woken task of a session is polled by a caller waiting on that session, else by the
+//!   `zklock-io` thread (pings, watches, reconnects, background deletes), so that no caller
+//!   has to run for another session's I/O to go on;
+//! - one `dirty` flag for the whole set hands the work over without a lost wake-up: whoever
+//!   holds the set polls it again while `dirty` was set during its poll, checks it once more
+//!   after letting go, and a caller that leaves hands a pending wake-up on to another caller
+//!   of its session or to `zklock-io`.
 //!
 //! Requests are queued on the caller's thread when the crate's method is called (the crate
 //! serialises them at call time); a [`Caller`] guard says "this thread will wait for it
