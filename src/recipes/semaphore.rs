@@ -299,11 +299,13 @@ impl Semaphore {
                 }
             };
             let listing = match listed.take() {
-                Some(l) => Ok(Some(l)),
-                None => list_watch(session, &self.leases_dir, d),
+                Some(c) => Ok(Some((c, None))),
+                None => {
+                    list_watch(session, &self.leases_dir, d).map(|l| l.map(|(c, w)| (c, Some(w))))
+                }
             };
             let (children, watcher) = match listing {
-                Ok(Some((c, w))) => (c, Some(w)),
+                Ok(Some((c, w))) => (c, w),
                 Ok(None) => (Vec::new(), None),
                 Err(e) => {
                     let _ = remove_node(session, &self.child(&name), false);
@@ -325,6 +327,7 @@ impl Semaphore {
                 let _ = remove_node(session, &self.child(&name), false);
                 return Ok(None);
             }
+            // Listed without a watch (the first time): list again, with one.
             let Some(watcher) = watcher else { continue };
             match wait(session, watcher, d, reg) {
                 Ok(true) => {}
@@ -351,16 +354,15 @@ impl Semaphore {
         prefix: &str,
         data: &[u8],
         d: Deadline,
-    ) -> Result<(
-        Option<(String, i64)>,
-        Option<(Vec<String>, zk::OneshotWatcher)>,
-    )> {
+    ) -> Result<(Option<(String, i64)>, Option<Vec<String>>)> {
         let opts = self
             .client
             .create_options(zk::CreateMode::EphemeralSequential);
         let full = self.child(prefix);
         let create = session.zk.create(&full, data, &opts);
-        let list = session.zk.list_and_watch_children(&self.leases_dir);
+        // No watch yet: mostly there is a lease free, and a watch set and dropped unfired
+        // costs the server one more request (the crate removes it); a wait lists again with one.
+        let list = session.zk.list_children(&self.leases_dir);
         // Replies come in request order: the listing's last.
         let listed = session.call(list, d).ok();
         match session.call(create, d) {
