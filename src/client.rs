@@ -803,7 +803,7 @@ impl Client {
             }
         };
         if opts.tcp_nodelay {
-            crate::sys::set_nodelay_to(&self.inner.servers);
+            io.set_nodelay(&self.inner.servers);
         }
         let generation = match replacing {
             None => 0,
@@ -851,10 +851,10 @@ impl Client {
                         // hold up the tasks of every other session).
                         let (found, servers) = (session.clone(), servers.clone());
                         let scan = move || {
-                            if nodelay {
-                                crate::sys::set_nodelay_to(&servers);
-                            }
                             found.io.reconnected(&servers);
+                            if nodelay {
+                                found.io.set_nodelay(&servers);
+                            }
                         };
                         if let Err(e) = std::thread::Builder::new()
                             .name("zklock-reconnect".into())

@@ -473,6 +473,19 @@ impl SessionIo {
         }
     }
 
+    /// Sets TCP_NODELAY on the session's socket; where it is not known, on every socket to
+    /// `servers` (a scan of the process's descriptors).
+    pub(crate) fn set_nodelay(&self, servers: &[SocketAddr]) {
+        match self.socket() {
+            Some(fd) => {
+                crate::sys::set_nodelay(fd);
+            }
+            None => {
+                crate::sys::set_nodelay_to(servers);
+            }
+        }
+    }
+
     /// The session lost its socket.
     pub(crate) fn disconnected(&self) {
         let old = self.socket.swap(-1, Ordering::SeqCst);

@@ -59,29 +59,28 @@ pub(crate) fn peer_of(fd: i32) -> Option<SocketAddr> {
 /// it by its peer address. Setting the option on another client's socket to the same server is
 /// harmless. Returns how many sockets were set.
 pub(crate) fn set_nodelay_to(servers: &[SocketAddr]) -> usize {
-    let mut n = 0;
-    for fd in fds_linked_to("socket:") {
-        let Some(peer) = peer_of(fd) else { continue };
-        if !servers.contains(&peer) {
-            continue;
-        }
-        let one: libc::c_int = 1;
-        // SAFETY: fd is an open socket of this process (just checked by getpeername); the
-        // option value points to a c_int of the size given.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::IPPROTO_TCP,
-                libc::TCP_NODELAY,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
-            n += 1;
-        }
-    }
-    n
+    fds_linked_to("socket:")
+        .into_iter()
+        .filter(|&fd| peer_of(fd).is_some_and(|p| servers.contains(&p)))
+        .filter(|&fd| set_nodelay(fd))
+        .count()
+}
+
+/// Sets TCP_NODELAY on the socket `fd`; false if it could not be set.
+pub(crate) fn set_nodelay(fd: i32) -> bool {
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt(2) on any descriptor number is memory-safe (a wrong one fails with
+    // EBADF or ENOTSOCK); the option value points to a c_int of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    rc == 0
 }
 
 /// Whether TCP_NODELAY is set on the process's sockets to `server` (for tests and benches).
