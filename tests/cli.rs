@@ -413,14 +413,22 @@ fn start_command(
     }
 }
 
-/// Tries `zklock -n PATH true` again and again while `until` is false; returns, for each try,
-/// whether it got the lock and whether the first command was alive at that moment.
-fn second_tries(h: &str, p: &str, first: u32, until: impl Fn() -> bool) -> Vec<(bool, bool)> {
+/// Tries `zklock -n PATH COMMAND` again and again while `until` is false, where COMMAND looks
+/// at the first command while this try holds the lock; returns, for each try, whether it got the
+/// lock, whether the first command was running during that hold, and whether it was running
+/// just before the try (so that the caller can tell that some tries overlapped it).
+fn second_tries(h: &str, p: &str, first: u32, until: impl Fn() -> bool) -> Vec<(bool, bool, bool)> {
+    // Exit 3 when /proc/FIRST exists and is not a zombie: the first command still runs.
+    let check = format!("grep -qv ') Z ' /proc/{first}/stat 2>/dev/null && exit 3; exit 0");
     let mut tries = Vec::new();
     while !until() {
         let alive_before = alive(first);
-        let (code, _, _) = run(zklock(h, &["-n", p, "true"]));
-        tries.push((code == 0, alive_before || alive(first)));
+        let (code, _, err) = run(zklock(h, &["-n", p, "sh", "-c", &check]));
+        assert!(
+            matches!(code, 0 | 3 | 75),
+            "unexpected status {code}: {err}"
+        );
+        tries.push((code != 75, code == 3, alive_before));
     }
     tries
 }
@@ -450,11 +458,11 @@ fn sigterm_to_zklock_goes_to_the_command_and_the_lock_outlives_it() {
     );
     assert!(!tries.is_empty());
     assert!(
-        tries.iter().all(|(got, cmd_alive)| !(*got && *cmd_alive)),
+        tries.iter().all(|(_, overlapped, _)| !overlapped),
         "a second zklock got the lock while COMMAND ran: {tries:?}"
     );
     assert!(
-        tries.iter().any(|(_, cmd_alive)| *cmd_alive),
+        tries.iter().any(|(got, _, before)| !got && *before),
         "no try while COMMAND ran"
     );
     let (code, _, err) = run(zklock(&h, &["-n", &p, "true"]));
