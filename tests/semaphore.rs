@@ -311,3 +311,120 @@ fn a_lease_of_a_closed_session_says_it_is_lost() {
     assert_eq!(lease.hold_state(), HoldState::Lost);
     assert_eq!(lease.release().unwrap_err(), Error::LockLost);
 }
+
+/// One lease, four contenders on their own sessions, each taking it in turn with `acquire` and
+/// `try_acquire`: a lease found free is taken in the round trip that lets the guarding mutex
+/// go, a lease found taken sends the acquirer back to wait the ordinary way (holding the
+/// mutex). Never two holders, everyone gets the lease, nothing is left.
+#[test]
+fn one_lease_taken_at_once_or_after_waiting_never_has_two_holders_curator() {
+    let hosts = hosts();
+    let path = unique_path("sem-1-mixed");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(4));
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let (hosts, path) = (hosts.clone(), path.clone());
+            let (inside, start) = (inside.clone(), start.clone());
+            std::thread::spawn(move || {
+                let c = connect(&hosts, Protocol::Curator);
+                let sem = Semaphore::new(&c, &path, 1).unwrap();
+                let mut rng = Rng::new(i as u64 + 1);
+                start.wait();
+                let end = Instant::now() + Duration::from_secs(3);
+                let (mut got, mut busy) = (0, 0);
+                while Instant::now() < end {
+                    let lease = if rng.next_f64() < 0.5 {
+                        Some(sem.acquire().unwrap())
+                    } else {
+                        sem.try_acquire().unwrap()
+                    };
+                    let Some(lease) = lease else {
+                        busy += 1;
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    };
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    assert_eq!(
+                        now, 1,
+                        "contender {i}: {now} holders of a 1-lease semaphore"
+                    );
+                    std::thread::sleep(Duration::from_micros((rng.next_f64() * 3000.0) as u64));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    lease.release().unwrap();
+                    got += 1;
+                }
+                (got, busy)
+            })
+        })
+        .collect();
+    let counts: Vec<(usize, usize)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(
+        counts.iter().all(|&(got, _)| got > 0),
+        "some contender never got the lease: {counts:?}"
+    );
+    assert!(
+        counts.iter().any(|&(_, busy)| busy > 0),
+        "no try_acquire ever found the lease taken: the test did not contend ({counts:?})"
+    );
+    let admin = admin(&hosts);
+    let left = nodes(&admin, &path, Protocol::Curator);
+    assert_eq!(
+        left,
+        vec![format!("{path}/leases"), format!("{path}/locks")],
+        "nodes left behind"
+    );
+}
+
+/// The network drops the connection right after the lease node's create reached the server
+/// (the guarding mutex's create went through): the acquire still ends with exactly one lease
+/// node, its own, and no node of the guarding mutex; nobody else gets a lease meanwhile.
+#[test]
+fn a_lease_create_cut_by_the_network_ends_with_one_lease_node_and_no_mutex_node() {
+    use zklock::testing::TcpProxy;
+    let hosts = hosts();
+    let proxy = TcpProxy::start(&hosts).unwrap();
+    let path = unique_path("sem-cut");
+    let c = connect(&proxy.connect_string(), Protocol::Curator);
+    let other = connect(&hosts, Protocol::Curator);
+    let admin = admin(&hosts);
+    let sem = Semaphore::new(&c, &path, 1).unwrap();
+    let rival = Semaphore::new(&other, &path, 1).unwrap();
+    // Parents exist first, so that the 2nd create of the next acquire is the lease node's.
+    sem.acquire().unwrap().release().unwrap();
+    let before = proxy.creates_seen();
+    proxy.cut_after_creates(2);
+    let lease = sem.acquire().unwrap();
+    assert!(
+        proxy.creates_seen() >= before + 2,
+        "precondition: the cut came after the lease node's create"
+    );
+    let leases = admin.children(&format!("{path}/leases")).unwrap();
+    assert_eq!(
+        leases.len(),
+        1,
+        "exactly one lease node, no orphan: {leases:?}"
+    );
+    assert_eq!(format!("{path}/leases/{}", leases[0]), lease.node());
+    let info = admin.node(lease.node()).unwrap().unwrap();
+    assert_eq!(info.ephemeral_owner, c.session_id());
+    assert!(
+        eventually(Duration::from_secs(3), || admin
+            .children(&format!("{path}/locks"))
+            .unwrap()
+            .is_empty()),
+        "the guarding mutex's node stays: {:?}",
+        admin.children(&format!("{path}/locks"))
+    );
+    assert!(
+        rival.try_acquire().unwrap().is_none(),
+        "a second holder of a 1-lease semaphore"
+    );
+    lease.release().unwrap();
+    assert!(rival.try_acquire().unwrap().is_some());
+    assert_eq!(
+        nodes(&admin, &path, Protocol::Curator),
+        vec![format!("{path}/leases"), format!("{path}/locks")],
+        "nodes left behind"
+    );
+}

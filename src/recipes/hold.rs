@@ -4,6 +4,8 @@
 //! stops being wanted goes away through one path, [`Hold::release`] / [`remove_node`].
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -78,7 +80,23 @@ impl Hold {
     /// `Err(ConnectionLoss)` when the delete was handed to the background.
     pub(crate) fn release(self) -> Result<()> {
         let r = remove_node(&self.session, &self.node, true);
-        match &r {
+        self.log_release(&r);
+        r
+    }
+
+    /// [`Hold::release`] in two steps, so that the delete can go out in one round trip with
+    /// other requests: the delete is sent now (a session's requests are applied in the order
+    /// they are sent), and [`SentRelease::finish`] takes its reply, retrying as `release` does.
+    pub(crate) fn release_sent(self) -> SentRelease {
+        let first: SentDelete = Box::pin(self.session.zk.delete(&self.node, None));
+        SentRelease {
+            hold: Some(self),
+            first: Some(first),
+        }
+    }
+
+    fn log_release(&self, r: &Result<()>) {
+        match r {
             Ok(()) => log::info!(
                 "released {} after holding it {:?}",
                 self.node,
@@ -86,7 +104,6 @@ impl Hold {
             ),
             Err(e) => log::warn!("releasing {}: {e}", self.node),
         }
-        r
     }
 
     /// Blocks until the hold is no longer believed (its lease ran out, or its session ended)
@@ -108,6 +125,20 @@ impl Hold {
 /// `held`: whether the node was a hold (then a node already gone means someone else removed it:
 /// `LockLost`).
 pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Result<()> {
+    remove_node_from(session, node, held, None)
+}
+
+/// A delete already sent: its reply is awaited by [`SentRelease::finish`].
+type SentDelete = Pin<Box<dyn Future<Output = std::result::Result<(), zk::Error>> + Send>>;
+
+/// [`remove_node`], whose first delete may have been sent already (`first`): its reply is taken
+/// as the first try's.
+fn remove_node_from(
+    session: &Arc<Session>,
+    node: &str,
+    held: bool,
+    mut first: Option<SentDelete>,
+) -> Result<()> {
     // This thread waits for every request it sends here (see `runtime::Caller`).
     let _caller = crate::runtime::Caller::enter();
     match session.state() {
@@ -123,10 +154,12 @@ pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Res
     let budget = Instant::now() + session.zk.session_timeout();
     let mut retried = false;
     loop {
-        match session.wait_raw(
-            session.zk.delete(node, None),
-            session.call_deadline().min(budget),
-        ) {
+        let until = session.call_deadline().min(budget);
+        let reply = match first.take() {
+            Some(sent) => session.wait_raw(sent, until),
+            None => session.wait_raw(session.zk.delete(node, None), until),
+        };
+        match reply {
             Ok(()) => return Ok(()),
             // Gone before our first delete: someone else removed it (or the server did). After
             // a lost reply, our own earlier delete may have done it.
@@ -162,6 +195,36 @@ pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Res
                 });
             }
         }
+    }
+}
+
+/// A release whose delete was sent ([`Hold::release_sent`]); [`SentRelease::finish`] (or drop)
+/// completes it through the one release path.
+#[must_use = "finish() takes the delete's reply (dropping does it too)"]
+pub(crate) struct SentRelease {
+    hold: Option<Hold>,
+    first: Option<SentDelete>,
+}
+
+impl SentRelease {
+    /// Takes the sent delete's reply; on connection loss deletes again as [`Hold::release`] does.
+    pub(crate) fn finish(mut self) -> Result<()> {
+        self.complete()
+    }
+
+    fn complete(&mut self) -> Result<()> {
+        let Some(hold) = self.hold.take() else {
+            return Ok(());
+        };
+        let r = remove_node_from(&hold.session, &hold.node, true, self.first.take());
+        hold.log_release(&r);
+        r
+    }
+}
+
+impl Drop for SentRelease {
+    fn drop(&mut self) {
+        let _ = self.complete();
     }
 }
 

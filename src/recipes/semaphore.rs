@@ -62,6 +62,19 @@ pub struct Semaphore {
     cancel: CancelToken,
     /// kazoo: P exists and its stored count was checked.
     root_checked: AtomicBool,
+    /// Curator: the last acquire found every lease taken, so the next one does not try to take
+    /// a lease in the round trip that releases the guarding mutex.
+    contended: AtomicBool,
+}
+
+/// What [`Semaphore::take_curator_at_once`] came to.
+enum AtOnce {
+    /// The lease is ours.
+    Held(Hold),
+    /// Every lease was taken (our node is gone again, and so is our hold of the mutex).
+    Full,
+    /// Not learned (parents missing, connection lost); nothing of ours is left.
+    Again,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -132,6 +145,7 @@ impl Semaphore {
             explicit: parking_lot::Mutex::new(Vec::new()),
             cancel: CancelToken::new(),
             root_checked: AtomicBool::new(false),
+            contended: AtomicBool::new(false),
         })
     }
 
@@ -249,8 +263,26 @@ impl Semaphore {
         } else {
             d
         };
-        let Some(guard) = self.guard.acquire(guard_d, &self.cancel)? else {
-            return Ok(None);
+        let mut at_once =
+            self.protocol == Protocol::Curator && !self.contended.load(Ordering::Relaxed);
+        let guard = loop {
+            let Some(guard) = self.guard.acquire(guard_d, &self.cancel)? else {
+                return Ok(None);
+            };
+            if !at_once || reg.signal.is_cancelled() {
+                break guard;
+            }
+            at_once = false;
+            match self.take_curator_at_once(&guard.session.clone(), guard, d)? {
+                AtOnce::Held(hold) => return Ok(Some(hold)),
+                AtOnce::Full => {
+                    self.contended.store(true, Ordering::Relaxed);
+                    if d.is_try_once() {
+                        return Ok(None);
+                    }
+                }
+                AtOnce::Again => {}
+            }
         };
         let r = if reg.signal.is_cancelled() {
             Err(Error::Cancelled)
@@ -321,6 +353,10 @@ impl Semaphore {
                 continue;
             }
             if children.len() <= self.max_leases as usize {
+                if watcher.is_none() {
+                    // Free at the first look: the next acquire may take the short way again.
+                    self.contended.store(false, Ordering::Relaxed);
+                }
                 return Ok(Some(Hold::new(session.clone(), self.child(&name), token)));
             }
             if d.is_try_once() {
@@ -339,6 +375,69 @@ impl Semaphore {
                     let _ = remove_node(session, &self.child(&name), false);
                     return Err(e);
                 }
+            }
+        }
+    }
+
+    /// Curator, while a lease is mostly free: create our lease node, list the leases and release
+    /// the guarding mutex in one round trip (a session's requests are applied in order, so the
+    /// node is made and counted while the mutex is still ours). With at most N lease nodes the
+    /// lease is held; otherwise the node goes away again (`Full`): a lease waiter must keep the
+    /// mutex while it waits (waiters that counted each other's nodes without it could wait for
+    /// ever), so the caller takes the mutex again and waits the ordinary way. The count alone
+    /// keeps leases apart: at most N nodes existed when ours was counted.
+    fn take_curator_at_once(
+        &self,
+        session: &Arc<Session>,
+        guard: Hold,
+        d: Deadline,
+    ) -> Result<AtOnce> {
+        let id = AttemptId::new();
+        let prefix = format!("_c_{}-lease-", id.text(Protocol::Curator));
+        let data = self.client.holder_id().as_bytes();
+        let opts = self
+            .client
+            .create_options(zk::CreateMode::EphemeralSequential);
+        let full = self.child(&prefix);
+        let create = session.zk.create(&full, data, &opts);
+        let list = session.zk.list_children(&self.leases_dir);
+        let guard_released = guard.release_sent();
+        // Replies come in request order: the guard's delete last.
+        let listed = session.call(list, d).ok();
+        let created = session.call(create, d);
+        if let Err(e) = guard_released.finish() {
+            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
+        }
+        let (name, token) = match created {
+            Ok((stat, seq)) => (format!("{prefix}{seq}"), stat.czxid),
+            // The parents are missing: the ordinary way makes them.
+            Err(zk::Error::NoNode) => return Ok(AtOnce::Again),
+            Err(e) if crate::client::is_retriable(&e) => {
+                if let Some((name, _)) =
+                    super::protected::recover(session, &self.leases_dir, &prefix, true, d)?
+                {
+                    let _ = remove_node(session, &self.child(&name), false);
+                }
+                return Ok(AtOnce::Again);
+            }
+            Err(e) => return Err(session.map_err(e)),
+        };
+        match listed {
+            Some(children)
+                if children.contains(&name) && children.len() <= self.max_leases as usize =>
+            {
+                Ok(AtOnce::Held(Hold::new(
+                    session.clone(),
+                    self.child(&name),
+                    token,
+                )))
+            }
+            listed => {
+                remove_node(session, &self.child(&name), false)?;
+                Ok(match listed {
+                    Some(c) if c.contains(&name) => AtOnce::Full,
+                    _ => AtOnce::Again,
+                })
             }
         }
     }

@@ -42,7 +42,8 @@ struct Shared {
     stop: AtomicBool,
     blackhole: AtomicBool,
     refuse: AtomicBool,
-    arm_create: AtomicBool,
+    /// The cut comes after this many more creates (0: not armed).
+    arm_create: AtomicUsize,
     creates: AtomicUsize,
     next_id: AtomicU64,
     conns: Mutex<HashMap<u64, Arc<Conn>>>,
@@ -86,7 +87,7 @@ impl TcpProxy {
             stop: AtomicBool::new(false),
             blackhole: AtomicBool::new(false),
             refuse: AtomicBool::new(false),
-            arm_create: AtomicBool::new(false),
+            arm_create: AtomicUsize::new(0),
             creates: AtomicUsize::new(0),
             next_id: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
@@ -130,7 +131,13 @@ impl TcpProxy {
     /// Arms a one-shot fault: the next create request (op 1, 15, 19 or 21) is forwarded to
     /// the server, then its connection is cut before the server's reply reaches the client.
     pub fn cut_after_next_create(&self) {
-        self.shared.arm_create.store(true, Ordering::SeqCst);
+        self.cut_after_creates(1);
+    }
+
+    /// As [`TcpProxy::cut_after_next_create`], after the `n`-th create request from now (the
+    /// ones before it go through; `n` = 0 disarms).
+    pub fn cut_after_creates(&self, n: usize) {
+        self.shared.arm_create.store(n, Ordering::SeqCst);
     }
 
     /// Number of create requests forwarded to the server so far.
@@ -338,7 +345,11 @@ fn client_to_server(
         first = false;
         if is_create {
             sh.creates.fetch_add(1, Ordering::SeqCst);
-            if sh.arm_create.swap(false, Ordering::SeqCst) {
+            let armed = sh
+                .arm_create
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                == Ok(1);
+            if armed {
                 // Nothing more reaches the client from here on, then cut once the server
                 // has had time to apply the create.
                 conn.cut.store(true, Ordering::SeqCst);
