@@ -4,8 +4,9 @@
 #   2. builds zklock's benchmark driver (examples/peerbench.rs) in release,
 #   3. runs REPEATS (3) interleaved repeats: peers/run-all.sh (W1, W2 C=2/8/32, W3, W4, W5) over
 #      zklock + raw-java + curator:lock + kazoo:lock, then in the same repeat the zklock-only
-#      rows: W1 through the C ABI against the Rust API (ABBA), W4 for the read-write lock and
-#      the semaphores, W6 (10 / 100 / 1,000 queued waiters) and client memory,
+#      rows: W1 through the C ABI and of Semaphore(1) against the Rust API's mutex (mirrored),
+#      W2 at 8 clients through the C ABI, W4 for the read-write lock and the semaphores, W6
+#      (10 / 100 / 1,000 queued waiters) and client memory,
 #   4. prints the ratio table and writes it to benches/results/<date>.md (raw rows: *.jsonl).
 #
 # Environment: PEERS_DIR (default <repo>/../shared/peers), REPEATS (3), BENCH_DURATION (5 s for W2
@@ -130,8 +131,10 @@ one() { # one zklock-only row into $EXTRA: one W[..] recipe [clients] [KEY=VAL .
     BENCH_OUT=$MAIN REP_START=$r "$PEERS_DIR/run-all.sh" 1 "${ZK[@]}" raw-java curator:lock kazoo:lock
     [ "$ONLY_CORE" != 1 ] || continue
     export BENCH_RUN_ID="rep$r-$(date +%s)"
-    # C ABI vs Rust API on W1, ABBA so that drift cancels
-    one W1 "" ; one W1 ffi ; one W1 ffi ; one W1 ""
+    # W1: the C ABI and Semaphore(1) vs the Rust API's mutex, mirrored so that drift cancels;
+    # W2 at 8 clients through the C ABI (its floor is in run-all's rows of this repeat)
+    one W1 "" ; one W1 ffi ; one W1 lease ; one W1 lease ; one W1 ffi ; one W1 ""
+    one W2 ffi 8
     # W4 for the other herd-free recipes (zklock:lock is in run-all's rows)
     for rec in rw semaphore lease; do one W4 "$rec"; done
     # W6: steady queue of N, one session per waiter; then memory with all waiters on one client;
