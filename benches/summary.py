@@ -6,7 +6,8 @@ Usage: benches/summary.py <main.jsonl> <extras.jsonl>
   main.jsonl:   peers/run-all.sh rows (zklock, raw-java, curator, kazoo; run_id "repN-...") and, with
                 BENCH_BASELINE_REV, the baseline's rows (impl "zklock@<short>"): then a "before → after"
                 table comes first (current ÷ baseline per repeat, median over repeats).
-  extras.jsonl: zklock-only rows of the same repeats (run_id "repN-..."): W1 lock/ffi pairs,
+  extras.jsonl: zklock-only rows of the same repeats (run_id "repN-..."): W1 lock/ffi/lease rows,
+                W2 through the C ABI (from Rust: zklock:ffi; from Python: zklock-py:lock),
                 W4 per recipe, W6.
 Ratios are taken within a repeat, then the median over repeats (as peers/summarize.py does)."""
 import json
@@ -158,6 +159,9 @@ abi, nabi = ratio("W1", "zklock:ffi", "cycle_p50_us", floor="zklock:lock", rows=
 both = main_rows + extra_rows
 w1_abi, n1_abi = ratio("W1", "zklock:ffi", "cycle_p50_us", rows=both)
 w2_abi, n2_abi = ratio("W2", "zklock:ffi", "acq_per_s", 8, rows=both)
+# ... and from Python (benches/zklock-py: bindings/python under the peers' Python driver)
+w1_py, n1_py = ratio("W1", "zklock-py:lock", "cycle_p50_us", rows=both)
+w2_py, n2_py = ratio("W2", "zklock-py:lock", "acq_per_s", 8, rows=both)
 # Semaphore(1) (zklock:lease) against the mutex, W1 p50, both in the extras of the same repeat
 lease, nlease = ratio("W1", "zklock:lease", "cycle_p50_us", floor="zklock:lock", rows=extra_rows)
 w5, n5 = ratio("W5", "zklock:lock", "ops_per_s", 8)
@@ -169,9 +173,11 @@ print("### Targets (medians of per-repeat ratios)\n")
 print("| target | measured | goal | |")
 print("|---|---|---|---|")
 print("| W1 uncontended p50, × raw floor (Rust API) | %s (n=%d) | ≤ 0.80 | %s |" % (fmt(w1), n1, verdict(w1, lambda x: x <= 0.80)))
-print("| W1 uncontended p50, × raw floor (C ABI) | %s (n=%d) | ≤ 0.80 | %s |" % (fmt(w1_abi), n1_abi, verdict(w1_abi, lambda x: x <= 0.80)))
+print("| W1 uncontended p50, × raw floor (C ABI from Rust) | %s (n=%d) | ≤ 0.80 | %s |" % (fmt(w1_abi), n1_abi, verdict(w1_abi, lambda x: x <= 0.80)))
 print("| W2 8 clients acq/s, × raw floor (Rust API) | %s (n=%d) | ≥ 1.30 | %s |" % (fmt(w2), n2, verdict(w2, lambda x: x >= 1.30)))
-print("| W2 8 clients acq/s, × raw floor (C ABI) | %s (n=%d) | ≥ 1.30 | %s |" % (fmt(w2_abi), n2_abi, verdict(w2_abi, lambda x: x >= 1.30)))
+print("| W2 8 clients acq/s, × raw floor (C ABI from Rust) | %s (n=%d) | ≥ 1.30 | %s |" % (fmt(w2_abi), n2_abi, verdict(w2_abi, lambda x: x >= 1.30)))
+print("| W1 uncontended p50, × raw floor (C ABI from Python) | %s (n=%d) | ≤ 0.80 | %s |" % (fmt(w1_py), n1_py, verdict(w1_py, lambda x: x <= 0.80)))
+print("| W2 8 clients acq/s, × raw floor (C ABI from Python) | %s (n=%d) | ≥ 1.30 | %s |" % (fmt(w2_py), n2_py, verdict(w2_py, lambda x: x >= 1.30)))
 print("| W1 p50 of `Semaphore(1)` ÷ the mutex's | %s (n=%d) | ≤ 2 | %s |" % (fmt(lease), nlease, verdict(lease, lambda x: x <= 2)))
 print("| CPU per W1 cycle (user+sys, whole client process) | %s | reported | |" % fmt(cpu, 0, " µs"))
 print("| W3 handoff p50, × raw floor | %s (n=%d) | no worse than 0.52 (issue 11) | %s |" % (fmt(w3, 2), n3, verdict(w3, lambda x: x <= 0.52 * 1.1)))

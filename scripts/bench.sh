@@ -5,7 +5,8 @@
 #   3. runs REPEATS (3) interleaved repeats: peers/run-all.sh (W1, W2 C=2/8/32, W3, W4, W5) over
 #      zklock + raw-java + curator:lock + kazoo:lock, then in the same repeat the zklock-only
 #      rows: W1 through the C ABI and of Semaphore(1) against the Rust API's mutex (mirrored),
-#      W2 at 8 clients through the C ABI, W4 for the read-write lock and the semaphores, W6
+#      W2 at 8 clients through the C ABI (from Rust, and from Python: benches/zklock-py), W4
+#      for the read-write lock and the semaphores, W6
 #      (10 / 100 / 1,000 queued waiters) and client memory,
 #   4. prints the ratio table and writes it to benches/results/<date>.md (raw rows: *.jsonl).
 #
@@ -58,12 +59,14 @@ install_prereqs() {
 if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then install_prereqs; fi
 
 # ---------------------------------------------------------------- 2. build
-say "building examples/peerbench in release"
-(cd "$ROOT" && cargo build --release --example peerbench >&2)
+say "building examples/peerbench and the cdylib in release"
+(cd "$ROOT" && cargo build --release --lib --example peerbench >&2)
 TD=${CARGO_TARGET_DIR:-$ROOT/target}
 case "$TD" in /*) ;; *) TD=$ROOT/$TD ;; esac
 export ZKLOCK_BENCH_BIN=$TD/release/examples/peerbench
+export ZKLOCK_LIBRARY=$TD/release/libzklock.so
 ZKB=$ROOT/benches/zklock-bench
+ZKPY=$ROOT/benches/zklock-py/bench
 
 # the baseline revision's peerbench, behind a wrapper that relabels its rows zklock@<short>
 BASE_BENCH="" TAG=""
@@ -135,6 +138,11 @@ one() { # one zklock-only row into $EXTRA: one W[..] recipe [clients] [KEY=VAL .
     # W2 at 8 clients through the C ABI (its floor is in run-all's rows of this repeat)
     one W1 "" ; one W1 ffi ; one W1 lease ; one W1 lease ; one W1 ffi ; one W1 ""
     one W2 ffi 8
+    # the C ABI from Python (bindings/python under the peers' Python driver, as kazoo runs)
+    for w in W1 "W2 8"; do
+      echo "[rep $r] $w zklock-py:lock  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)" >&2
+      BENCH_OUT=$EXTRA "$PEERS_DIR/run.sh" ${w%% *} "$ZKPY:lock" ${w#W?} > /dev/null || echo "  failed rc=$?" >&2
+    done
     # W4 for the other herd-free recipes (zklock:lock is in run-all's rows)
     for rec in rw semaphore lease; do one W4 "$rec"; done
     # W6: steady queue of N, one session per waiter; then memory with all waiters on one client;
