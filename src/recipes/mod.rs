@@ -170,12 +170,23 @@ impl Queue {
 
     /// The acquire loop of one attempt: `Ok(None)` when not acquired by `d` (nothing left).
     pub(crate) fn acquire(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+        Ok(self.acquire_noting_wait(d, cancel)?.map(|(hold, _)| hold))
+    }
+
+    /// [`Queue::acquire`], also telling whether the attempt had to wait for another holder
+    /// (false: held at its first look).
+    pub(crate) fn acquire_noting_wait(
+        &self,
+        d: Deadline,
+        cancel: &CancelToken,
+    ) -> Result<Option<(Hold, bool)>> {
         // This thread waits for every request it sends here (see `runtime::Caller`).
         let _caller = crate::runtime::Caller::enter();
         let session = self.client.session_for(d)?;
         let reg = cancel.register();
         let prefix = AttemptId::new().prefix(self.protocol, self.kind);
         let (mut name, mut token, mut children) = self.create_and_list(&session, &prefix, d)?;
+        let mut waited = false;
         loop {
             let queue = node::contenders(children);
             let Some(idx) = queue.iter().position(|c| c.name == name) else {
@@ -189,7 +200,7 @@ impl Queue {
             };
             let held = || Hold::new(session.clone(), self.child(&name), token);
             let Some((w, sole)) = (self.blocker)(&queue, idx) else {
-                return Ok(Some(held()));
+                return Ok(Some((held(), waited)));
             };
             if d.is_try_once() {
                 self.cleanup(&session, &name);
@@ -218,7 +229,7 @@ impl Queue {
             if let Some(watcher) = watched {
                 match session.wait_watch(watcher, d.instant(), &reg.signal) {
                     Outcome::Ready(ev) => match ev.event_type {
-                        zk::EventType::NodeDeleted if fast => return Ok(Some(held())),
+                        zk::EventType::NodeDeleted if fast => return Ok(Some((held(), true))),
                         zk::EventType::Session if ev.session_state.is_terminated() => {
                             return Err(session.ended_error().unwrap_or(Error::SessionExpired));
                         }
@@ -237,6 +248,7 @@ impl Queue {
                 self.cleanup(&session, &name);
                 return Ok(None);
             }
+            waited = true;
             children = match self.list(&session, d) {
                 Ok(c) => c,
                 Err(e) => {

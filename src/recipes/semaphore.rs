@@ -266,10 +266,13 @@ impl Semaphore {
         let mut at_once =
             self.protocol == Protocol::Curator && !self.contended.load(Ordering::Relaxed);
         let guard = loop {
-            let Some(guard) = self.guard.acquire(guard_d, &self.cancel)? else {
+            let Some((guard, waited)) = self.guard.acquire_noting_wait(guard_d, &self.cancel)?
+            else {
                 return Ok(None);
             };
-            if !at_once || reg.signal.is_cancelled() {
+            // Only an acquirer that found the mutex free tries the short way: one that queued
+            // for it has company, and would mostly find the leases taken too.
+            if !at_once || waited || reg.signal.is_cancelled() {
                 break guard;
             }
             at_once = false;
