@@ -3,7 +3,10 @@
 //!
 //! Curator: `P/locks/` is a fair mutex guarding the count, leases are ephemeral-sequential
 //! `P/leases/_c_<uuid>-lease-<seq>`; the mutex holder creates its lease node, then holds the lease
-//! once the number of lease nodes is <= N (watching `P/leases` until it is).
+//! once the number of lease nodes is <= N (watching `P/leases` until it is). An acquirer that
+//! found the mutex free sends its lease create, the listing and the mutex's delete in one round
+//! trip (3 a cycle with the release, not 4); if the count is then over N it removes its lease
+//! node and queues for the mutex again, to wait holding it as Curator does.
 //!
 //! kazoo: `P-__lock__` (a sibling of P) is a kazoo lock guarding the count, leases are ephemeral
 //! `P/<uuid hex>`, and N is stored as P's data (checked against ours); the lock holder creates its
