@@ -83,6 +83,28 @@ pub(crate) fn set_nodelay(fd: i32) -> bool {
     rc == 0
 }
 
+/// Makes closing the socket `fd` reset the connection (SO_LINGER on, 0 s: the peer reads
+/// ECONNRESET, not an orderly end). For the test proxy's connection-reset fault.
+#[cfg(feature = "testing")]
+pub(crate) fn reset_on_close(fd: i32) -> bool {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt(2) on any descriptor number is memory-safe (a wrong one fails with
+    // EBADF or ENOTSOCK); the option value points to a `linger` of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    rc == 0
+}
+
 /// Whether TCP_NODELAY is set on the process's sockets to `server` (for tests and benches).
 pub fn nodelay_to(server: SocketAddr) -> Vec<bool> {
     let mut out = Vec::new();

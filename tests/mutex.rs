@@ -503,6 +503,55 @@ fn connection_cut_after_create_adopts_the_single_node() {
         .is_empty()));
 }
 
+/// A waiter's request to watch its predecessor meets a reset connection, as when a server dies
+/// under it (the client crate then fails the request with the socket's error, not with
+/// "connection loss"): the waiter's session survives, the blocking `lock()` goes on waiting,
+/// takes the lock once the holder lets go, and never while the holder holds it.
+#[test]
+fn a_waiter_whose_watch_request_meets_a_connection_reset_still_gets_the_lock() {
+    use zklock::testing::TcpProxy;
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = TcpProxy::start(&hosts).unwrap();
+    let holder_c = connect(&hosts, 10000);
+    let waiter_c = connect(&proxy.connect_string(), 10000);
+    let hm = Mutex::new(&holder_c, "/reset/lock").unwrap();
+    let wm = Mutex::new(&waiter_c, "/reset/lock").unwrap();
+    let g = hm.lock().unwrap();
+    let session = waiter_c.session_id();
+    let holding = AtomicBool::new(true);
+    // 3 = exists: the waiter's watch on its predecessor.
+    proxy.reset_at_next_op(3);
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let r = wm.lock();
+            let overlapped = holding.load(Ordering::SeqCst);
+            (r.map(|g| g.fencing_token()), overlapped)
+        });
+        assert!(
+            eventually(Duration::from_secs(5), || !proxy.reset_pending()),
+            "precondition: the waiter's exists request met the reset"
+        );
+        // Time to notice the reset and reconnect; the waiter must still be waiting.
+        std::thread::sleep(Duration::from_millis(1500));
+        if waiter.is_finished() {
+            let (r, _) = waiter.join().unwrap();
+            panic!("the waiter's lock() returned while the lock was held: {r:?}");
+        }
+        holding.store(false, Ordering::SeqCst);
+        let released_token = g.fencing_token();
+        drop(g);
+        let (r, overlapped) = waiter.join().unwrap();
+        let token = r.expect("the blocking lock() survives a reset connection");
+        assert!(
+            !overlapped,
+            "the waiter got the lock while the holder held it"
+        );
+        assert!(token > released_token, "fencing token grows");
+    });
+    assert_eq!(waiter_c.session_id(), session, "the session survived");
+}
+
 #[test]
 fn server_restart_while_waiters_wait_keeps_their_order() {
     let mut zk = server();

@@ -220,7 +220,10 @@ impl Queue {
             drop(queue);
             let watched = match session.call(session.zk.check_and_watch_stat(&target), d) {
                 Ok((Some(_), watcher)) => Some(watcher),
-                Ok((None, _)) | Err(zk::Error::ConnectionLoss) => None,
+                // Any connection trouble (the crate fails a request on a reset socket with the
+                // socket's error, not ConnectionLoss): look again once reconnected.
+                Ok((None, _)) => None,
+                Err(e) if crate::client::is_retriable(&e) => None,
                 Err(e) => {
                     self.cleanup(&session, &name);
                     return Err(session.map_err(e));

@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -26,11 +27,16 @@ struct Conn {
     cut: AtomicBool,
     /// The connection does not carry ZooKeeper framing (a four-letter word).
     raw: AtomicBool,
+    /// The client side is to be reset, not closed in order: it is never shut down, so that
+    /// the last of its descriptors to go sends the reset (SO_LINGER 0).
+    reset: AtomicBool,
 }
 
 impl Conn {
     fn close(&self) {
-        let _ = self.client.shutdown(Shutdown::Both);
+        if !self.reset.load(Ordering::SeqCst) {
+            let _ = self.client.shutdown(Shutdown::Both);
+        }
         if let Some(s) = &self.server {
             let _ = s.shutdown(Shutdown::Both);
         }
@@ -44,6 +50,9 @@ struct Shared {
     refuse: AtomicBool,
     /// The cut comes after this many more creates (0: not armed).
     arm_create: AtomicUsize,
+    /// The op code whose next request resets its connection instead of being forwarded (-1:
+    /// not armed).
+    arm_reset: AtomicI32,
     creates: AtomicUsize,
     next_id: AtomicU64,
     conns: Mutex<HashMap<u64, Arc<Conn>>>,
@@ -88,6 +97,7 @@ impl TcpProxy {
             blackhole: AtomicBool::new(false),
             refuse: AtomicBool::new(false),
             arm_create: AtomicUsize::new(0),
+            arm_reset: AtomicI32::new(-1),
             creates: AtomicUsize::new(0),
             next_id: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
@@ -138,6 +148,19 @@ impl TcpProxy {
     /// ones before it go through; `n` = 0 disarms).
     pub fn cut_after_creates(&self, n: usize) {
         self.shared.arm_create.store(n, Ordering::SeqCst);
+    }
+
+    /// Arms a one-shot fault: the next request with op code `op` (e.g. 3, exists) is not
+    /// forwarded; its connection is reset instead (the client reads ECONNRESET, as when a
+    /// server dies under it), so every request in flight on it fails.
+    pub fn reset_at_next_op(&self, op: i32) {
+        self.shared.arm_reset.store(op, Ordering::SeqCst);
+    }
+
+    /// Whether the fault armed by [`TcpProxy::reset_at_next_op`] is still waiting for its
+    /// request.
+    pub fn reset_pending(&self) -> bool {
+        self.shared.arm_reset.load(Ordering::SeqCst) != -1
     }
 
     /// Number of create requests forwarded to the server so far.
@@ -202,6 +225,7 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
                 server: None,
                 cut: AtomicBool::new(true),
                 raw: AtomicBool::new(true),
+                reset: AtomicBool::new(false),
             });
             sh.conns().insert(id, conn.clone());
             let sh2 = sh.clone();
@@ -234,6 +258,7 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
             server: Some(server),
             cut: AtomicBool::new(false),
             raw: AtomicBool::new(false),
+            reset: AtomicBool::new(false),
         });
         sh.conns().insert(id, conn.clone());
         let (sh1, conn1) = (sh.clone(), conn.clone());
@@ -337,12 +362,25 @@ fn client_to_server(
             first = false;
             continue;
         }
-        let is_create = !first
-            && frame.len() >= 12
-            && CREATE_OPS.contains(&i32::from_be_bytes([
-                frame[8], frame[9], frame[10], frame[11],
-            ]));
+        let op = (!first && frame.len() >= 12)
+            .then(|| i32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]));
+        let is_create = op.is_some_and(|op| CREATE_OPS.contains(&op));
         first = false;
+        if let Some(op) = op {
+            if sh
+                .arm_reset
+                .compare_exchange(op, -1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                // The client's descriptors close as this thread and the other direction's
+                // end (its server side is shut down here); the last one sends the reset.
+                conn.cut.store(true, Ordering::SeqCst);
+                conn.reset.store(true, Ordering::SeqCst);
+                crate::sys::reset_on_close(conn.client.as_raw_fd());
+                conn.close();
+                return Ok(());
+            }
+        }
         if is_create {
             sh.creates.fetch_add(1, Ordering::SeqCst);
             let armed = sh
@@ -377,7 +415,9 @@ fn server_to_client(
             return copy_raw(&mut r, &mut w, sh, conn, true);
         }
         if !read_frame(&mut r, &mut frame, &mut raw)? {
-            let _ = w.shutdown(Shutdown::Write);
+            if !conn.reset.load(Ordering::SeqCst) {
+                let _ = w.shutdown(Shutdown::Write);
+            }
             return Ok(());
         }
         if raw || conn.raw.load(Ordering::SeqCst) {
