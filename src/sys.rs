@@ -66,21 +66,26 @@ pub(crate) fn set_nodelay_to(servers: &[SocketAddr]) -> usize {
         .count()
 }
 
-/// Sets TCP_NODELAY on the socket `fd`; false if it could not be set.
-pub(crate) fn set_nodelay(fd: i32) -> bool {
-    let one: libc::c_int = 1;
+/// Sets the socket option `level`/`name` of `fd` to `value` (a plain C value: `c_int`,
+/// `linger`); false if it could not be set.
+fn set_option<T: Copy>(fd: i32, level: libc::c_int, name: libc::c_int, value: T) -> bool {
     // SAFETY: setsockopt(2) on any descriptor number is memory-safe (a wrong one fails with
-    // EBADF or ENOTSOCK); the option value points to a c_int of the size given.
+    // EBADF or ENOTSOCK); the option value points to a live `T` of the size given.
     let rc = unsafe {
         libc::setsockopt(
             fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            level,
+            name,
+            (&value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
         )
     };
     rc == 0
+}
+
+/// Sets TCP_NODELAY on the socket `fd`; false if it could not be set.
+pub(crate) fn set_nodelay(fd: i32) -> bool {
+    set_option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1 as libc::c_int)
 }
 
 /// Makes closing the socket `fd` reset the connection (SO_LINGER on, 0 s: the peer reads
@@ -91,18 +96,7 @@ pub(crate) fn reset_on_close(fd: i32) -> bool {
         l_onoff: 1,
         l_linger: 0,
     };
-    // SAFETY: setsockopt(2) on any descriptor number is memory-safe (a wrong one fails with
-    // EBADF or ENOTSOCK); the option value points to a `linger` of the size given.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    rc == 0
+    set_option(fd, libc::SOL_SOCKET, libc::SO_LINGER, linger)
 }
 
 /// Whether TCP_NODELAY is set on the process's sockets to `server` (for tests and benches).
