@@ -302,21 +302,23 @@ type LostCallback = (Weak<()>, Box<dyn FnOnce() + Send>);
 
 /// Runs callbacks on a thread of their own (never inside a poll of the runtime's tasks, which
 /// may be any caller's thread, nor under our locks).
-fn run_detached(fs: Vec<Box<dyn FnOnce() + Send>>) {
+/// `what` names the work (the thread is `zklock-<what>`).
+fn run_detached(what: &str, fs: Vec<Box<dyn FnOnce() + Send>>) {
     if fs.is_empty() {
         return;
     }
+    let name = format!("zklock-{what}");
     let spawned = std::thread::Builder::new()
-        .name("zklock-lost".into())
+        .name(name.clone())
         .spawn(move || {
             for f in fs {
                 if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-                    log::error!("a zklock lock-lost callback panicked");
+                    log::error!("a {name} callback panicked");
                 }
             }
         });
     if let Err(e) = spawned {
-        log::error!("cannot start a thread for lock-lost callbacks: {e}");
+        log::error!("cannot start a thread for {what}: {e}");
     }
 }
 
@@ -413,7 +415,7 @@ impl Session {
             .filter(|(alive, _)| alive.strong_count() > 0)
             .map(|(_, f)| f)
             .collect();
-        run_detached(fs);
+        run_detached("lost", fs);
     }
 
     /// Waits until holds of this session are no longer believed (the lease ran out, or the
@@ -456,7 +458,7 @@ impl Session {
         let mut callbacks = self.lost_callbacks.lock();
         if !self.lease_live() {
             drop(callbacks);
-            run_detached(vec![f]);
+            run_detached("lost", vec![f]);
             return;
         }
         callbacks.retain(|(a, _)| a.strong_count() > 0);
@@ -850,18 +852,15 @@ impl Client {
                         // on a thread of its own (scanning the process's descriptors must not
                         // hold up the tasks of every other session).
                         let (found, servers) = (session.clone(), servers.clone());
-                        let scan = move || {
-                            found.io.reconnected(&servers);
-                            if nodelay {
-                                found.io.set_nodelay(&servers);
-                            }
-                        };
-                        if let Err(e) = std::thread::Builder::new()
-                            .name("zklock-reconnect".into())
-                            .spawn(scan)
-                        {
-                            log::warn!("cannot start a thread to find the new socket: {e}");
-                        }
+                        run_detached(
+                            "reconnect",
+                            vec![Box::new(move || {
+                                found.io.reconnected(&servers);
+                                if nodelay {
+                                    found.io.set_nodelay(&servers);
+                                }
+                            })],
+                        );
                         SessionState::Connected
                     }
                     zk::SessionState::Disconnected => {
