@@ -89,10 +89,7 @@ impl Hold {
     /// they are sent), and [`SentRelease::finish`] takes its reply, retrying as `release` does.
     pub(crate) fn release_sent(self) -> SentRelease {
         let first: SentDelete = Box::pin(self.session.zk.delete(&self.node, None));
-        SentRelease {
-            hold: Some(self),
-            first: Some(first),
-        }
+        SentRelease(Some((self, first)))
     }
 
     fn log_release(&self, r: &Result<()>) {
@@ -201,10 +198,7 @@ fn remove_node_from(
 /// A release whose delete was sent ([`Hold::release_sent`]); [`SentRelease::finish`] (or drop)
 /// completes it through the one release path.
 #[must_use = "finish() takes the delete's reply (dropping does it too)"]
-pub(crate) struct SentRelease {
-    hold: Option<Hold>,
-    first: Option<SentDelete>,
-}
+pub(crate) struct SentRelease(Option<(Hold, SentDelete)>);
 
 impl SentRelease {
     /// Takes the sent delete's reply; on connection loss deletes again as [`Hold::release`] does.
@@ -213,10 +207,10 @@ impl SentRelease {
     }
 
     fn complete(&mut self) -> Result<()> {
-        let Some(hold) = self.hold.take() else {
+        let Some((hold, first)) = self.0.take() else {
             return Ok(());
         };
-        let r = remove_node_from(&hold.session, &hold.node, true, self.first.take());
+        let r = remove_node_from(&hold.session, &hold.node, true, Some(first));
         hold.log_release(&r);
         r
     }
