@@ -314,11 +314,10 @@ impl Semaphore {
         d: Deadline,
         reg: &Registration<'_>,
     ) -> Result<Option<Hold>> {
-        let id = AttemptId::new();
-        let prefix = format!("_c_{}-lease-", id.text(Protocol::Curator));
+        let prefix = lease_prefix();
         let data = self.client.holder_id().as_bytes();
         // First try: create our lease node and list the leases in one round trip.
-        let (mut made, mut listed) = self.create_and_list(session, &prefix, data, d)?;
+        let (mut made, mut listed) = self.create_and_list(session, &prefix, data, d, None)?;
         loop {
             let (name, token) = match &made {
                 Some(m) => m.clone(),
@@ -398,35 +397,12 @@ impl Semaphore {
         guard: Hold,
         d: Deadline,
     ) -> Result<AtOnce> {
-        let id = AttemptId::new();
-        let prefix = format!("_c_{}-lease-", id.text(Protocol::Curator));
+        let prefix = lease_prefix();
         let data = self.client.holder_id().as_bytes();
-        let opts = self
-            .client
-            .create_options(zk::CreateMode::EphemeralSequential);
-        let full = self.child(&prefix);
-        let create = session.zk.create(&full, data, &opts);
-        let list = session.zk.list_children(&self.leases_dir);
-        let guard_released = guard.release_sent();
-        // Replies come in request order: the guard's delete last.
-        let listed = session.call(list, d).ok();
-        let created = session.call(create, d);
-        if let Err(e) = guard_released.finish() {
-            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
-        }
-        let (name, token) = match created {
-            Ok((stat, seq)) => (format!("{prefix}{seq}"), stat.czxid),
-            // The parents are missing: the ordinary way makes them.
-            Err(zk::Error::NoNode) => return Ok(AtOnce::Again),
-            Err(e) if crate::client::is_retriable(&e) => {
-                if let Some((name, _)) =
-                    super::protected::recover(session, &self.leases_dir, &prefix, true, d)?
-                {
-                    let _ = remove_node(session, &self.child(&name), false);
-                }
-                return Ok(AtOnce::Again);
-            }
-            Err(e) => return Err(session.map_err(e)),
+        let (made, listed) = self.create_and_list(session, &prefix, data, d, Some(guard))?;
+        // The parents are missing (the ordinary way makes them).
+        let Some((name, token)) = made else {
+            return Ok(AtOnce::Again);
         };
         match listed {
             Some(children)
@@ -448,10 +424,11 @@ impl Semaphore {
         }
     }
 
-    /// Creates the lease node `prefix<seq>` and lists (and watches) the leases, pipelined: one
-    /// round trip. Returns the node (None if the create must be retried the protected way) and
-    /// the listing (None if it must be taken again). A create whose reply was lost is looked up
-    /// by its attempt id, never sent twice.
+    /// Creates the lease node `prefix<seq>` and lists the leases, pipelined: one round trip;
+    /// `release` (the guarding mutex's hold) is released in that same round trip, after both.
+    /// Returns the node (None if the create must be retried the protected way) and the listing
+    /// (None if it must be taken again). A create whose reply was lost is looked up by its
+    /// attempt id, never sent twice.
     #[allow(clippy::type_complexity)]
     fn create_and_list(
         &self,
@@ -459,6 +436,7 @@ impl Semaphore {
         prefix: &str,
         data: &[u8],
         d: Deadline,
+        release: Option<Hold>,
     ) -> Result<(Option<(String, i64)>, Option<Vec<String>>)> {
         let opts = self
             .client
@@ -468,9 +446,14 @@ impl Semaphore {
         // No watch yet: mostly there is a lease free, and a watch set and dropped unfired
         // costs the server one more request (the crate removes it); a wait lists again with one.
         let list = session.zk.list_children(&self.leases_dir);
-        // Replies come in request order: the listing's last.
+        let released = release.map(Hold::release_sent);
+        // Replies come in request order: the listing's after the create's, the delete's last.
         let listed = session.call(list, d).ok();
-        match session.call(create, d) {
+        let created = session.call(create, d);
+        if let Some(Err(e)) = released.map(|r| r.finish()) {
+            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
+        }
+        match created {
             Ok((stat, seq)) => Ok((Some((format!("{prefix}{seq}"), stat.czxid)), listed)),
             // The parents are missing: the protected create makes them.
             Err(zk::Error::NoNode) => Ok((None, None)),
@@ -697,6 +680,11 @@ impl Drop for Lease<'_> {
             }
         }
     }
+}
+
+/// The name prefix of a new lease node in Curator's layout (`_c_<uuid>-lease-`).
+fn lease_prefix() -> String {
+    format!("_c_{}-lease-", AttemptId::new().text(Protocol::Curator))
 }
 
 /// Waits for a watch of an acquire: Ok(true) woken (look again), Ok(false) deadline passed.
