@@ -65,9 +65,6 @@ pub struct Semaphore {
     cancel: CancelToken,
     /// kazoo: P exists and its stored count was checked.
     root_checked: AtomicBool,
-    /// Curator: the last acquire found every lease taken, so the next one does not try to take
-    /// a lease in the round trip that releases the guarding mutex.
-    contended: AtomicBool,
 }
 
 /// What [`Semaphore::take_curator_at_once`] came to.
@@ -148,7 +145,6 @@ impl Semaphore {
             explicit: parking_lot::Mutex::new(Vec::new()),
             cancel: CancelToken::new(),
             root_checked: AtomicBool::new(false),
-            contended: AtomicBool::new(false),
         })
     }
 
@@ -266,8 +262,7 @@ impl Semaphore {
         } else {
             d
         };
-        let mut at_once =
-            self.protocol == Protocol::Curator && !self.contended.load(Ordering::Relaxed);
+        let mut at_once = self.protocol == Protocol::Curator;
         let guard = loop {
             let Some((guard, waited)) = self.guard.acquire_noting_wait(guard_d, &self.cancel)?
             else {
@@ -281,13 +276,9 @@ impl Semaphore {
             at_once = false;
             match self.take_curator_at_once(&guard.session.clone(), guard, d)? {
                 AtOnce::Held(hold) => return Ok(Some(hold)),
-                AtOnce::Full => {
-                    self.contended.store(true, Ordering::Relaxed);
-                    if d.is_try_once() {
-                        return Ok(None);
-                    }
-                }
-                AtOnce::Again => {}
+                // Every lease is taken (a try ends here; an acquire queues for the mutex again).
+                AtOnce::Full if d.is_try_once() => return Ok(None),
+                AtOnce::Full | AtOnce::Again => {}
             }
         };
         let r = if reg.signal.is_cancelled() {
@@ -358,10 +349,6 @@ impl Semaphore {
                 continue;
             }
             if children.len() <= self.max_leases as usize {
-                if watcher.is_none() {
-                    // Free at the first look: the next acquire may take the short way again.
-                    self.contended.store(false, Ordering::Relaxed);
-                }
                 return Ok(Some(Hold::new(session.clone(), self.child(&name), token)));
             }
             if d.is_try_once() {
