@@ -58,7 +58,6 @@ struct Runtime {
 struct Task {
     fut: BoxTask,
     wake: Arc<TaskWaker>,
-    waker: Waker,
 }
 
 /// One task's waker: queues the task and wakes a driver.
@@ -146,14 +145,12 @@ impl Runtime {
             queued: AtomicBool::new(true),
             owner: owner.clone(),
         });
-        let waker = Waker::from(wake.clone());
         if let Some(g) = &owner {
-            g.tasks.lock().push(waker.clone());
+            g.tasks.lock().push(Waker::from(wake.clone()));
         }
         self.incoming.lock().push(Task {
             fut: Box::pin(isolated),
             wake,
-            waker,
         });
         self.woken(owner.as_deref());
     }
@@ -216,7 +213,8 @@ impl Runtime {
                     };
                     // Cleared before the poll: a wake-up during it queues the task again.
                     task.wake.queued.store(false, Ordering::SeqCst);
-                    let mut cx = Context::from_waker(&task.waker);
+                    let waker = Waker::from(task.wake.clone());
+                    let mut cx = Context::from_waker(&waker);
                     if task.fut.as_mut().poll(&mut cx).is_ready() {
                         tasks.remove(&id);
                     }
