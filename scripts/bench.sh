@@ -120,9 +120,11 @@ EXTRA=$RES/$DAY-$HOSTINFO$TAG.zklock.jsonl
 LOG=$RES/$DAY-$HOSTINFO$TAG.log
 : > "$MAIN"; : > "$EXTRA"
 say "raw rows: $MAIN, $EXTRA; log: $LOG"
-one() { # one zklock-only row into $EXTRA: one W[..] recipe [clients] [KEY=VAL ...]
-  local w=$1 rec=${2:-lock} spec=$ZKB; [ -n "$2" ] && spec=$ZKB:$2; shift 2
-  echo "[rep $r] $w zklock:$rec $*  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)" >&2
+one() { # one zklock-only row into $EXTRA: [PLUGIN=$ZKPY] one W[..] recipe [clients] [KEY=VAL ...]
+  local plugin=${PLUGIN:-$ZKB} w=$1 rec=${2:-lock} label=zklock
+  local spec=$plugin; [ -n "$2" ] && spec=$plugin:$2; shift 2
+  [ "$plugin" = "$ZKB" ] || label=$(basename "$(dirname "$plugin")")
+  echo "[rep $r] $w $label:$rec $*  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)" >&2
   BENCH_OUT=$EXTRA "$PEERS_DIR/run.sh" "$w" "$spec" "$@" > /dev/null || echo "  failed rc=$?" >&2
 }
 {
@@ -139,10 +141,7 @@ one() { # one zklock-only row into $EXTRA: one W[..] recipe [clients] [KEY=VAL .
     one W1 "" ; one W1 ffi ; one W1 lease ; one W1 lease ; one W1 ffi ; one W1 ""
     one W2 ffi 8
     # the C ABI from Python (bindings/python under the peers' Python driver, as kazoo runs)
-    for w in W1 "W2 8"; do
-      echo "[rep $r] $w zklock-py:lock  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)" >&2
-      BENCH_OUT=$EXTRA "$PEERS_DIR/run.sh" ${w%% *} "$ZKPY:lock" ${w#W?} > /dev/null || echo "  failed rc=$?" >&2
-    done
+    PLUGIN=$ZKPY one W1 lock ; PLUGIN=$ZKPY one W2 lock 8
     # W4 for the other herd-free recipes (zklock:lock is in run-all's rows)
     for rec in rw semaphore lease; do one W4 "$rec"; done
     # W6: steady queue of N, one session per waiter; then memory with all waiters on one client;
