@@ -53,6 +53,12 @@ struct Shared {
     /// The op code whose next request resets its connection instead of being forwarded (-1:
     /// not armed).
     arm_reset: AtomicI32,
+    /// The op code whose next request is forwarded but whose reply is dropped (-1: not armed).
+    arm_drop: AtomicI32,
+    /// The xid of the request whose reply is to be dropped (0: none).
+    drop_xid: AtomicI32,
+    /// Replies dropped so far.
+    dropped: AtomicUsize,
     creates: AtomicUsize,
     next_id: AtomicU64,
     conns: Mutex<HashMap<u64, Arc<Conn>>>,
@@ -98,6 +104,9 @@ impl TcpProxy {
             refuse: AtomicBool::new(false),
             arm_create: AtomicUsize::new(0),
             arm_reset: AtomicI32::new(-1),
+            arm_drop: AtomicI32::new(-1),
+            drop_xid: AtomicI32::new(0),
+            dropped: AtomicUsize::new(0),
             creates: AtomicUsize::new(0),
             next_id: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
@@ -161,6 +170,18 @@ impl TcpProxy {
     /// request.
     pub fn reset_pending(&self) -> bool {
         self.shared.arm_reset.load(Ordering::SeqCst) != -1
+    }
+
+    /// Arms a one-shot fault: the next request with op code `op` (e.g. 2, delete) is forwarded
+    /// and applied by the server, but its reply never reaches the client (the connection stays
+    /// open: the client's request times out and it retries on the same session).
+    pub fn drop_reply_of_next_op(&self, op: i32) {
+        self.shared.arm_drop.store(op, Ordering::SeqCst);
+    }
+
+    /// How many replies [`TcpProxy::drop_reply_of_next_op`] has dropped so far.
+    pub fn replies_dropped(&self) -> usize {
+        self.shared.dropped.load(Ordering::SeqCst)
     }
 
     /// Number of create requests forwarded to the server so far.
@@ -381,6 +402,16 @@ fn client_to_server(
                 return Ok(());
             }
         }
+        if let Some(op) = op {
+            if sh
+                .arm_drop
+                .compare_exchange(op, -1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                let xid = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+                sh.drop_xid.store(xid, Ordering::SeqCst);
+            }
+        }
         if is_create {
             sh.creates.fetch_add(1, Ordering::SeqCst);
             let armed = sh
@@ -430,6 +461,18 @@ fn server_to_client(
         }
         if sh.blackhole.load(Ordering::SeqCst) || conn.cut.load(Ordering::SeqCst) {
             continue;
+        }
+        if frame.len() >= 8 {
+            let xid = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+            if xid > 0
+                && sh
+                    .drop_xid
+                    .compare_exchange(xid, 0, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+            {
+                sh.dropped.fetch_add(1, Ordering::SeqCst);
+                continue;
+            }
         }
         w.write_all(&frame)?;
     }
