@@ -153,3 +153,54 @@ fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
     drop(g);
     assert!(o.try_lock().unwrap().is_some());
 }
+
+/// A's release reaches the server but its reply is lost: the retried delete must prove the node
+/// is still A's (czxid == A's token) before deleting, or it deletes B's node, the next holder's,
+/// and a third client gets the lock while B holds it.
+#[test]
+fn simple_lock_release_whose_reply_is_lost_never_deletes_the_next_holders_node() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = TcpProxy::start(&hosts).unwrap();
+    let a = connect(&proxy.connect_string(), 4000);
+    let (b, c) = (connect(&hosts, 4000), connect(&hosts, 4000));
+    let path = "/simple/lost-delete-reply";
+    let la = Arc::new(SimpleLock::new(&a, path).unwrap());
+    let lb = Arc::new(SimpleLock::new(&b, path).unwrap());
+    let lc = SimpleLock::new(&c, path).unwrap();
+    let token_a = la.acquire(Deadline::Forever).unwrap().expect("free lock");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lb2 = lb.clone();
+    let waiter = std::thread::spawn(move || {
+        let t = lb2.acquire(Deadline::Forever).unwrap().expect("acquired");
+        tx.send(t).unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    // Delete is op 2: forwarded and applied, its reply dropped.
+    proxy.drop_reply_of_next_op(2);
+    let la2 = la.clone();
+    let releaser = std::thread::spawn(move || la2.release());
+    let token_b = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("B gets the lock once A's node is gone");
+    assert!(token_b > token_a);
+    let released = releaser.join().unwrap();
+    waiter.join().unwrap();
+    assert_eq!(proxy.replies_dropped(), 1, "the fault was injected");
+    // B still holds: its node is there, and nobody else can take the lock.
+    let admin = Admin::connect(&hosts).unwrap();
+    let node = admin.node(path).unwrap().expect("B's node is still there");
+    assert_eq!(node.czxid, token_b, "the node at the path is B's");
+    assert!(lb.is_held());
+    assert!(
+        lc.try_lock().unwrap().is_none(),
+        "C got the lock while B held it"
+    );
+    assert_eq!(
+        released,
+        Ok(()),
+        "A's delete was applied: its release succeeded"
+    );
+    assert!(!la.is_held());
+    lb.release().unwrap();
+}

@@ -36,6 +36,9 @@ pub(crate) struct Hold {
     pub(crate) session: Arc<Session>,
     pub(crate) node: String,
     pub(crate) token: i64,
+    /// The node's path is shared by every holder in turn (the simple lock): it is ours only
+    /// while its czxid is `token`, so a retried delete checks that first.
+    shared_path: bool,
     /// When it was acquired (for the log line of its release).
     acquired: Instant,
     /// Alive while any copy of this hold exists: lock-lost callbacks of released holds lapse.
@@ -57,8 +60,27 @@ impl Hold {
             session,
             node,
             token,
+            shared_path: false,
             acquired: Instant::now(),
             alive: Arc::new(()),
+        }
+    }
+
+    /// A hold on a node whose path every holder uses in turn (the simple lock's node at the
+    /// lock path itself): only its czxid (`token`) tells it from the next holder's.
+    pub(crate) fn at_shared_path(session: Arc<Session>, node: String, token: i64) -> Hold {
+        Hold {
+            shared_path: true,
+            ..Hold::new(session, node, token)
+        }
+    }
+
+    /// What proves the node is still this hold's when a delete must be retried.
+    fn owner(&self) -> Owned {
+        if self.shared_path {
+            Owned::IfCzxid(self.token)
+        } else {
+            Owned::ByName
         }
     }
 
@@ -79,7 +101,7 @@ impl Hold {
     /// `Err(LockLost)` when the session ended first or someone else had deleted the node;
     /// `Err(ConnectionLoss)` when the delete was handed to the background.
     pub(crate) fn release(self) -> Result<()> {
-        let r = remove_node(&self.session, &self.node, true);
+        let r = remove_node_from(&self.session, &self.node, true, None, self.owner());
         self.log_release(&r);
         r
     }
@@ -122,7 +144,57 @@ impl Hold {
 /// `held`: whether the node was a hold (then a node already gone means someone else removed it:
 /// `LockLost`).
 pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Result<()> {
-    remove_node_from(session, node, held, None)
+    remove_node_from(session, node, held, None, Owned::ByName)
+}
+
+/// How a retried delete proves that the node is still the one it means to delete
+/// (hold-model.md, "One release path").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owned {
+    /// The node's name holds the attempt's unique id: no other attempt can have made it.
+    ByName,
+    /// The path is shared by successive holders: the node is ours only while its czxid is this.
+    IfCzxid(i64),
+}
+
+/// For a node at a shared path: the version to delete it at if it is still the node created at
+/// `czxid`, read after a `sync` (so the answer is the leader's, not a lagging follower's);
+/// `None` if it is gone or someone else's.
+async fn owned_version(
+    session: &Session,
+    node: &str,
+    czxid: i64,
+) -> std::result::Result<Option<i32>, zk::Error> {
+    match session.zk.sync(node).await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(match session.zk.check_stat(node).await? {
+        Some(stat) if stat.czxid == czxid => Some(stat.version),
+        _ => None,
+    })
+}
+
+/// One delete of `node` after an earlier try's reply was lost: by name, or (at a shared path)
+/// only if it is still ours, at the version read.
+async fn delete_again(
+    session: &Session,
+    node: &str,
+    owner: Owned,
+) -> std::result::Result<(), zk::Error> {
+    match owner {
+        Owned::ByName => session.zk.delete(node, None).await,
+        Owned::IfCzxid(czxid) => loop {
+            match owned_version(session, node, czxid).await? {
+                None => return Err(zk::Error::NoNode),
+                Some(version) => match session.zk.delete(node, Some(version)).await {
+                    // Changed between the read and the delete: read again.
+                    Err(zk::Error::BadVersion) => continue,
+                    r => return r,
+                },
+            }
+        },
+    }
 }
 
 /// A delete already sent: its reply is awaited by [`SentRelease::finish`].
@@ -135,6 +207,7 @@ fn remove_node_from(
     node: &str,
     held: bool,
     mut first: Option<SentDelete>,
+    owner: Owned,
 ) -> Result<()> {
     // This thread waits for every request it sends here (see `runtime::Caller`).
     let _caller = crate::runtime::Caller::enter();
@@ -148,13 +221,20 @@ fn remove_node_from(
         }
         _ => {}
     }
-    let budget = Instant::now() + session.zk.session_timeout();
+    let t = session.zk.session_timeout();
+    let budget = Instant::now() + t;
+    // One try waits a quarter of the session timeout for its reply at most: a reply lost while
+    // the connection lives (the crate has no per-request timeout) is then asked again.
+    let per_try = (t / 4).max(Duration::from_millis(200));
     let mut retried = false;
     loop {
-        let until = session.call_deadline().min(budget);
+        let until = (Instant::now() + per_try).min(budget);
         let reply = match first.take() {
             Some(sent) => session.wait_raw(sent, until),
-            None => session.wait_raw(session.zk.delete(node, None), until),
+            // The first try deletes by path: while the hold is ours, so is the node (a
+            // session's requests fail once it ended). A retry proves ownership first.
+            None if !retried => session.wait_raw(session.zk.delete(node, None), until),
+            None => session.wait_raw(delete_again(session, node, owner), until),
         };
         match reply {
             Ok(()) => return Ok(()),
@@ -174,7 +254,7 @@ fn remove_node_from(
                     });
                 }
                 if Instant::now() >= budget {
-                    background_delete(session.clone(), node.to_string());
+                    background_delete(session.clone(), node.to_string(), owner);
                     return Err(Error::ConnectionLoss(format!(
                         "could not delete {node} within the session timeout; \
                          it is deleted in the background"
@@ -210,7 +290,8 @@ impl SentRelease {
         let Some((hold, first)) = self.0.take() else {
             return Ok(());
         };
-        let r = remove_node_from(&hold.session, &hold.node, true, Some(first));
+        let owner = hold.owner();
+        let r = remove_node_from(&hold.session, &hold.node, true, Some(first), owner);
         hold.log_release(&r);
         r
     }
@@ -222,21 +303,18 @@ impl Drop for SentRelease {
     }
 }
 
-/// Deletes `node` in the background, until it is gone or the session ends.
-pub(crate) fn background_delete(session: Arc<Session>, node: String) {
+/// Deletes `node` in the background, until it is gone (or, at a shared path, no longer ours)
+/// or the session ends.
+pub(crate) fn background_delete(session: Arc<Session>, node: String, owner: Owned) {
     log::warn!("deleting {node} in the background");
-    crate::runtime::spawn(async move { delete_retrying(&session, &node, None).await });
-}
-
-/// Deletes `node` (at `version`, if given), retrying on connection trouble until the node is
-/// gone, the server refuses, or the session ends.
-async fn delete_retrying(session: &Session, node: &str, version: Option<i32>) {
-    loop {
-        match session.zk.delete(node, version).await {
-            Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
-            _ => return,
+    crate::runtime::spawn(async move {
+        loop {
+            match delete_again(&session, &node, owner).await {
+                Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
+                _ => return,
+            }
         }
-    }
+    });
 }
 
 async fn pause() {
@@ -258,29 +336,40 @@ pub(crate) fn background_forget(
     let session = session.clone();
     crate::runtime::spawn(async move {
         loop {
-            let found = if in_data {
-                match session.zk.get_data(&path).await {
+            // Read what the leader has confirmed: a follower behind it may not show the node
+            // yet (or still show an earlier one).
+            let synced = match session.zk.sync(&path).await {
+                Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+                Err(e) => Err(e),
+            };
+            let found = match synced {
+                Err(e) => Err(e),
+                Ok(()) if in_data => match session.zk.get_data(&path).await {
                     Ok((data, stat)) if data.ends_with(needle.as_bytes()) => {
-                        Ok(Some((path.clone(), Some(stat.version))))
+                        Ok(Some((path.clone(), Owned::IfCzxid(stat.czxid))))
                     }
                     Ok(_) | Err(zk::Error::NoNode) => Ok(None),
                     Err(e) => Err(e),
-                }
-            } else {
-                match session.zk.list_children(&path).await {
+                },
+                Ok(()) => match session.zk.list_children(&path).await {
                     Ok(children) => Ok(children
                         .iter()
                         .find(|c| c.contains(&needle))
-                        .map(|n| (format!("{path}/{n}"), None))),
+                        .map(|n| (format!("{path}/{n}"), Owned::ByName))),
                     Err(zk::Error::NoNode) => Ok(None),
                     Err(e) => Err(e),
-                }
+                },
             };
             match found {
                 Ok(None) => return,
-                Ok(Some((node, version))) => {
-                    return delete_retrying(&session, &node, version).await
-                }
+                Ok(Some((node, owner))) => loop {
+                    match delete_again(&session, &node, owner).await {
+                        Err(e) if is_retriable(&e) && !session.state().is_terminal() => {
+                            pause().await
+                        }
+                        _ => return,
+                    }
+                },
                 Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
                 Err(_) => return,
             }
@@ -490,5 +579,54 @@ impl Drop for Holds {
                 let _ = hold.release();
             }
         }
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use super::*;
+    use crate::testing::{eventually, Admin, TestingServer};
+    use crate::{Client, Lockable, Options, SimpleLock};
+
+    /// The background delete of a simple-lock hold (handed over when a release could not finish
+    /// in time) runs after the node may have changed hands: it must delete only the node created
+    /// at the hold's czxid, never the next holder's node at the same path.
+    #[test]
+    fn a_background_delete_at_a_shared_path_never_deletes_the_next_holders_node() {
+        let server = TestingServer::shared();
+        let hosts = server.connect_string();
+        let opts = || Options::default().session_timeout(Duration::from_secs(4));
+        let (a, b) = (
+            Client::connect(&hosts, opts()).unwrap(),
+            Client::connect(&hosts, opts()).unwrap(),
+        );
+        let path = "/hold-tests/background-delete";
+        let la = SimpleLock::new(&a, path).unwrap();
+        let token_a = la.acquire(crate::Deadline::Forever).unwrap().unwrap();
+        // A's node goes (as after A's own delete whose reply was lost), B takes the lock.
+        let admin = Admin::connect(&hosts).unwrap();
+        admin.delete(path).unwrap();
+        let lb = SimpleLock::new(&b, path).unwrap();
+        let token_b = lb.acquire(crate::Deadline::TryOnce).unwrap().expect("free");
+        assert!(token_b > token_a);
+        let session = a.session().unwrap();
+        background_delete(session, path.to_string(), Owned::IfCzxid(token_a));
+        // The background delete of A's node ran and left B's.
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(admin.node(path).unwrap().map(|n| n.czxid), Some(token_b));
+        assert!(lb.is_held());
+        // And it does delete A's own node when it is still there.
+        lb.release().unwrap();
+        let lc = SimpleLock::new(&a, path).unwrap();
+        let token_c = lc.acquire(crate::Deadline::TryOnce).unwrap().expect("free");
+        background_delete(
+            a.session().unwrap(),
+            path.to_string(),
+            Owned::IfCzxid(token_c),
+        );
+        assert!(eventually(Duration::from_secs(5), || admin
+            .node(path)
+            .unwrap()
+            .is_none()));
     }
 }

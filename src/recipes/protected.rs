@@ -82,8 +82,12 @@ fn find_own(
             "could not look for our node before the deadline".into(),
         ));
     }
-    // The listing may go to a follower that has not yet applied our create: sync it first.
-    let _ = session.call(session.zk.sync(dir), d);
+    // The listing may go to a follower that has not yet applied our create: read only what the
+    // leader has confirmed (a failed sync is a failed look, never a listing taken anyway).
+    match session.retry(d, || session.zk.sync(dir)) {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(e) => return Err(session.map_err(e)),
+    }
     let found = if sequential {
         match session.retry(d, || session.zk.list_children(dir)) {
             Ok(children) => children.into_iter().find(|c| c.starts_with(name)),
@@ -121,7 +125,11 @@ pub(crate) fn recover(
         if sequential {
             background_forget(session, dir.to_string(), name.to_string(), false);
         } else {
-            super::hold::background_delete(session.clone(), format!("{dir}/{name}"));
+            super::hold::background_delete(
+                session.clone(),
+                format!("{dir}/{name}"),
+                super::hold::Owned::ByName,
+            );
         }
     }
     confirmed

@@ -71,7 +71,13 @@ impl RawSimpleLock {
             d => d,
         };
         let opts = self.client.create_options(zk::CreateMode::Ephemeral);
-        let held = |czxid| Some(Hold::new(session.clone(), self.path.clone(), czxid));
+        let held = |czxid| {
+            Some(Hold::at_shared_path(
+                session.clone(),
+                self.path.clone(),
+                czxid,
+            ))
+        };
         let mut parents_made = false;
         let unknown = || {
             // Whether the create was applied cannot be learned in time: remove its node, if it
@@ -83,8 +89,13 @@ impl RawSimpleLock {
             )))
         };
         loop {
+            // Whether the create's reply was lost: then whether it was applied is read after a
+            // sync (a follower behind the leader may not show our node, or show an older one).
+            let mut lost_reply = false;
             match session.call(session.zk.create(&self.path, data, &opts), d) {
                 Ok((stat, _)) => return Ok(held(stat.czxid)),
+                // Answered after everything before it was applied here: this server shows the
+                // node that exists.
                 Err(zk::Error::NodeExists) => {}
                 Err(zk::Error::NoNode) if !parents_made => {
                     self.client.create_parents_of(
@@ -103,8 +114,16 @@ impl RawSimpleLock {
                     if d.passed() {
                         return unknown();
                     }
+                    lost_reply = true;
                 }
                 Err(e) => return Err(session.map_err(e)),
+            }
+            if lost_reply {
+                match session.retry(d, || session.zk.sync(&self.path)) {
+                    Ok(()) | Err(zk::Error::NoNode) => {}
+                    Err(e) if is_retriable(&e) => return unknown(),
+                    Err(e) => return Err(session.map_err(e)),
+                }
             }
             // The node exists, or the create's outcome is unknown: it is ours only if it
             // carries this attempt's id (never because its owner is our session: other handles
