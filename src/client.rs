@@ -66,6 +66,7 @@ pub struct Options {
     pub(crate) reconnect_on_expiry: bool,
     pub(crate) tcp_nodelay: bool,
     pub(crate) acl: Acl,
+    pub(crate) server_tick_time: Option<Duration>,
 }
 
 impl std::fmt::Debug for Options {
@@ -84,6 +85,7 @@ impl std::fmt::Debug for Options {
             .field("auth", &auth)
             .field("reconnect_on_expiry", &self.reconnect_on_expiry)
             .field("acl", &self.acl)
+            .field("server_tick_time", &self.server_tick_time)
             .finish()
     }
 }
@@ -99,6 +101,7 @@ impl Default for Options {
             reconnect_on_expiry: true,
             tcp_nodelay: true,
             acl: Acl::Open,
+            server_tick_time: None,
         }
     }
 }
@@ -140,6 +143,24 @@ impl Options {
     /// true). Locks of the expired session stay lost either way.
     pub fn reconnect_on_expiry(mut self, on: bool) -> Self {
         self.reconnect_on_expiry = on;
+        self
+    }
+    /// The servers' `tickTime`, if it is not ZooKeeper's default of 2 s (default: 2 s, or half
+    /// the granted session timeout if that is less, since a server with its default
+    /// `minSessionTimeout` grants no session shorter than two ticks).
+    ///
+    /// The lease of a hold is reckoned from it: only the leader expires sessions, and a
+    /// follower tells the leader about its clients in its answers to the leader's pings, sent
+    /// every half tick. A renewal counts once the leader has provably heard of it, which takes
+    /// a little over half a tick (`docs/hold-model.md`). Saying a longer tick than the servers
+    /// use only makes leases shorter; a shorter one than they use makes them unsound.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = zklock::Options::default().server_tick_time(Duration::from_millis(500));
+    /// ```
+    pub fn server_tick_time(mut self, tick: Duration) -> Self {
+        self.server_tick_time = Some(tick);
         self
     }
     /// Whether to set TCP_NODELAY on the session's socket (default true). Only for measuring
@@ -225,27 +246,41 @@ pub struct SessionEvent {
     pub generation: u64,
 }
 
-/// Keeps the session's lease running: every fifth of the session timeout, one cheap request
-/// (`exists` of the root) whose answer proves the server heard us at its send time; and when no
-/// answer comes before the lease ends, the lease lapses (holds turn Uncertain, loss callbacks
-/// run). Holds only a weak reference: it never keeps a session open.
+/// A reading of CLOCK_BOOTTIME (`sys::boot_time`): leases run on it, so that a suspend of the
+/// machine counts as the time it is for the servers.
+type BootTime = Duration;
+
+fn boot_now() -> BootTime {
+    crate::sys::boot_time()
+}
+
+/// Keeps the session's lease running (`docs/hold-model.md`, "The lease"): every so often a
+/// `sync`, which the server we talk to answers only after the leader has; each answer may prove
+/// that the leader heard of the session at a later instant, and the lease runs from there. When
+/// no answer comes before the lease ends, the lease lapses (holds turn Uncertain, loss callbacks
+/// run). A renewal that fails for another reason is reported and tried again: the renewals stop
+/// only when the session ends. Holds only a weak reference: it never keeps a session open.
 fn renew_lease(session: &Arc<Session>) {
     use futures::future::{select, Either};
     let weak = Arc::downgrade(session);
-    let every = session.zk.session_timeout() / 5;
+    let gap = session.ping_gap;
+    let every = (gap / 2).max(session.zk.session_timeout() / 10);
     runtime::spawn(async move {
+        // The renewals answered so far (send time, answer time), oldest first.
+        let mut answered: std::collections::VecDeque<(BootTime, BootTime)> = Default::default();
         loop {
-            let (renewal, end, sent) = {
+            let (renewal, left, sent) = {
                 let Some(s) = weak.upgrade() else { return };
                 if s.state().is_terminal() {
                     return;
                 }
-                let sent = Instant::now();
-                (s.zk.check_stat("/"), s.lease_end(), sent)
+                let sent = boot_now();
+                let zk = s.zk.clone();
+                (async move { zk.sync("/").await }, s.lease_remaining(), sent)
             };
             let mut renewal = std::pin::pin!(renewal);
             // Wait for the answer; if the lease ends first, say so and keep waiting.
-            let answered = match select(renewal.as_mut(), async_io::Timer::at(end)).await {
+            let reply = match select(renewal.as_mut(), async_io::Timer::after(left)).await {
                 Either::Left((r, _)) => r,
                 Either::Right(_) => {
                     if let Some(s) = weak.upgrade() {
@@ -254,10 +289,15 @@ fn renew_lease(session: &Arc<Session>) {
                     renewal.await
                 }
             };
-            match answered {
-                Ok(_) | Err(zk::Error::NoNode) => {
-                    if let Some(s) = weak.upgrade() {
-                        s.renewed(sent);
+            match reply {
+                // A chroot that does not exist still syncs the server.
+                Ok(()) | Err(zk::Error::NoNode) => {
+                    answered.push_back((sent, boot_now()));
+                    if answered.len() > 16 {
+                        answered.pop_front();
+                    }
+                    if let (Some(s), Some(anchor)) = (weak.upgrade(), confirmed(&answered, gap)) {
+                        s.renewed(anchor);
                     }
                     async_io::Timer::after(every).await;
                 }
@@ -265,22 +305,65 @@ fn renew_lease(session: &Arc<Session>) {
                     // No answer (the crate may fail requests at once while it has no
                     // connection): the lease may have run out meanwhile.
                     if let Some(s) = weak.upgrade() {
-                        if Instant::now() >= s.lease_end() {
+                        if s.lease_remaining().is_zero() {
                             s.lapse();
                         }
                     }
                     async_io::Timer::after(Duration::from_millis(50)).await;
                 }
-                Err(e) => {
+                Err(e) if Error::from(e.clone()).is_session_end() => {
                     // The session ended (or its task died): record it, so holds read Lost.
                     if let Some(s) = weak.upgrade() {
                         let _ = s.map_err(e);
                     }
                     return;
                 }
+                Err(e) => {
+                    // Refused (throttled, say): the session lives, so keep renewing.
+                    if let Some(s) = weak.upgrade() {
+                        log::warn!(
+                            "zklock session {:#x}: lease renewal refused: {e}; trying again",
+                            s.id
+                        );
+                        if s.lease_remaining().is_zero() {
+                            s.lapse();
+                        }
+                    }
+                    async_io::Timer::after(every).await;
+                }
             }
         }
     });
+}
+
+/// The latest instant at which the leader has provably heard of the session, from the renewals
+/// answered (send and answer times, oldest first; every one was answered before the newest was
+/// sent, and its answer is the one that asks): the send time of a renewal `j` such that a later
+/// renewal `k` was sent at least `gap` after `j`'s answer.
+///
+/// Why (`docs/hold-model.md`): the leader pings each follower at least every `gap`, so it sent
+/// one after `j` touched the session at the follower and before it answered `k`'s sync; the
+/// follower answers pings in order with the sessions touched since its last answer, so it sent
+/// that touch before it passed on `k`'s answer, hence before it forwarded the newest renewal,
+/// whose answer proves the leader had read everything the follower wrote before it. A reconnect
+/// in between proves it too: a session moves to another server only after the leader
+/// revalidated (touched) it.
+fn confirmed(
+    answered: &std::collections::VecDeque<(BootTime, BootTime)>,
+    gap: Duration,
+) -> Option<BootTime> {
+    let newest = answered.len().checked_sub(1)?;
+    let mut anchor = None;
+    for (j, &(sent_j, answered_j)) in answered.iter().enumerate().take(newest) {
+        // k is neither j nor the newest renewal (whose answer proves k's ping answer arrived).
+        if answered
+            .range(j + 1..newest)
+            .any(|&(sent_k, _)| sent_k >= answered_j + gap)
+        {
+            anchor = Some(sent_j);
+        }
+    }
+    anchor
 }
 
 /// A failure that says nothing about the server's state: the request may or may not have
@@ -339,18 +422,30 @@ pub(crate) struct Session {
     waits: Mutex<Vec<Weak<Signal>>>,
     /// Callbacks of holds that want to hear when the session ends, each alive while its hold is.
     lost_callbacks: Mutex<Vec<LostCallback>>,
-    /// The send time of the latest request of ours that the server answered: the server cannot
+    /// An instant (CLOCK_BOOTTIME) at which the leader provably heard of the session: it cannot
     /// expire the session before this plus the session timeout.
-    lease_anchor: Mutex<Instant>,
+    lease_anchor: Mutex<BootTime>,
+    /// The longest the leader may take between two pings of a follower (`confirmed`).
+    ping_gap: Duration,
     /// The lease ran out (under the state lock's condvar); cleared when it is renewed.
     lapsed: std::sync::atomic::AtomicBool,
 }
 
-/// How long before the server could expire the session a hold stops being believed: a tenth of
-/// the session timeout (the server only ever expires later than the timeout: it checks
-/// sessions on its ticks).
+/// How long before the leader could expire the session a hold stops being believed: a tenth of
+/// the session timeout, for clocks that run at different rates and for the time between our
+/// reading of the clock and the caller acting on the answer (the leader only ever expires
+/// later than the timeout: it rounds expiry up to its next tick).
 fn lease_margin(timeout: Duration) -> Duration {
     timeout / 10
+}
+
+/// The longest the leader may take between two pings of one follower, with slack: it pings
+/// every half tick (`Leader.lead`); a quarter more, and 10 ms, for its scheduling. The tick is
+/// the one given in the options, or ZooKeeper's default 2 s, at most half the granted session
+/// timeout (a server with its default `minSessionTimeout` grants no less than two ticks).
+fn ping_gap(tick: Option<Duration>, granted: Duration) -> Duration {
+    let tick = tick.unwrap_or_else(|| Duration::from_secs(2).min(granted / 2));
+    tick / 2 + tick / 8 + Duration::from_millis(10)
 }
 
 impl Session {
@@ -358,16 +453,16 @@ impl Session {
         *self.state.lock()
     }
 
-    /// When the lease ends: the send time of the latest answered request, plus the session
-    /// timeout the server granted, less the margin.
-    pub(crate) fn lease_end(&self) -> Instant {
+    /// When the lease ends (CLOCK_BOOTTIME): the latest instant the leader provably heard of
+    /// the session, plus the session timeout the server granted, less the margin.
+    fn lease_end(&self) -> BootTime {
         let t = self.zk.session_timeout();
         *self.lease_anchor.lock() + t - lease_margin(t)
     }
 
     /// Whether the session is provably alive now (not ended, and the lease is running).
     pub(crate) fn lease_live(&self) -> bool {
-        !self.state().is_terminal() && Instant::now() < self.lease_end()
+        !self.lease_remaining().is_zero()
     }
 
     /// How long the lease has left (zero once it ran out or the session ended).
@@ -375,17 +470,17 @@ impl Session {
         if self.state().is_terminal() {
             return Duration::ZERO;
         }
-        self.lease_end().saturating_duration_since(Instant::now())
+        self.lease_end().saturating_sub(boot_now())
     }
 
-    /// A request sent at `sent` was answered: the lease runs from there.
-    fn renewed(&self, sent: Instant) {
+    /// The leader provably heard of the session at `at`: the lease runs from there.
+    fn renewed(&self, at: BootTime) {
         let mut a = self.lease_anchor.lock();
-        if sent > *a {
-            *a = sent;
+        if at > *a {
+            *a = at;
         }
         drop(a);
-        if Instant::now() < self.lease_end() {
+        if self.lease_live() {
             self.lapsed.store(false, Ordering::SeqCst);
         }
     }
@@ -424,14 +519,15 @@ impl Session {
         let mut st = self.state.lock();
         loop {
             // Not the lapse flag: a lease renewed since then is believed again.
-            let end = self.lease_end();
-            if st.is_terminal() || Instant::now() >= end {
+            let left = self.lease_end().saturating_sub(boot_now());
+            if st.is_terminal() || left.is_zero() {
                 return true;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return false;
             }
             // Wake at lease end at the latest (and on every state change and lapse).
+            let end = Instant::now() + left;
             let wake = deadline.map_or(end, |d| d.min(end));
             self.cv.wait_until(&mut st, wake);
         }
@@ -775,8 +871,8 @@ impl Client {
             None => (hosts.clone(), None),
         };
         let started = Instant::now();
-        // The session is created after this instant: the first lease runs from here.
-        let asked = Instant::now();
+        // The leader creates the session after this instant: the first lease runs from here.
+        let asked = boot_now();
         // The session's tasks and socket come to be during the connect: kept, so that a caller
         // waiting on this session wakes on its socket and polls its task itself.
         let (connected, io) = runtime::SessionIo::connect(&self.inner.servers, |io| {
@@ -811,7 +907,9 @@ impl Client {
             None => 0,
             Some(_) => self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1,
         };
+        let granted = zk.session_timeout();
         let session = Arc::new(Session {
+            ping_gap: ping_gap(opts.server_tick_time, granted),
             io,
             id: zk.session_id().0,
             generation,
@@ -989,16 +1087,17 @@ impl Client {
         timeout: Duration,
         pred: impl Fn(SessionState) -> bool,
     ) -> SessionState {
-        let deadline = Instant::now() + timeout;
+        // A timeout too long for the clock is no timeout.
+        let deadline = Instant::now().checked_add(timeout);
         let mut st = self.inner.state.lock();
         while !pred(st.0) {
-            if self
-                .inner
-                .state_cv
-                .wait_until(&mut st, deadline)
-                .timed_out()
-            {
-                break;
+            match deadline {
+                Some(d) => {
+                    if self.inner.state_cv.wait_until(&mut st, d).timed_out() {
+                        break;
+                    }
+                }
+                None => self.inner.state_cv.wait(&mut st),
             }
         }
         st.0
@@ -1292,5 +1391,50 @@ mod socket_tests {
         for fd in seen {
             assert_eq!(peer_port(fd), Some(server.port()));
         }
+    }
+}
+
+#[cfg(test)]
+mod lease_tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// A renewal's own answer proves nothing about the leader: the lease moves only to the send
+    /// time of a renewal followed, a ping gap after its answer, by another answered renewal,
+    /// and only once a third renewal sent after that one's answer was answered too.
+    #[test]
+    fn the_lease_runs_from_a_renewal_the_leader_provably_heard_of() {
+        let gap = ms(300);
+        let mut answered = std::collections::VecDeque::new();
+        answered.push_back((ms(0), ms(1)));
+        assert_eq!(confirmed(&answered, gap), None);
+        answered.push_back((ms(200), ms(201)));
+        assert_eq!(confirmed(&answered, gap), None, "k sent within the gap");
+        answered.push_back((ms(400), ms(401)));
+        assert_eq!(confirmed(&answered, gap), None, "k is the newest renewal");
+        answered.push_back((ms(600), ms(601)));
+        // j = 0 (answered at 1), k = 2 (sent at 400 >= 301), newest = 3.
+        assert_eq!(confirmed(&answered, gap), Some(ms(0)));
+        answered.push_back((ms(800), ms(801)));
+        // j = 1 (answered at 201), k = 3 (sent at 600 >= 501).
+        assert_eq!(confirmed(&answered, gap), Some(ms(200)));
+    }
+
+    #[test]
+    fn the_ping_gap_follows_the_tick_and_the_granted_timeout() {
+        // ZooKeeper's default tick: pings every second, a quarter more and 10 ms.
+        assert_eq!(ping_gap(None, Duration::from_secs(10)), ms(1260));
+        // A one-second session: the tick is at most half of it.
+        assert_eq!(
+            ping_gap(None, Duration::from_secs(1)),
+            ms(322) + Duration::from_micros(500)
+        );
+        assert_eq!(
+            ping_gap(Some(ms(100)), Duration::from_secs(1)),
+            ms(72) + Duration::from_micros(500)
+        );
     }
 }

@@ -383,3 +383,28 @@ fn options_debug_never_prints_credentials() {
     let bytes = format!("{:?}", secret.as_bytes());
     assert!(!text.contains(&bytes[1..bytes.len() - 1]), "{text}");
 }
+
+/// "Wait as long as it takes" is a timeout too long for the clock: it must wait (here: return
+/// at once, the state is already the one asked for), never panic.
+#[test]
+fn wait_for_state_with_the_longest_timeout_waits_instead_of_panicking() {
+    let zk = zklock::testing::TestingServer::shared().connect_string();
+    let c = connect(&zk, 4000);
+    let t = Instant::now();
+    assert_eq!(
+        c.wait_for_state(Duration::MAX, |s| s == SessionState::Connected),
+        SessionState::Connected
+    );
+    assert!(t.elapsed() < Duration::from_secs(1));
+    // And a state reached later ends the wait.
+    let c2 = c.clone();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        c2.close();
+    });
+    assert_eq!(
+        c.wait_for_state(Duration::MAX, |s| s == SessionState::Closed),
+        SessionState::Closed
+    );
+    closer.join().unwrap();
+}
