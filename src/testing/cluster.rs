@@ -1,9 +1,13 @@
 //! A ZooKeeper ensemble (quorum) on loopback.
 
+use std::collections::BTreeSet;
 use std::io;
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
+use super::link::LinkProxy;
 use super::{
     base_config, four_letter_at, free_port, parse_cons_sessions, wait_serving, ServerProcess,
     FOUR_LETTER_TIMEOUT,
@@ -17,6 +21,33 @@ struct Member {
     cfg: PathBuf,
     log: PathBuf,
     process: Option<ServerProcess>,
+}
+
+/// The proxied links from member `from` to member `to` (its quorum and its election port).
+struct Link {
+    from: usize,
+    to: usize,
+    quorum: LinkProxy,
+    election: LinkProxy,
+}
+
+impl Link {
+    fn set_blackhole(&self, on: bool) {
+        self.quorum.set_blackhole(on);
+        self.election.set_blackhole(on);
+    }
+
+    fn cut_all(&self) {
+        self.quorum.cut_all();
+        self.election.cut_all();
+    }
+}
+
+/// A listener on a free loopback port, and the port.
+fn bind_free() -> io::Result<(TcpListener, u16)> {
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    let port = l.local_addr()?.port();
+    Ok((l, port))
 }
 
 /// A ZooKeeper ensemble of real servers on `127.0.0.1` (usually three members), for tests of
@@ -34,12 +65,44 @@ struct Member {
 pub struct TestingCluster {
     dir: tempfile::TempDir,
     members: Vec<Member>,
+    /// Empty unless started by [`TestingCluster::start_partitionable`].
+    links: Vec<Link>,
+    /// The members [`TestingCluster::isolate`]d now.
+    isolated: Mutex<BTreeSet<usize>>,
 }
 
 impl TestingCluster {
     /// Starts `members` servers in parallel and waits (up to 30 s) until a leader is elected
     /// and every member serves (`srvr` answers `Mode: leader` or `Mode: follower`).
     pub fn start(members: usize) -> io::Result<TestingCluster> {
+        Self::start_with(members, false)
+    }
+
+    /// Starts `members` servers whose quorum and election links to each other go through
+    /// proxies (each member's zoo.cfg lists the *other* members at proxy ports, itself at its
+    /// real ports), so that [`TestingCluster::isolate`] can partition one member from the
+    /// others. Otherwise as [`TestingCluster::start`]; clients connect to the members directly.
+    ///
+    /// Leader election retries every second at most (`fastleader.maxNotificationInterval`,
+    /// 60 s by default), so a healed member rejoins within seconds.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use zklock::testing::{eventually, TestingCluster};
+    /// let cluster = TestingCluster::start_partitionable(3).unwrap();
+    /// let leader = cluster.leader().unwrap();
+    /// let follower = (leader + 1) % 3;
+    /// cluster.isolate(follower);
+    /// // after syncLimit x tickTime (2.5 s) the follower stops serving; the leader stays
+    /// assert!(eventually(Duration::from_secs(10), || !cluster.serving(follower)));
+    /// cluster.heal(follower);
+    /// assert!(eventually(Duration::from_secs(30), || cluster.serving(follower)));
+    /// ```
+    pub fn start_partitionable(members: usize) -> io::Result<TestingCluster> {
+        Self::start_with(members, true)
+    }
+
+    fn start_with(members: usize, partitionable: bool) -> io::Result<TestingCluster> {
         if members == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -53,13 +116,35 @@ impl TestingCluster {
         for _ in 0..members {
             ports.push((free_port()?, free_port()?, free_port()?));
         }
-        let servers: String = ports
-            .iter()
-            .enumerate()
-            .map(|(i, (_, peer, election))| {
-                format!("server.{}=127.0.0.1:{peer}:{election}\n", i + 1)
-            })
-            .collect();
+        // links[(from, to)]: listeners of the proxies from `from` to `to`'s quorum and election
+        // ports, bound now so that every zoo.cfg can name them.
+        let mut listeners = Vec::new();
+        if partitionable && members > 1 {
+            for from in 0..members {
+                for to in 0..members {
+                    if from != to {
+                        listeners.push((from, to, bind_free()?, bind_free()?));
+                    }
+                }
+            }
+        }
+        let proxy_ports = |from: usize, to: usize| {
+            listeners
+                .iter()
+                .find(|(f, t, _, _)| *f == from && *t == to)
+                .map(|(_, _, q, e)| (q.1, e.1))
+        };
+        // The server list as member `me` sees it.
+        let servers = |me: usize| -> String {
+            ports
+                .iter()
+                .enumerate()
+                .map(|(i, (_, peer, election))| {
+                    let (peer, election) = proxy_ports(me, i).unwrap_or((*peer, *election));
+                    format!("server.{}=127.0.0.1:{peer}:{election}\n", i + 1)
+                })
+                .collect()
+        };
         let mut list = Vec::with_capacity(members);
         for (i, (client, _, _)) in ports.iter().enumerate() {
             let mdir = dir.path().join(format!("member{i}"));
@@ -69,7 +154,11 @@ impl TestingCluster {
             let mut cfg_text = base_config(&data, *client);
             if members > 1 {
                 cfg_text.push_str("standaloneEnabled=false\nreconfigEnabled=false\n");
-                cfg_text.push_str(&servers);
+                if partitionable {
+                    // Unknown keys become system properties `zookeeper.<key>`.
+                    cfg_text.push_str("fastleader.maxNotificationInterval=1000\n");
+                }
+                cfg_text.push_str(&servers(i));
             }
             let cfg = mdir.join("zoo.cfg");
             std::fs::write(&cfg, cfg_text)?;
@@ -80,7 +169,29 @@ impl TestingCluster {
                 process: None,
             });
         }
-        let mut cluster = TestingCluster { dir, members: list };
+        let mut links = Vec::new();
+        let election_callbacks: Vec<(usize, usize, u16)> =
+            listeners.iter().map(|(f, t, _, e)| (*f, *t, e.1)).collect();
+        for (from, to, (ql, _), (el, _)) in listeners {
+            let (_, peer, election) = ports[to];
+            // What `to` dials to reach `from`: its election proxy towards `from`.
+            let back = election_callbacks
+                .iter()
+                .find(|(f, t, _)| *f == to && *t == from)
+                .map(|(_, _, p)| format!("127.0.0.1:{p}"));
+            links.push(Link {
+                from,
+                to,
+                quorum: LinkProxy::start(ql, SocketAddr::from(([127, 0, 0, 1], peer)), None)?,
+                election: LinkProxy::start(el, SocketAddr::from(([127, 0, 0, 1], election)), back)?,
+            });
+        }
+        let mut cluster = TestingCluster {
+            dir,
+            members: list,
+            links,
+            isolated: Mutex::new(BTreeSet::new()),
+        };
         for i in 0..members {
             cluster.spawn(i)?;
         }
@@ -88,6 +199,68 @@ impl TestingCluster {
             cluster.wait(i)?;
         }
         Ok(cluster)
+    }
+
+    /// Black-holes every quorum and election link between member `i` and every other member,
+    /// in both directions, for connections open now and made later: bytes are swallowed and
+    /// sockets stay open (a network partition, not a close). Clients' connections to member
+    /// `i` are untouched.
+    ///
+    /// # Panics
+    /// If the cluster was not started by [`TestingCluster::start_partitionable`].
+    pub fn isolate(&self, i: usize) {
+        assert!(
+            !self.links.is_empty() || self.members.len() == 1,
+            "isolate needs a cluster from TestingCluster::start_partitionable"
+        );
+        let mut isolated = self.isolated.lock().unwrap_or_else(|e| e.into_inner());
+        isolated.insert(i);
+        for l in self.links.iter().filter(|l| l.from == i || l.to == i) {
+            l.set_blackhole(true);
+        }
+    }
+
+    /// Ends [`TestingCluster::isolate`]`(i)`: its links forward again (a link to another
+    /// member that is still isolated stays black-holed). Their connections are closed, since
+    /// bytes were lost mid-stream, so the members connect again.
+    pub fn heal(&self, i: usize) {
+        let mut isolated = self.isolated.lock().unwrap_or_else(|e| e.into_inner());
+        isolated.remove(&i);
+        for l in self.links.iter().filter(|l| l.from == i || l.to == i) {
+            if !isolated.contains(&l.from) && !isolated.contains(&l.to) {
+                l.set_blackhole(false);
+                l.cut_all();
+            }
+        }
+    }
+
+    /// The members isolated now.
+    pub fn isolated(&self) -> Vec<usize> {
+        self.isolated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect()
+    }
+
+    /// Whether member `i` runs and serves requests (`srvr` answers with a `Mode:`; a member
+    /// without a quorum answers "This ZooKeeper instance is not currently serving requests").
+    pub fn serving(&self, i: usize) -> bool {
+        self.mode(i).is_some()
+    }
+
+    /// The `Mode:` of member `i` (`leader`, `follower`, ...), or `None` if it does not serve
+    /// (or does not run).
+    pub fn mode(&self, i: usize) -> Option<String> {
+        self.members[i].process.as_ref()?;
+        four_letter_at(
+            &self.member_connect_string(i),
+            "srvr",
+            Duration::from_secs(1),
+        )
+        .ok()
+        .and_then(|s| super::parse_mode(&s))
     }
 
     fn main_class(&self) -> &'static str {

@@ -22,6 +22,7 @@
 
 pub mod admin;
 mod cluster;
+mod link;
 mod proxy;
 mod server;
 
