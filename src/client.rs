@@ -828,7 +828,7 @@ impl Client {
         });
         let client = Client { inner };
         let bound = Instant::now() + client.inner.options.connect_timeout;
-        client.new_session(None, bound)?;
+        client.new_session(None, bound, None)?;
         Ok(client)
     }
 
@@ -836,16 +836,36 @@ impl Client {
     pub fn reconnect(&self) -> Result<()> {
         let old = self.inner.current.lock().clone();
         let bound = Instant::now() + self.inner.options.connect_timeout;
-        self.new_session(old.map(|s| s.generation), bound)
+        self.new_session(old.map(|s| s.generation), bound, None)
     }
 
-    /// Opens a session, waiting for it until `bound` at most.
-    fn new_session(&self, replacing: Option<u64>, bound: Instant) -> Result<()> {
-        let Some(_g) = self.inner.connect_lock.try_lock_until(bound) else {
-            return Err(Error::ConnectionLoss(
-                "another thread is still opening a new session".into(),
-            ));
+    /// Opens a session, waiting for it until `bound` at most, or until `cancel` is cancelled
+    /// (then `Cancelled`).
+    fn new_session(
+        &self,
+        replacing: Option<u64>,
+        bound: Instant,
+        cancel: Option<&Signal>,
+    ) -> Result<()> {
+        let cancelled = || cancel.is_some_and(|c| c.is_cancelled());
+        // Another thread may be opening one: wait for it in slices, so a cancel is heard.
+        let _g = loop {
+            let slice = (Instant::now() + Duration::from_millis(20)).min(bound);
+            if let Some(g) = self.inner.connect_lock.try_lock_until(slice) {
+                break g;
+            }
+            if cancelled() {
+                return Err(Error::Cancelled);
+            }
+            if Instant::now() >= bound {
+                return Err(Error::ConnectionLoss(
+                    "another thread is still opening a new session".into(),
+                ));
+            }
         };
+        if cancelled() {
+            return Err(Error::Cancelled);
+        }
         if let Some(gen) = replacing {
             // Someone else replaced it while we waited.
             if let Some(cur) = self.inner.current.lock().as_ref() {
@@ -877,8 +897,13 @@ impl Client {
         // waiting on this session wakes on its socket and polls its task itself.
         let (connected, io) = runtime::SessionIo::connect(&self.inner.servers, |io| {
             let fut = runtime::enter(|| connector.connect(&list));
-            runtime::enter(|| runtime::call(fut, deadline, Some(io)))
+            runtime::enter(|| runtime::block_on(fut, Some(deadline), cancel, Some(io)))
         });
+        let connected = match connected {
+            Outcome::Ready(r) => Some(r),
+            Outcome::TimedOut => None,
+            Outcome::Cancelled => return Err(Error::Cancelled),
+        };
         let zk = match connected {
             Some(Ok(zk)) => zk,
             Some(Err(zk::Error::BadArguments(m))) => {
@@ -988,13 +1013,13 @@ impl Client {
 
     /// The current session, opening a fresh one first if it expired and the policy says so.
     pub(crate) fn session(&self) -> Result<Arc<Session>> {
-        self.session_for(Deadline::Forever)
+        self.session_for(Deadline::Forever, None)
     }
 
     /// The current session for an operation whose deadline is `d`: a fresh session after expiry
     /// is waited for until `d` at most (a try-once operation: one session timeout), never the
-    /// whole connect timeout past the caller's deadline.
-    pub(crate) fn session_for(&self, d: Deadline) -> Result<Arc<Session>> {
+    /// whole connect timeout past the caller's deadline, and not past a cancel of `cancel`.
+    pub(crate) fn session_for(&self, d: Deadline, cancel: Option<&Signal>) -> Result<Arc<Session>> {
         let cur = self.inner.current.lock().clone();
         match cur {
             None => Err(Error::Closed),
@@ -1005,7 +1030,7 @@ impl Client {
                         Deadline::TryOnce => d.capped(opts.session_timeout),
                         _ => d.capped(opts.connect_timeout),
                     };
-                    self.new_session(Some(s.generation), bound)?;
+                    self.new_session(Some(s.generation), bound, cancel)?;
                     self.inner.current.lock().clone().ok_or(Error::Closed)
                 }
                 SessionState::Expired => Err(Error::SessionExpired),

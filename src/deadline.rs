@@ -61,6 +61,16 @@ impl Deadline {
         self.instant().is_some_and(|i| Instant::now() >= i)
     }
 
+    /// Pins a try-once deadline to one instant, `t` from now, for every step of one attempt
+    /// (each request, the recovery of a lost reply, a fresh session): returns whether it is a
+    /// try-once attempt (which never waits for another holder) and the deadline of its steps.
+    pub(crate) fn pinned(self, t: Duration) -> (bool, Deadline) {
+        match self {
+            Deadline::TryOnce => (true, Deadline::At(Instant::now() + t)),
+            d => (false, d),
+        }
+    }
+
     /// The earlier of this deadline and `cap` from now: the bound of one step that must not
     /// take longer than `cap` (a ZooKeeper request, a reconnect).
     pub fn capped(self, cap: Duration) -> Instant {

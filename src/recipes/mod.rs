@@ -182,11 +182,25 @@ impl Queue {
     ) -> Result<Option<(Hold, bool)>> {
         // This thread waits for every request it sends here (see `runtime::Caller`).
         let _caller = crate::runtime::Caller::enter();
-        let session = self.client.session_for(d)?;
+        // Registered first: a cancel from here on is heard, even while a fresh session opens.
         let reg = cancel.register();
+        // A try-once attempt has one instant for every step.
+        let (try_once, d) = d.pinned(self.client.session_timeout());
+        let session = self.client.session_for(d, Some(&reg.signal))?;
         let prefix = AttemptId::new().prefix(self.protocol, self.kind);
         let (mut name, mut token, mut children) = self.create_and_list(&session, &prefix, d)?;
         let mut waited = false;
+        // Held, unless a cancel came meanwhile (then the node goes: cancel works at any time).
+        let held = |name: &str, token: i64, waited: bool| {
+            if reg.signal.is_cancelled() {
+                self.cleanup(&session, name);
+                return Err(session.ended_error().unwrap_or(Error::Cancelled));
+            }
+            Ok(Some((
+                Hold::new(session.clone(), self.child(name), token),
+                waited,
+            )))
+        };
         loop {
             let queue = node::contenders(children);
             let Some(idx) = queue.iter().position(|c| c.name == name) else {
@@ -198,11 +212,10 @@ impl Queue {
                 (name, token, children) = self.create_and_list(&session, &prefix, d)?;
                 continue;
             };
-            let held = || Hold::new(session.clone(), self.child(&name), token);
             let Some((w, sole)) = (self.blocker)(&queue, idx) else {
-                return Ok(Some((held(), waited)));
+                return held(&name, token, waited);
             };
-            if d.is_try_once() {
+            if try_once {
                 self.cleanup(&session, &name);
                 return Ok(None);
             }
@@ -232,7 +245,7 @@ impl Queue {
             if let Some(watcher) = watched {
                 match session.wait_watch(watcher, d.instant(), &reg.signal) {
                     Outcome::Ready(ev) => match ev.event_type {
-                        zk::EventType::NodeDeleted if fast => return Ok(Some((held(), true))),
+                        zk::EventType::NodeDeleted if fast => return held(&name, token, true),
                         zk::EventType::Session if ev.session_state.is_terminated() => {
                             return Err(session.ended_error().unwrap_or(Error::SessionExpired));
                         }

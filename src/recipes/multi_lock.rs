@@ -135,8 +135,17 @@ impl RawMultiLock<'_> {
             };
         }
         if progress.load(Ordering::SeqCst) & CANCELLED != 0 {
-            // Cancelled after the last lock was taken: the acquire completed; keep it.
-            log::debug!("multi-lock: cancel arrived after every lock was taken");
+            // Cancelled while the last lock was being taken: cancel works at any time, so what
+            // was taken is given back.
+            log::debug!("multi-lock: cancel arrived as the last lock was taken; releasing all");
+            let n = self.locks.len();
+            let _ = self.release_taken(n);
+            *self.last_failure.lock() = Some(MultiLockFailure {
+                path: self.locks.last().map_or("", |l| l.path()).to_string(),
+                position: n.saturating_sub(1),
+                error: Some(Error::Cancelled),
+            });
+            return Err(Error::Cancelled);
         }
         *self.last_failure.lock() = None;
         Ok(true)

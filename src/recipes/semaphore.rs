@@ -250,10 +250,10 @@ impl Semaphore {
     fn acquire_inner(&self, d: Deadline) -> Result<Option<Hold>> {
         // This thread waits for every request it sends here (see `runtime::Caller`).
         let _caller = crate::runtime::Caller::enter();
-        let session = self.client.session_for(d)?;
-        // Registered before the guarding mutex's wait and kept until the lease wait ends, so a
-        // cancel in between is not lost.
+        // Registered first (before a fresh session opens, the guarding mutex's wait and the
+        // lease wait) and kept until the lease wait ends, so no cancel in between is lost.
         let reg = self.cancel.register();
+        let session = self.client.session_for(d, Some(&reg.signal))?;
         if self.protocol == Protocol::Kazoo && !self.root_checked.load(Ordering::Acquire) {
             self.ensure_kazoo_root(&session, d)?;
         }
@@ -275,6 +275,11 @@ impl Semaphore {
             }
             at_once = false;
             match self.take_curator_at_once(&guard.session.clone(), guard, d)? {
+                AtOnce::Held(hold) if reg.signal.is_cancelled() => {
+                    // Cancel works at any time: what was taken is given back.
+                    let _ = hold.release();
+                    return Err(Error::Cancelled);
+                }
                 AtOnce::Held(hold) => return Ok(Some(hold)),
                 // Every lease is taken (a try ends here; an acquire queues for the mutex again).
                 AtOnce::Full if d.is_try_once() => return Ok(None),
@@ -288,6 +293,14 @@ impl Semaphore {
                 Protocol::Curator => self.take_curator(&guard.session, d, &reg),
                 Protocol::Kazoo => self.take_kazoo(&guard.session, d, &reg),
             }
+        };
+        let r = match r {
+            // Cancel works at any time: what was taken is given back.
+            Ok(Some(hold)) if reg.signal.is_cancelled() => {
+                let _ = hold.release();
+                Err(Error::Cancelled)
+            }
+            r => r,
         };
         // Waited for, not sent and forgotten: a process that exits right after a failed acquire
         // would otherwise leave the guard's node, blocking every acquirer until its session

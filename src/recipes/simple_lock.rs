@@ -65,11 +65,6 @@ impl RawSimpleLock {
         attempt: &str,
         d: Deadline,
     ) -> Result<Option<Hold>> {
-        // A try-once attempt still needs its requests answered: one session timeout in all.
-        let d = match d {
-            Deadline::TryOnce => Deadline::At(session.cap(d)),
-            d => d,
-        };
         let opts = self.client.create_options(zk::CreateMode::Ephemeral);
         let held = |czxid| {
             Some(Hold::at_shared_path(
@@ -145,15 +140,23 @@ impl RawSimpleLock {
             Begin::Fresh(t) => t,
             Begin::Reentered(t) => return Ok(Some(t)),
         };
-        let session = self.client.session_for(d)?;
+        // Registered first: a cancel from here on is heard, even while a fresh session opens.
         let reg = self.cancel.register();
+        // A try-once attempt still needs its requests answered: one session timeout in all.
+        let (try_once, d) = d.pinned(self.client.session_timeout());
+        let session = self.client.session_for(d, Some(&reg.signal))?;
         let attempt = AttemptId::new().text(Protocol::Kazoo);
         let data = format!("{}{ATTEMPT_MARK}{attempt}", self.client.holder_id()).into_bytes();
         loop {
             if let Some(h) = self.try_create(&session, &data, &attempt, d)? {
+                if reg.signal.is_cancelled() {
+                    // Cancel works at any time: what was taken is given back.
+                    let _ = h.release();
+                    return Err(session.ended_error().unwrap_or(Error::Cancelled));
+                }
                 return Ok(Some(ticket.complete(h)));
             }
-            if d.is_try_once() {
+            if try_once {
                 return Ok(None);
             }
             let watcher = match session.call(session.zk.check_and_watch_stat(&self.path), d) {

@@ -1,0 +1,188 @@
+//! Issue 16: no two believers under any fault. Cancels that must not be lost, try-once bounds,
+//! and a holder cut off with its follower from the leader, each against real ZooKeeper servers.
+#![cfg(feature = "testing")]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zklock::testing::{Admin, TcpProxy, TestingServer};
+use zklock::{
+    Client, Deadline, Error, Lockable, MultiLock, Mutex, Options, ReadWriteLock, Semaphore,
+    SemaphoreMutex, SessionState, SimpleLock,
+};
+
+fn opts(session_ms: u64) -> Options {
+    Options::default()
+        .session_timeout(Duration::from_millis(session_ms))
+        .connect_timeout(Duration::from_secs(8))
+}
+
+fn unique_path(name: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "/exclusion/{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+type Maker = fn(&Client, &str) -> Box<dyn Lockable>;
+
+/// Every recipe whose acquire is one attempt at one path, by name.
+fn recipes() -> Vec<(&'static str, Maker)> {
+    vec![
+        ("mutex", |c, p| Box::new(Mutex::per_handle(c, p).unwrap())),
+        ("semaphore mutex", |c, p| {
+            Box::new(SemaphoreMutex::new(c, p).unwrap())
+        }),
+        ("read lock", |c, p| {
+            Box::new(ReadWriteLock::per_handle(c, p).unwrap().read_lock())
+        }),
+        ("write lock", |c, p| {
+            Box::new(ReadWriteLock::per_handle(c, p).unwrap().write_lock())
+        }),
+        ("simple lock", |c, p| {
+            Box::new(SimpleLock::new(c, p).unwrap())
+        }),
+        ("semaphore(2)", |c, p| {
+            Box::new(Semaphore::new(c, p, 2).unwrap())
+        }),
+        ("multi-lock", |c, p| {
+            Box::new(MultiLock::from_boxed(vec![
+                Box::new(Mutex::per_handle(c, &format!("{p}/a")).unwrap()),
+                Box::new(SimpleLock::new(c, &format!("{p}/b")).unwrap()),
+            ]))
+        }),
+    ]
+}
+
+/// Every node under `path`, however deep (lock nodes, semaphore leases and their mutex).
+fn nodes_under(admin: &Admin, path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![path.to_string()];
+    while let Some(p) = todo.pop() {
+        for c in admin.children(&p).unwrap_or_default() {
+            let child = format!("{p}/{c}");
+            if admin
+                .node(&child)
+                .ok()
+                .flatten()
+                .is_some_and(|n| n.ephemeral_owner != 0)
+            {
+                out.push(child.clone());
+            }
+            todo.push(child);
+        }
+    }
+    out
+}
+
+/// A cancel that arrives while the acquire's first round trip is in flight (the server is
+/// frozen) is a cancel: when the lock turns out to be free, the acquire still returns
+/// `Cancelled` and gives back what it took, for every recipe.
+#[test]
+fn a_cancel_during_the_first_round_trip_wins_even_when_the_lock_is_free() {
+    let server = TestingServer::start().unwrap();
+    let hosts = server.connect_string();
+    let admin = Admin::connect(&hosts).unwrap();
+    let mut failures = Vec::new();
+    for (name, make) in recipes() {
+        let c = Client::connect(&hosts, opts(6000)).unwrap();
+        let path = unique_path("cancel-first-trip");
+        // Parents exist, so the first round trip is the create and listing.
+        let l: Arc<dyn Lockable> = Arc::from(make(&c, &path));
+        assert!(
+            l.acquire(Deadline::TryOnce).unwrap().is_some(),
+            "{name}: free"
+        );
+        l.release().unwrap();
+        server.pause();
+        let l2 = l.clone();
+        let acquirer = std::thread::spawn(move || l2.acquire(Deadline::Forever));
+        std::thread::sleep(Duration::from_millis(300));
+        l.cancel();
+        std::thread::sleep(Duration::from_millis(100));
+        server.resume();
+        let r = acquirer.join().unwrap();
+        if r != Err(Error::Cancelled) {
+            failures.push(format!("{name}: a cancelled acquire returned {r:?}"));
+        }
+        if l.is_held() {
+            failures.push(format!(
+                "{name}: the handle believes it holds after the cancel"
+            ));
+            let _ = l.release();
+        }
+        let left = nodes_under(&admin, &path);
+        if !left.is_empty() {
+            failures.push(format!("{name}: nodes left behind: {left:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A cancel sent while an acquire opens a fresh session (the old one expired) reaches it: the
+/// acquire returns `Cancelled` at once, not after the connect timeout or a second cancel.
+#[test]
+fn a_cancel_while_an_acquire_opens_a_fresh_session_is_not_lost() {
+    let server = TestingServer::start().unwrap();
+    let proxy = TcpProxy::start(&server.connect_string()).unwrap();
+    let mut failures = Vec::new();
+    for (name, make) in recipes() {
+        proxy.set_blackhole(false);
+        let c = Client::connect(&proxy.connect_string(), opts(1000)).unwrap();
+        let l: Arc<dyn Lockable> = Arc::from(make(&c, &unique_path("cancel-fresh-session")));
+        proxy.set_blackhole(true);
+        proxy.cut_all();
+        assert_eq!(
+            c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Expired),
+            SessionState::Expired,
+            "{name}"
+        );
+        // The server stays unreachable: the fresh session's connect waits.
+        let l2 = l.clone();
+        let acquirer = std::thread::spawn(move || {
+            let t = Instant::now();
+            (l2.acquire(Deadline::Forever), t.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        l.cancel();
+        let (r, took) = acquirer.join().unwrap();
+        if r != Err(Error::Cancelled) || took > Duration::from_millis(1500) {
+            failures.push(format!(
+                "{name}: cancelled 300 ms into the fresh session's connect, the acquire returned {r:?} after {took:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Try-once means one instant for every step: on a frozen server, `try_lock()` returns within
+/// one session timeout of its call, not a session timeout per step of its recovery.
+#[test]
+fn try_lock_on_a_frozen_server_returns_within_one_session_timeout() {
+    let server = TestingServer::start().unwrap();
+    let hosts = server.connect_string();
+    let t = Duration::from_secs(2);
+    let mut failures = Vec::new();
+    for (name, make) in recipes() {
+        let c = Client::connect(&hosts, opts(t.as_millis() as u64)).unwrap();
+        let l = make(&c, &unique_path("try-frozen"));
+        assert!(l.acquire(Deadline::TryOnce).unwrap().is_some(), "{name}");
+        l.release().unwrap();
+        server.pause();
+        let start = Instant::now();
+        let r = l.acquire(Deadline::TryOnce);
+        let took = start.elapsed();
+        server.resume();
+        if took > t + Duration::from_millis(250) {
+            failures.push(format!(
+                "{name}: try-once on a frozen server took {took:?} (session timeout {t:?}), returned {r:?}"
+            ));
+        }
+        // Let the session settle before the next recipe.
+        c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Connected);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
