@@ -104,6 +104,31 @@ pub(crate) fn may_downgrade(name: &str) -> bool {
     name.contains("__WRIT__") || is_reader(name) || name.contains("__lock__")
 }
 
+/// Whether sequence number `a` (from [`sequence`]) was given before `b`. The 32-bit counter
+/// wraps again and again (after 2³² changes under one parent, `-0000000001` is followed by
+/// `0000000000`), so its numbers compare as serial numbers (RFC 1982): `a` is before `b` when
+/// `b` is less than 2³¹ steps ahead of it. Numbers of one queue are always far closer than that.
+/// 64-bit sequences (19 digits) compare as integers.
+pub(crate) fn seq_before(a: i64, b: i64) -> bool {
+    const WRAP: i64 = 1 << 32;
+    if (0..WRAP).contains(&a) && (0..WRAP).contains(&b) {
+        (b as u32).wrapping_sub(a as u32) as i32 > 0
+    } else {
+        a < b
+    }
+}
+
+/// [`seq_before`] as an ordering.
+pub(crate) fn seq_cmp(a: i64, b: i64) -> std::cmp::Ordering {
+    if a == b {
+        std::cmp::Ordering::Equal
+    } else if seq_before(a, b) {
+        std::cmp::Ordering::Less
+    } else {
+        std::cmp::Ordering::Greater
+    }
+}
+
 /// A contender: a child of the lock path with a sequence number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Contender {
@@ -111,13 +136,14 @@ pub(crate) struct Contender {
     pub(crate) seq: i64,
 }
 
-/// The contenders among `children`, in queue order (by sequence number as an integer, then name).
+/// The contenders among `children`, in queue order (by sequence number in creation order, then
+/// name).
 pub(crate) fn contenders(children: Vec<String>) -> Vec<Contender> {
     let mut v: Vec<Contender> = children
         .into_iter()
         .filter_map(|name| sequence(&name).map(|seq| Contender { name, seq }))
         .collect();
-    v.sort_by(|a, b| a.seq.cmp(&b.seq).then_with(|| a.name.cmp(&b.name)));
+    v.sort_by(|a, b| seq_cmp(a.seq, b.seq).then_with(|| a.name.cmp(&b.name)));
     v
 }
 
@@ -158,7 +184,8 @@ mod tests {
     #[test]
     fn orders_across_the_wrap_in_creation_order() {
         let c = contenders(vec![
-            "_c_d-lock--000000001".into(),
+            // Numbers of one queue are close (a queue spanning 2³¹ numbers cannot be ordered).
+            "_c_d-lock--2147483646".into(),
             "_c_b-lock--2147483648".into(),
             "_c_a-lock-2147483647".into(),
             "_c_c-lock--2147483647".into(),
@@ -166,6 +193,22 @@ mod tests {
         ]);
         let names: Vec<_> = c.iter().map(|c| &c.name[3..4]).collect();
         assert_eq!(names, vec!["z", "a", "b", "c", "d"]);
+    }
+
+    /// The counter wraps every 2³² changes: after the second wrap (`-0000000001` then
+    /// `0000000000`) nodes still queue in creation order.
+    #[test]
+    fn orders_across_the_second_wrap_in_creation_order() {
+        let c = contenders(vec![
+            "_c_c-lock-0000000000".into(),
+            "_c_a-lock--000000002".into(),
+            "_c_d-lock-0000000001".into(),
+            "_c_b-lock--000000001".into(),
+        ]);
+        let names: Vec<_> = c.iter().map(|c| &c.name[3..4]).collect();
+        assert_eq!(names, vec!["a", "b", "c", "d"]);
+        assert!(seq_before(sequence("x__lock__-000000001").unwrap(), 0));
+        assert!(!seq_before(0, sequence("x__lock__-000000001").unwrap()));
     }
 
     #[test]

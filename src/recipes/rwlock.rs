@@ -20,7 +20,7 @@ pub(crate) fn reader_blocker(queue: &[Contender], idx: usize) -> Option<(usize, 
     let mut writers = queue[..idx]
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.seq < seq && !node::is_reader(&c.name))
+        .filter(|(_, c)| node::seq_before(c.seq, seq) && !node::is_reader(&c.name))
         .map(|(i, _)| i);
     let nearest = writers.next_back()?;
     Some((nearest, writers.next().is_none()))
@@ -30,7 +30,9 @@ pub(crate) fn reader_blocker(queue: &[Contender], idx: usize) -> Option<(usize, 
 /// number (a downgrade read node made by this writer's holder) do not block it.
 pub(crate) fn writer_blocker(queue: &[Contender], idx: usize) -> Option<(usize, bool)> {
     let seq = queue[idx].seq;
-    let pred = queue[..idx].iter().rposition(|c| c.seq < seq)?;
+    let pred = queue[..idx]
+        .iter()
+        .rposition(|c| node::seq_before(c.seq, seq))?;
     Some((pred, pred == 0))
 }
 
