@@ -59,7 +59,12 @@ pub mod testing;
 /// Process rules of the `zklock` command. Not part of the API.
 #[doc(hidden)]
 pub mod process {
-    pub use crate::sys::{die_with_parent, process_cpu_time, send_signal};
+    #[cfg(feature = "testing")]
+    pub use crate::sys::{controlling_terminal_on_stdin, open_pty};
+    pub use crate::sys::{
+        die_with_parent, in_my_process_group, process_cpu_time, send_signal, CaughtSignals,
+        SignalOrigin,
+    };
 }
 
 pub use client::{Acl, ChildrenWatch, Client, Options, SessionEvent, SessionState};
