@@ -389,13 +389,24 @@ fn start_command(
     dir: &std::path::Path,
     script: &str,
 ) -> (std::process::Child, u32) {
+    start_command_with(h, p, dir, script, |_| {})
+}
+
+/// As [`start_command`], with `setup` applied to zklock's `Command` before it starts.
+#[allow(clippy::zombie_processes)] // returned to the caller, who waits for it
+fn start_command_with(
+    h: &str,
+    p: &str,
+    dir: &std::path::Path,
+    script: &str,
+    setup: impl FnOnce(&mut Command),
+) -> (std::process::Child, u32) {
     let pidfile = dir.join("pid");
     let script = format!("echo $$ > {}; {script}", pidfile.display());
-    let mut z = zklock(h, &["--session-timeout", "2", p, "--", "sh", "-c", &script])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut c = zklock(h, &["--session-timeout", "2", p, "--", "sh", "-c", &script]);
+    c.stdout(Stdio::null()).stderr(Stdio::piped());
+    setup(&mut c);
+    let mut z = c.spawn().unwrap();
     let t = Instant::now();
     loop {
         if let Some(pid) = std::fs::read_to_string(&pidfile)
@@ -549,4 +560,130 @@ fn holders_json_watch_follows_the_queue() {
     assert_eq!(next("after the release"), "[]");
     let _ = w.kill();
     let _ = w.wait();
+}
+
+/// Sends `sig` to a `zklock` that waits for a lock held by another client: it exits 128+N at
+/// once and its queue node is gone with it, so the next acquirer gets the lock as soon as the
+/// holder lets go, not a session timeout (6 s) later.
+fn signal_while_waiting_frees_the_queue_at_once(sig: i32, name: &str) {
+    let h = hosts();
+    let p = path(name);
+    let c = client(&h, "holder");
+    let m = Mutex::new(&c, &p).unwrap();
+    let g = m.lock().unwrap();
+    let mut z = zklock(&h, &["--session-timeout", "6", &p, "--", "echo", "ran"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while m.participants().unwrap().len() < 2 {
+        assert!(t.elapsed() < Duration::from_secs(10), "zklock never queued");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t = Instant::now();
+    assert!(zklock::process::send_signal(z.id(), sig));
+    while z.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let exited = t.elapsed();
+    let queue_after_exit = m.participants().unwrap().len();
+    drop(g);
+    let c2 = client(&h, "next");
+    let m2 = Mutex::new(&c2, &p).unwrap();
+    let t = Instant::now();
+    let next = m2.try_lock_for(Duration::from_secs(10)).unwrap();
+    let next_waited = t.elapsed();
+    drop(next);
+    let out = z.wait_with_output().unwrap();
+    eprintln!(
+        "signal {sig} to a waiting zklock: exited after {exited:?} ({:?}); {queue_after_exit} \
+         node(s) left; the next acquirer waited {next_waited:?}",
+        out.status
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(128 + sig),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(exited < Duration::from_secs(2), "{exited:?}");
+    assert!(out.stdout.is_empty(), "COMMAND must not run");
+    assert_eq!(queue_after_exit, 1, "only the holder is queued");
+    assert!(next_waited < Duration::from_secs(1), "{next_waited:?}");
+    let (code, _, err) = run(zklock(&h, &["-n", &p, "true"]));
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn sigterm_to_a_waiting_zklock_ends_its_wait_and_frees_the_queue_at_once() {
+    signal_while_waiting_frees_the_queue_at_once(libc::SIGTERM, "wait-term");
+}
+
+#[test]
+fn sigint_to_a_waiting_zklock_ends_its_wait_and_frees_the_queue_at_once() {
+    signal_while_waiting_frees_the_queue_at_once(libc::SIGINT, "wait-int");
+}
+
+/// COMMAND is `sh` trapping SIGINT: a line per SIGINT it gets, then "done" after 1.5 s.
+fn int_counting_script(log: &std::path::Path) -> String {
+    format!(
+        "trap 'echo INT >> {l}' INT; i=0; while [ $i -lt 15 ]; do sleep 0.1; i=$((i+1)); done; echo done >> {l}",
+        l = log.display()
+    )
+}
+
+/// One Ctrl-C typed at the terminal goes to the whole foreground process group, zklock and
+/// COMMAND: COMMAND sees it once (zklock does not pass on what COMMAND got itself), and
+/// zklock exits with COMMAND's status.
+#[test]
+fn one_ctrl_c_at_the_terminal_reaches_the_command_once() {
+    use std::io::Write;
+    let h = hosts();
+    let p = path("ctrl-c");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let (mut master, slave) = zklock::process::open_pty().unwrap();
+    let (z, cmd) = start_command_with(&h, &p, dir.path(), &int_counting_script(&log), |c| {
+        c.stdin(Stdio::from(slave));
+        zklock::process::controlling_terminal_on_stdin(c);
+    });
+    assert!(alive(cmd));
+    master.write_all(b"\x03").unwrap();
+    let out = z.wait_with_output().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text,
+        "INT\ndone\n",
+        "COMMAND saw the Ctrl-C once: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "zklock exits with COMMAND's status"
+    );
+    let (code, _, err) = run(zklock(&h, &["-n", &p, "true"]));
+    assert_eq!(code, 0, "released: {err}");
+}
+
+/// A SIGINT sent to zklock alone (kill PID) is passed on to COMMAND, once.
+#[test]
+fn sigint_to_zklock_alone_reaches_the_command_once() {
+    let h = hosts();
+    let p = path("sigint-alone");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let (z, cmd) = start_command(&h, &p, dir.path(), &int_counting_script(&log));
+    assert!(alive(cmd));
+    assert!(zklock::process::send_signal(z.id(), libc::SIGINT));
+    let out = z.wait_with_output().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text,
+        "INT\ndone\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
 }

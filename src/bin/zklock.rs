@@ -9,12 +9,12 @@
 
 use std::io::Write;
 use std::process::{Child, Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-use signal_hook::iterator::Signals;
-
+use libc::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use zklock::process::{CaughtSignals, SignalOrigin};
 use zklock::{
     Client, Deadline, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore, SessionState,
     SimpleLock,
@@ -70,7 +70,10 @@ Options:
 
 COMMAND never outlives the lock: SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to zklock are
 passed on to COMMAND, and zklock waits for it, then releases and exits with its status; if
-zklock dies without a chance to do so (SIGKILL, OOM), COMMAND is killed with it.
+zklock dies without a chance to do so (SIGKILL, OOM), COMMAND is killed with it. A Ctrl-C
+or Ctrl-\\ typed at the terminal reaches COMMAND itself (it is in zklock's process group), so
+zklock does not pass it on. One of these signals while zklock still waits for the lock ends
+the wait: zklock leaves the queue, and exits 128+N without running COMMAND.
 
 COMMAND's environment also gets ZKLOCK_PATH and ZKLOCK_FENCING_TOKEN (the hold's fencing
 token: strictly increasing from one holder of the lock to the next).
@@ -80,6 +83,7 @@ Exit status:
   75                  not acquired before the timeout (or busy, with --timeout 0 / -n)
   64                  bad usage
   69                  ZooKeeper unreachable, or a ZooKeeper error, before COMMAND started
+  128+N               signal N ended zklock before COMMAND started
   126, 127            COMMAND could not be executed / was not found
 ";
 
@@ -431,7 +435,34 @@ fn run(client: &Client, args: &Args) -> ExitCode {
         Ok(l) => l,
         Err(e) => return fail(&e),
     };
-    let token = match lock.acquire(Deadline::from_timeout(args.timeout)) {
+    // Catch the signals before the acquire: one that comes while zklock waits ends the wait
+    // (the acquire deletes its node; main() closes the session), so the queue does not keep a
+    // node of a zklock that is gone until its session expires. Later ones go on to COMMAND.
+    let signals = match CaughtSignals::catch(&FORWARDED) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("zklock: cannot catch signals: {e}");
+            return ExitCode::from(EXIT_UNAVAILABLE);
+        }
+    };
+    let waiting = AtomicBool::new(true);
+    let (acquired, signal) = std::thread::scope(|s| {
+        let canceller = s.spawn(|| cancel_on_signal(&*lock, &signals, &waiting));
+        let acquired = lock.acquire(Deadline::from_timeout(args.timeout));
+        waiting.store(false, Ordering::SeqCst);
+        signals.wake();
+        (
+            acquired,
+            canceller.join().expect("the signal watcher does not panic"),
+        )
+    });
+    if let Some(sig) = signal {
+        if matches!(acquired, Ok(Some(_))) {
+            let _ = lock.release();
+        }
+        return interrupted(args, sig);
+    }
+    let token = match acquired {
         Ok(Some(token)) => token,
         Ok(None) => {
             let how = match args.timeout {
@@ -452,15 +483,13 @@ fn run(client: &Client, args: &Args) -> ExitCode {
         let _ = lost_tx.send(());
     }));
 
-    // From here on, the signals that would end zklock go on to COMMAND instead (registered
-    // before the spawn, so none is lost in between; COMMAND starts with default handlers).
-    let forwarded = match Signals::new(FORWARDED) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("zklock: cannot catch signals: {e}");
-            return ExitCode::from(EXIT_UNAVAILABLE);
-        }
-    };
+    // A signal between the acquire and here: COMMAND does not start. From here on, the
+    // signals go on to COMMAND (any caught after this look goes to it once it has started;
+    // COMMAND starts with default handlers).
+    if let Some(o) = signals.next(Some(Duration::ZERO)) {
+        let _ = lock.release();
+        return interrupted(args, o.signal);
+    }
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
         .env("ZKLOCK_PATH", &args.path)
@@ -478,7 +507,7 @@ fn run(client: &Client, args: &Args) -> ExitCode {
             });
         }
     };
-    let status = wait_child(&mut child, &lost_rx, forwarded, client, args);
+    let status = wait_child(&mut child, &lost_rx, &signals, client, args);
     if let Err(e) = lock.release() {
         eprintln!("zklock: releasing {}: {e}", args.path);
     }
@@ -494,16 +523,55 @@ fn run(client: &Client, args: &Args) -> ExitCode {
     }
 }
 
+/// While `waiting`: on the first signal caught, cancels the acquire of `lock`, and returns
+/// that signal once the acquire has returned; None if it returned without a signal.
+fn cancel_on_signal(
+    lock: &dyn Lockable,
+    signals: &CaughtSignals,
+    waiting: &AtomicBool,
+) -> Option<i32> {
+    while waiting.load(Ordering::SeqCst) {
+        let Some(o) = signals.next(None) else {
+            continue;
+        };
+        // A cancel is not kept for an acquire that has not begun to wait yet (nor for the next
+        // wait of one that goes on): cancel until the acquire has returned.
+        while waiting.load(Ordering::SeqCst) {
+            lock.cancel();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        return Some(o.signal);
+    }
+    None
+}
+
+/// Signal `sig` ended zklock before COMMAND started (nothing of the attempt is left on the
+/// server): 128+N, as a shell reports a command killed by signal N.
+fn interrupted(args: &Args, sig: i32) -> ExitCode {
+    eprintln!("zklock: {}: signal {sig} before COMMAND started", args.path);
+    ExitCode::from(128u8.wrapping_add(sig as u8))
+}
+
 /// The signals zklock passes on to COMMAND.
 const FORWARDED: [i32; 4] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT];
 
-/// Waits for the child, passing on the signals zklock receives; when the lock stops being
-/// provably held meanwhile, says so and applies --on-lost (and --kill-after). The child is
-/// signalled only while it is known not to have been reaped, so its pid is still its own.
+/// Whether COMMAND (process `pid`) got signal `o` itself, so that zklock must not pass it on:
+/// the kernel sent it (a Ctrl-C or Ctrl-\ typed at the terminal, a hangup: sent to the
+/// terminal's foreground process group as a whole, zklock's) and COMMAND is still in zklock's
+/// process group. A signal a process sent (kill(2)) is passed on, to zklock alone or to its
+/// group: the two look the same to zklock (same si_code, same sender).
+fn command_got_it_too(o: &SignalOrigin, pid: u32) -> bool {
+    o.from_kernel && zklock::process::in_my_process_group(pid)
+}
+
+/// Waits for the child, passing on the signals zklock receives (but not a terminal's, which
+/// reached it too: [`command_got_it_too`]); when the lock stops being provably held
+/// meanwhile, says so and applies --on-lost (and --kill-after). The child is signalled only
+/// while it is known not to have been reaped, so its pid is still its own.
 fn wait_child(
     child: &mut Child,
     lost_rx: &mpsc::Receiver<()>,
-    mut forwarded: Signals,
+    signals: &CaughtSignals,
     client: &Client,
     args: &Args,
 ) -> std::io::Result<std::process::ExitStatus> {
@@ -514,7 +582,14 @@ fn wait_child(
         if let Some(s) = child.try_wait()? {
             return Ok(s);
         }
-        for sig in forwarded.pending() {
+        while let Some(o) = signals.next(Some(Duration::ZERO)) {
+            let sig = o.signal;
+            if command_got_it_too(&o, pid) {
+                if args.verbose {
+                    eprintln!("zklock: signal {sig} from the terminal reached {pid} too");
+                }
+                continue;
+            }
             if args.verbose {
                 eprintln!("zklock: passing signal {sig} on to {pid}");
             }
