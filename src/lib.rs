@@ -27,9 +27,10 @@
 //! [`Mutex::per_handle`] gives the handle rule). A node is a participant's only if its own
 //! attempt created it, so two handles never hold one exclusive lock, even on one [`Client`].
 //!
-//! **For how long.** A hold is a lease ([`HoldState`]): `Held` only while the server cannot have
-//! expired the session (the send time of the latest answered request, plus the session timeout,
-//! less a tenth), `Uncertain` from then until the session reconnects or expires, `Lost` after.
+//! **For how long.** A hold is a lease ([`HoldState`]): `Held` only while the leader cannot have
+//! expired the session (an instant at which the leader provably heard of it, plus the session
+//! timeout, less a tenth: `docs/hold-model.md`), `Uncertain` from then until the lease is renewed
+//! or the session expires, `Lost` after.
 //! Attach [`Guard::fencing_token`] to the writes the lock protects.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]

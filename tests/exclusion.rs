@@ -186,3 +186,78 @@ fn try_lock_on_a_frozen_server_returns_within_one_session_timeout() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The heart of issue 16. A holds through a follower; that follower is cut off from the leader
+/// (and the other member) while A's connection to it stays up, so it keeps answering A for
+/// syncLimit × tickTime. Only the leader expires sessions: it does so a session timeout after it
+/// last heard of A, and B, waiting through the other members, gets the lock. A must stop
+/// believing (leave `Held`) before B can acquire, in every run; the margin is printed.
+#[test]
+fn a_holder_cut_off_with_its_follower_stops_believing_before_another_acquires() {
+    use zklock::testing::TestingCluster;
+    let cluster = TestingCluster::start_partitionable(3).unwrap();
+    let mut failures = Vec::new();
+    for run in 0..3 {
+        let leader = (0..3)
+            .find(|&i| cluster.mode(i).as_deref() == Some("leader"))
+            .expect("a leader");
+        let f = (0..3).find(|&i| i != leader).unwrap();
+        let others: Vec<String> = (0..3)
+            .filter(|&i| i != f)
+            .map(|i| cluster.member_connect_string(i))
+            .collect();
+        let a = Client::connect(&cluster.member_connect_string(f), opts(1000)).unwrap();
+        let b = Client::connect(&others.join(","), opts(4000)).unwrap();
+        let path = unique_path("cut-off-follower");
+        let la = Arc::new(Mutex::per_handle(&a, &path).unwrap());
+        let lb = Arc::new(Mutex::per_handle(&b, &path).unwrap());
+        la.acquire(Deadline::Forever).unwrap().expect("A holds");
+        // A's hold is believed now, and keeps being believed while nothing is wrong.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            la.is_held(),
+            "run {run}: A's hold is not believed before any fault"
+        );
+        let lb2 = lb.clone();
+        let waiter = std::thread::spawn(move || {
+            lb2.acquire(Deadline::after(Duration::from_secs(30)))
+                .map(|t| (t, Instant::now()))
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let la2 = la.clone();
+        let watcher = std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(30);
+            while la2.is_held() && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Instant::now()
+        });
+        let cut = Instant::now();
+        cluster.isolate(f);
+        let (token, b_at) = match waiter.join().unwrap() {
+            Ok((Some(t), at)) => (t, at),
+            other => panic!("run {run}: B did not acquire: {other:?}"),
+        };
+        let a_left = watcher.join().unwrap();
+        let ms = |i: Instant| i.saturating_duration_since(cut).as_millis();
+        eprintln!(
+            "run {run}: follower {f} cut off; A stopped believing at {} ms, B acquired at {} ms (token {token}): margin {} ms",
+            ms(a_left),
+            ms(b_at),
+            b_at.saturating_duration_since(a_left).as_millis()
+        );
+        if a_left >= b_at {
+            failures.push(format!(
+                "run {run}: A still believed it held {} ms after B acquired",
+                a_left.duration_since(b_at).as_millis()
+            ));
+        }
+        lb.release().unwrap();
+        cluster.heal(f);
+        assert!(
+            zklock::testing::eventually(Duration::from_secs(30), || cluster.serving(f)),
+            "member {f} rejoins"
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

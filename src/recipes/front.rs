@@ -66,7 +66,7 @@ pub trait Lockable: Send + Sync {
     fn fencing_token(&self) -> Result<i64>;
 
     /// How long the calling participant's hold stays provably valid if the server went silent
-    /// now (the lease: the send time of the latest request the server answered, plus the
+    /// now (the lease: an instant at which the leader provably heard of the session, plus the
     /// session timeout, less a tenth of it); `None` if it holds nothing.
     fn lease_remaining(&self) -> Option<Duration>;
 
