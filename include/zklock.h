@@ -189,9 +189,16 @@ typedef struct zkl_lock zkl_lock;
 /*
  Receives one log line: its zkl_log_level, its target (the library's module, e.g.
  "zklock::recipes::hold") and its message, both NUL-terminated and valid only during the call;
- user_data is what zkl_set_log_callback was given. Called on the library's own threads, maybe
- on several at once: it must be thread-safe, return promptly, and must not call back into the
- library.
+ user_data is what zkl_set_log_callback was given.
+
+ Threads: called on the library's log thread, "zklock-log", one call at a time, in the order
+ the lines were logged; never on a thread that runs ZooKeeper I/O or a zkl_ call, nor under
+ a lock of the library. So it may take its time (lines wait in a queue meanwhile; past 1024
+ waiting lines, new ones are dropped and a ZKL_LOG_WARN line from "zklock::log" says how
+ many) and it may call into the library, zkl_set_log_callback(NULL, 0, NULL) included.
+ A runtime that ends foreign threads while it shuts down (CPython during interpreter
+ finalization) must remove the callback before that (zkl_set_log_callback(NULL, 0, NULL) in
+ an exit hook), or pull lines with zkl_log_next from a thread of its own instead.
  */
 typedef void (*zkl_log_callback)(uint32_t level,
                                  const char *target,
@@ -530,19 +537,70 @@ void zkl_lock_free(struct zkl_lock *lock);
 
 /*
  Sends the library's log lines of max_level and more severe (a zkl_log_level, 1 = errors only
- ... 5 = everything) to callback, with user_data. Set once per process: a second call, or a
- call in a program that already installed a Rust logger, is ZKL_INVALID_ARGUMENT (the first
- stays). Until then the library logs nothing.
+ ... 5 = everything) to callback, with user_data, from the library's log thread (see
+ zkl_log_callback for the threads it runs on). Until a callback is set (or zkl_log_start
+ is called) the library logs nothing.
 
- Returns ZKL_INVALID_ARGUMENT for a NULL callback or a max_level outside 1..=5. Never blocks.
- Any thread.
+ A NULL callback removes the callback that is set (as zkl_log_stop does; max_level and
+ user_data are then ignored): when this returns, the callback is not running and is never
+ called again (called from inside the callback itself, it returns at once and the callback
+ is not called again after the current call). Then another callback may be set.
 
- Pointers: callback is NULL or a function that may be called from any thread, at any time
- until the process exits, with user_data.
+ Returns ZKL_INVALID_ARGUMENT for a max_level outside 1..=5, while a callback is set or
+ zkl_log_start is in effect (the first stays), and in a program that already installed a
+ Rust logger (the library's lines go to that logger). Never blocks, except the removal,
+ which waits for a call of the callback in progress to return. Any thread.
+
+ Pointers: callback is NULL or a function that may be called on the library's log thread,
+ with user_data, until it is removed (or until the process exits).
  */
 enum zkl_status zkl_set_log_callback(zkl_log_callback callback,
                                      uint32_t max_level,
                                      void *user_data);
+
+/*
+ Queues the library's log lines of max_level and more severe (a zkl_log_level, 1 = errors
+ only ... 5 = everything) for zkl_log_next, which takes them on a thread of the caller's:
+ the way for a runtime that must run its own code on its own threads (Python, with its
+ interpreter lock and its shutdown) to hear the library. At most 1024 lines wait; past that,
+ new ones are dropped and counted, and a ZKL_LOG_WARN line from "zklock::log" says how many
+ in their place.
+
+ Returns ZKL_INVALID_ARGUMENT for a max_level outside 1..=5, while a log callback is set or
+ zkl_log_start is in effect already, and in a program that already installed a Rust logger.
+ Never blocks. Any thread.
+ */
+enum zkl_status zkl_log_start(uint32_t max_level);
+
+/*
+ Takes the next log line queued since zkl_log_start, waiting for one up to timeout_ms
+ (< 0: as long as it takes; 0: not at all): its zkl_log_level to *out_level, its target
+ (the library's module, e.g. "zklock::recipes::hold") to *out_target and its message to
+ *out_message. Lines come in the order they were logged, each to one caller.
+
+ Returns ZKL_OK with a line; ZKL_TIMEOUT if none came in time; ZKL_CANCELLED when log lines
+ are not queued (before zkl_log_start) or stop being queued during the wait (zkl_log_stop);
+ ZKL_INVALID_ARGUMENT for a NULL argument. On any status but ZKL_OK the out-parameters are
+ left unchanged. The strings are owned by the library and valid until the next
+ zkl_log_next call on the same thread. Blocks at most timeout_ms. Any thread, several at
+ once.
+
+ Pointers: out_level, out_target and out_message are NULL or valid for writing.
+ */
+enum zkl_status zkl_log_next(int64_t timeout_ms,
+                             uint32_t *out_level,
+                             const char **out_target,
+                             const char **out_message);
+
+/*
+ Stops the delivery of the library's log lines, whichever way they go: the queued lines
+ are dropped, zkl_log_next calls waiting for one return ZKL_CANCELLED, and a log callback is
+ removed as zkl_set_log_callback(NULL, 0, NULL) removes it (when this returns, it is not
+ running and never called again; from inside the callback, it returns at once). The library
+ then logs nothing until zkl_log_start or zkl_set_log_callback. ZKL_OK also when nothing was
+ delivered. Never blocks, but for a call of the log callback in progress. Any thread.
+ */
+enum zkl_status zkl_log_stop(void);
 
 /*
  The name of a zkl_status value, e.g. "ZKL_TIMEOUT"; "ZKL_UNKNOWN_STATUS" for any other

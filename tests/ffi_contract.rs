@@ -8,13 +8,15 @@
 // exactly what the contract allows; one SAFETY note per test instead of per call.
 #![allow(clippy::undocumented_unsafe_blocks)]
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::{null, null_mut};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::time::{Duration, Instant};
 
 use zklock::ffi::zkl_status::*;
 use zklock::ffi::*;
-use zklock::testing::{Admin, TestingServer};
+use zklock::testing::{Admin, TcpProxy, TestingServer};
 
 /// One server for the whole file (a JVM per test would be slow on small machines).
 fn hosts() -> String {
@@ -801,5 +803,333 @@ fn hold_state_and_lease_remaining_answer_for_the_handle() {
         assert_eq!(zkl_lock_release(l), ZKL_OK);
         zkl_lock_free(l);
         zkl_client_free(c);
+    }
+}
+
+// ---------------------------------------------------------------------------------- log lines
+
+/// The library's log delivery is one per process: the tests that set it take turns, and each
+/// stops it when done (also when it fails).
+static LOG_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct LogTurn(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+impl Drop for LogTurn {
+    fn drop(&mut self) {
+        assert_eq!(zkl_log_stop(), ZKL_OK);
+    }
+}
+
+fn log_turn() -> LogTurn {
+    LogTurn(LOG_TURN.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn connect_ms(hosts: &str, session_timeout_ms: u32) -> *mut zkl_client {
+    let h = cstr(hosts);
+    let mut c = null_mut();
+    let s = unsafe { zkl_client_connect(h.as_ptr(), session_timeout_ms, &mut c) };
+    assert_eq!(s, ZKL_OK, "{}", last_error());
+    c
+}
+
+fn thread_name() -> String {
+    std::thread::current().name().unwrap_or("?").to_string()
+}
+
+/// The session timeout of the blocking-callback test; its callback blocks three times that.
+const SHORT_SESSION_MS: u64 = 2000;
+static SUSPENSION_LOGGED: AtomicBool = AtomicBool::new(false);
+static CALLBACK_THREADS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C" fn blocks_on_a_suspension(
+    _level: u32,
+    _target: *const c_char,
+    message: *const c_char,
+    _user: *mut c_void,
+) {
+    let message = unsafe { CStr::from_ptr(message) }.to_string_lossy();
+    CALLBACK_THREADS.lock().unwrap().push(thread_name());
+    if message.contains("Suspended") && !SUSPENSION_LOGGED.swap(true, SeqCst) {
+        std::thread::sleep(Duration::from_millis(3 * SHORT_SESSION_MS));
+    }
+}
+
+/// A log callback that blocks for three session timeouts, on a line that the library logs
+/// from its I/O (a session suspended), holds up no other session: its lock operations go on,
+/// it never expires, and every call of the callback is on the library's log thread.
+#[test]
+fn a_log_callback_that_blocks_holds_up_no_zookeeper_io() {
+    let _turn = log_turn();
+    let proxy = TcpProxy::start(&hosts()).unwrap();
+    unsafe {
+        assert_eq!(
+            zkl_set_log_callback(Some(blocks_on_a_suspension), 3, null_mut()),
+            ZKL_OK,
+            "{}",
+            last_error()
+        );
+        let timeout = SHORT_SESSION_MS as u32;
+        let b = connect_ms(&hosts(), timeout);
+        let a = connect_ms(&proxy.connect_string(), timeout);
+        let held = mutex(b, "/ffi/log/blocking/held");
+        let other = mutex(b, "/ffi/log/blocking/other");
+        assert_eq!(zkl_lock_acquire(held, 5000), ZKL_OK, "{}", last_error());
+        // The proxied session is suspended: the library logs it from its I/O.
+        proxy.refuse_new(true);
+        proxy.cut_all();
+        let t = Instant::now();
+        while !SUSPENSION_LOGGED.load(SeqCst) {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "no suspension logged"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let started = Instant::now();
+        let mut rounds = 0;
+        while started.elapsed() < Duration::from_millis(3 * SHORT_SESSION_MS) {
+            let t = Instant::now();
+            assert_eq!(
+                zkl_lock_acquire(other, i64::from(timeout)),
+                ZKL_OK,
+                "round {rounds}: {}",
+                last_error()
+            );
+            assert_eq!(zkl_lock_release(other), ZKL_OK, "round {rounds}");
+            let took = t.elapsed();
+            assert!(
+                took < Duration::from_millis(SHORT_SESSION_MS / 2),
+                "round {rounds} took {took:?}"
+            );
+            let mut state = 0u32;
+            assert_eq!(zkl_lock_hold_state(held, &mut state), ZKL_OK);
+            assert_eq!(
+                state,
+                zkl_hold_state::ZKL_HOLD_HELD as u32,
+                "round {rounds}"
+            );
+            rounds += 1;
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(zkl_lock_release(held), ZKL_OK, "{}", last_error());
+        zkl_lock_free(held);
+        zkl_lock_free(other);
+        zkl_client_free(b);
+        zkl_client_free(a);
+    }
+    let threads = CALLBACK_THREADS.lock().unwrap().clone();
+    assert!(
+        !threads.is_empty() && threads.iter().all(|t| t == "zklock-log"),
+        "{threads:?}"
+    );
+}
+
+/// What a counting callback saw (its user_data).
+#[derive(Default)]
+struct Calls {
+    count: AtomicUsize,
+    running: AtomicBool,
+    /// How long each call takes.
+    sleep_ms: AtomicUsize,
+    /// The call removes the callback (zkl_set_log_callback(NULL) from inside it).
+    removes_itself: AtomicBool,
+    removal: std::sync::Mutex<Option<zkl_status>>,
+}
+
+unsafe extern "C" fn counts(_level: u32, _t: *const c_char, _m: *const c_char, user: *mut c_void) {
+    let calls = unsafe { &*user.cast::<Calls>() };
+    assert!(!calls.running.swap(true, SeqCst), "two calls at once");
+    calls.count.fetch_add(1, SeqCst);
+    std::thread::sleep(Duration::from_millis(calls.sleep_ms.load(SeqCst) as u64));
+    if calls.removes_itself.load(SeqCst) {
+        let s = unsafe { zkl_set_log_callback(None, 0, null_mut()) };
+        *calls.removal.lock().unwrap() = Some(s);
+    }
+    calls.running.store(false, SeqCst);
+}
+
+/// Logs `n` lines through the library's logger.
+fn log_lines(n: usize, what: &str) {
+    for i in 0..n {
+        log::warn!(target: "ffi_contract", "{what} {i}");
+    }
+}
+
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(10), "{what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// zkl_set_log_callback(NULL) removes the callback: when it returns, no call is under way
+/// (it waited for the one that was) and none follows. From inside the callback it returns at
+/// once. Then another callback may be set; one at a time.
+#[test]
+fn removing_the_log_callback_waits_for_its_call_and_ends_its_calls() {
+    let _turn = log_turn();
+    let calls = Box::new(Calls::default());
+    let user = (&*calls as *const Calls).cast_mut().cast::<c_void>();
+    unsafe {
+        // No callback set: removing is a no-op.
+        assert_eq!(zkl_set_log_callback(None, 0, null_mut()), ZKL_OK);
+        assert_eq!(
+            zkl_set_log_callback(Some(counts), 0, user),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_set_log_callback(Some(counts), 6, user),
+            ZKL_INVALID_ARGUMENT
+        );
+        calls.sleep_ms.store(300, SeqCst);
+        assert_eq!(
+            zkl_set_log_callback(Some(counts), 2, user),
+            ZKL_OK,
+            "{}",
+            last_error()
+        );
+        // One at a time.
+        assert_eq!(
+            zkl_set_log_callback(Some(counts), 2, user),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(zkl_log_start(2), ZKL_INVALID_ARGUMENT);
+        log_lines(5, "removal");
+        eventually("the callback was not called", || calls.running.load(SeqCst));
+        assert_eq!(zkl_set_log_callback(None, 0, null_mut()), ZKL_OK);
+        assert!(
+            !calls.running.load(SeqCst),
+            "removed while a call was under way"
+        );
+        let after = calls.count.load(SeqCst);
+        assert!(
+            after < 5,
+            "{after} calls: removal waited for the queue, not the call"
+        );
+        log_lines(5, "after removal");
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(calls.count.load(SeqCst), after, "called after its removal");
+
+        // A callback that removes itself: its call returns, and it is called no more.
+        calls.count.store(0, SeqCst);
+        calls.sleep_ms.store(0, SeqCst);
+        calls.removes_itself.store(true, SeqCst);
+        assert_eq!(
+            zkl_set_log_callback(Some(counts), 2, user),
+            ZKL_OK,
+            "{}",
+            last_error()
+        );
+        log_lines(5, "removes itself");
+        eventually("the callback did not remove itself", || {
+            calls.removal.lock().unwrap().is_some()
+        });
+        assert_eq!(*calls.removal.lock().unwrap(), Some(ZKL_OK));
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(calls.count.load(SeqCst), 1);
+        // Removed: the queue may be used now.
+        assert_eq!(zkl_log_start(2), ZKL_OK, "{}", last_error());
+    }
+}
+
+/// A line taken with zkl_log_next: (level, target, message).
+fn next_line(timeout_ms: i64) -> Result<(u32, String, String), zkl_status> {
+    let (mut level, mut target, mut message) = (0u32, null(), null());
+    let s = unsafe { zkl_log_next(timeout_ms, &mut level, &mut target, &mut message) };
+    if s != ZKL_OK {
+        return Err(s);
+    }
+    let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string();
+    Ok((level, text(target), text(message)))
+}
+
+/// zkl_log_start queues the library's lines for zkl_log_next, which takes them in order on
+/// the caller's thread; a full queue (1024) drops new lines and says how many in their place;
+/// zkl_log_stop ends a waiting zkl_log_next with ZKL_CANCELLED.
+#[test]
+fn log_lines_are_pulled_with_zkl_log_next_and_a_full_queue_counts_what_it_drops() {
+    let _turn = log_turn();
+    unsafe {
+        let (mut level, mut target, mut message) = (7u32, null(), null());
+        assert_eq!(
+            zkl_log_next(0, &mut level, &mut target, &mut message),
+            ZKL_CANCELLED
+        );
+        assert_eq!(
+            zkl_log_next(0, null_mut(), &mut target, &mut message),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_log_next(0, &mut level, null_mut(), &mut message),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_log_next(0, &mut level, &mut target, null_mut()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(level, 7, "out-parameter untouched on error");
+        assert_eq!(zkl_log_start(0), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_log_start(3), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_log_start(3), ZKL_INVALID_ARGUMENT);
+        assert_eq!(
+            zkl_set_log_callback(Some(counts), 3, null_mut()),
+            ZKL_INVALID_ARGUMENT
+        );
+
+        // A lock's acquire and release, in order (other tests log meanwhile: skipped).
+        let c = connect(&hosts());
+        let l = mutex(c, "/ffi/log/pull");
+        assert_eq!(zkl_lock_acquire(l, 2000), ZKL_OK);
+        assert_eq!(zkl_lock_release(l), ZKL_OK);
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            let (level, target, message) = next_line(5000).expect("no log line in 5 s");
+            if message.contains("/ffi/log/pull/") {
+                assert_eq!(level, zkl_log_level::ZKL_LOG_INFO as u32);
+                assert!(target.starts_with("zklock::"), "{target}");
+                seen.push(message.split(' ').next().unwrap().to_string());
+            }
+        }
+        assert_eq!(seen, ["acquired", "released"]);
+        zkl_lock_free(l);
+        zkl_client_free(c);
+
+        // Nobody reads: past 1024 waiting lines, new ones are dropped, and counted.
+        log_lines(1500, "flood");
+        let (mut flood, mut dropped, mut notices) = (0, 0u64, 0);
+        while let Ok((level, target, message)) = next_line(200) {
+            if target == "ffi_contract" && message.starts_with("flood") {
+                assert_eq!(
+                    notices, 0,
+                    "a line queued after the drop came before its notice"
+                );
+                flood += 1;
+            } else if target == "zklock::log" {
+                assert_eq!(level, zkl_log_level::ZKL_LOG_WARN as u32);
+                assert!(message.contains("dropped"), "{message}");
+                dropped += message.split(' ').next().unwrap().parse::<u64>().unwrap();
+                notices += 1;
+            }
+        }
+        assert!(flood <= 1024, "{flood} lines of the flood kept");
+        assert!(
+            notices >= 1 && dropped >= 1500 - flood,
+            "{dropped} dropped, {flood} kept"
+        );
+
+        // zkl_log_stop ends a reader waiting for a line.
+        let reader = std::thread::spawn(|| loop {
+            if let Err(s) = next_line(-1) {
+                return s;
+            }
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        let t = Instant::now();
+        assert_eq!(zkl_log_stop(), ZKL_OK);
+        assert_eq!(reader.join().unwrap(), ZKL_CANCELLED);
+        assert!(t.elapsed() < Duration::from_secs(1));
+        assert_eq!(next_line(0), Err(ZKL_CANCELLED));
+        assert_eq!(zkl_log_stop(), ZKL_OK, "stopping twice is fine");
     }
 }

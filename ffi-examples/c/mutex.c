@@ -138,7 +138,9 @@ static bool test_kazoo_protocol(void) {
   return true;
 }
 
-/* The library's log lines reach the host: an acquire is logged with its lock path. */
+/* The library's log lines reach the host on the library's log thread, a moment after they
+   are logged: an acquire is logged with its lock path. Removing the callback (NULL) ends its
+   calls. */
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static int log_calls, acquired_lines;
 
@@ -152,14 +154,23 @@ static void on_log(uint32_t level, const char *target, const char *message, void
   pthread_mutex_unlock(&log_mu);
 }
 
+static int log_count(int *n) {
+  int v;
+  pthread_mutex_lock(&log_mu);
+  v = *n;
+  pthread_mutex_unlock(&log_mu);
+  return v;
+}
+
 static bool test_log_callback_hears_an_acquire(void) {
   zkl_client *c = NULL;
   zkl_lock *l = NULL;
-  int lines = 0;
-  EXPECT(zkl_set_log_callback(NULL, ZKL_LOG_INFO, NULL), ZKL_INVALID_ARGUMENT);
+  int calls = 0;
+  long long t0;
+  CHECK(zkl_set_log_callback(NULL, ZKL_LOG_INFO, NULL)); /* none set: nothing to remove */
   EXPECT(zkl_set_log_callback(on_log, 9, &log_calls), ZKL_INVALID_ARGUMENT);
   CHECK(zkl_set_log_callback(on_log, ZKL_LOG_INFO, &log_calls));
-  /* Once per process. */
+  /* One at a time. */
   EXPECT(zkl_set_log_callback(on_log, ZKL_LOG_DEBUG, &log_calls), ZKL_INVALID_ARGUMENT);
   c = connect_client();
   ASSERT(c);
@@ -168,11 +179,46 @@ static bool test_log_callback_hears_an_acquire(void) {
   CHECK(zkl_lock_release(l));
   zkl_lock_free(l);
   zkl_client_free(c);
-  pthread_mutex_lock(&log_mu);
-  lines = acquired_lines;
-  pthread_mutex_unlock(&log_mu);
-  ASSERT(lines == 1);
-  ASSERT(log_calls >= 2); /* at least the acquire and the release */
+  for (t0 = now_ms(); log_count(&log_calls) < 2 && now_ms() - t0 < 5000;) {
+    sleep_ms(10); /* delivered by the log thread, a moment later */
+  }
+  ASSERT(log_count(&acquired_lines) == 1);
+  ASSERT(log_count(&log_calls) >= 2); /* at least the acquire and the release */
+  CHECK(zkl_set_log_callback(NULL, 0, NULL)); /* returns once no call is under way */
+  calls = log_count(&log_calls);
+  c = connect_client(); /* logs a line */
+  ASSERT(c);
+  zkl_client_free(c);
+  sleep_ms(100);
+  ASSERT(log_count(&log_calls) == calls); /* removed: called no more */
+  return true;
+}
+
+/* The other way to hear the library: lines queued for zkl_log_next, taken on a thread of the
+   program's own (as the Python package does). */
+static bool test_log_lines_pulled_on_this_thread(void) {
+  zkl_client *c = NULL;
+  zkl_lock *l = NULL;
+  uint32_t level = 0;
+  const char *target = NULL, *message = NULL;
+  int found = 0;
+  zkl_status s;
+  EXPECT(zkl_log_next(0, &level, &target, &message), ZKL_CANCELLED); /* not started */
+  CHECK(zkl_log_start(ZKL_LOG_INFO));
+  c = connect_client();
+  ASSERT(c);
+  CHECK(zkl_mutex_new(c, lock_path(path, sizeof path, "log/pull"), &l));
+  CHECK(zkl_lock_acquire(l, 2000));
+  CHECK(zkl_lock_release(l));
+  zkl_lock_free(l);
+  zkl_client_free(c);
+  while (!found && (s = zkl_log_next(2000, &level, &target, &message)) == ZKL_OK) {
+    found = level == ZKL_LOG_INFO && strstr(message, "acquired ") != NULL &&
+            strstr(message, "log/pull") != NULL;
+  }
+  ASSERT(found);
+  CHECK(zkl_log_stop());
+  EXPECT(zkl_log_next(0, &level, &target, &message), ZKL_CANCELLED);
   return true;
 }
 
@@ -185,6 +231,7 @@ int main(int argc, char **argv) {
       {"errors", test_errors},
       {"kazoo_protocol", test_kazoo_protocol},
       {"log_callback_hears_an_acquire", test_log_callback_hears_an_acquire},
+      {"log_lines_pulled_on_this_thread", test_log_lines_pulled_on_this_thread},
   };
   if (argc == 4 && strcmp(argv[1], "contend") == 0) {
     return contend(zkl_mutex_new, lock_path(path, sizeof path, "mutex/contend"), argv[2], atoi(argv[3]));

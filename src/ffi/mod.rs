@@ -26,6 +26,10 @@
 //!   A `zkl_lock` is one participant: its holds belong to the handle, not to the calling OS
 //!   thread, so any thread may release what another acquired through it.
 //! - **Blocking.** No call blocks longer than its timeout plus the session timeout.
+//! - **Host code.** The library runs no code of the host's on a thread that does ZooKeeper
+//!   I/O, inside a zkl_ call of another thread, or under a lock of its own: log lines are
+//!   queued and reach the host on a thread of its own (`zkl_log_next`) or on the library's
+//!   `zklock-log` thread (`zkl_set_log_callback`).
 #![allow(non_camel_case_types)]
 // The header generated from these doc comments is C documentation: each function's safety rules
 // are its "Pointers:" paragraph, in words a C programmer reads, not a Rust "# Safety" heading.
@@ -53,6 +57,9 @@ pub use lock::{
     zkl_multi_lock_new, zkl_mutex_new, zkl_read_lock_new, zkl_rwlock_new, zkl_semaphore_mutex_new,
     zkl_semaphore_new, zkl_simple_lock_new, zkl_write_lock_new,
 };
-pub use log::{zkl_log_callback, zkl_log_level, zkl_set_log_callback};
+pub use log::{
+    zkl_log_callback, zkl_log_level, zkl_log_next, zkl_log_start, zkl_log_stop,
+    zkl_set_log_callback,
+};
 pub use status::{zkl_acl, zkl_hold_state, zkl_protocol, zkl_status, zkl_status_name};
 pub use version::zkl_version;

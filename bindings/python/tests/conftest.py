@@ -6,6 +6,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 
@@ -69,3 +70,105 @@ def zk_hosts():
 def path():
     """A lock path of this test alone."""
     return "/pytest/%s" % uuid.uuid4().hex
+
+
+class Proxy:
+    """A TCP relay to the real server that a test can cut, as if the server stopped: every
+    relayed connection is closed and new ones are refused. ``cut_port`` is a control port for
+    another process: whatever connects to it and sends a number of seconds ("0.05") has the
+    relay cut that much later."""
+
+    def __init__(self, target: str):
+        host, port = target.rsplit(":", 1)
+        self._target = (host, int(port))
+        self._listener = self._listen()
+        self.hosts = "127.0.0.1:%d" % self._listener.getsockname()[1]
+        self._control = self._listen()
+        self.cut_port = self._control.getsockname()[1]
+        self._mu = threading.Lock()
+        self._socks = []
+        self._cut = False
+        for loop in (self._accept, self._serve_control):
+            threading.Thread(target=loop, daemon=True).start()
+
+    @staticmethod
+    def _listen() -> socket.socket:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        return s
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+                server = socket.create_connection(self._target)
+            except OSError:
+                if self._cut:
+                    return
+                continue
+            with self._mu:
+                if self._cut:
+                    client.close()
+                    server.close()
+                    return
+                self._socks += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _serve_control(self):
+        while True:
+            try:
+                conn, _ = self._control.accept()
+            except OSError:
+                return
+            with conn:
+                delay = float(conn.recv(64).decode() or 0)
+            time.sleep(delay)
+            self.cut()
+
+    def cut(self):
+        with self._mu:
+            self._cut = True
+            socks, self._socks = self._socks, []
+        self._listener.close()
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self):
+        self.cut()
+        self._control.close()
+
+
+@pytest.fixture
+def proxy(zk_hosts):
+    """Makes relays to the test server (``proxy()``), cut at the end of the test."""
+    made = []
+
+    def make() -> Proxy:
+        made.append(Proxy(zk_hosts))
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.close()

@@ -38,6 +38,8 @@ def _ctype(decl):
     base = decl.replace("*", "").strip().split(" ")[0]
     if base == "char" and stars == 1:
         return ctypes.c_char_p
+    if base == "char" and stars == 2:
+        return ctypes.POINTER(ctypes.c_char_p)
     if base in ("zkl_client", "zkl_lock", "void") and stars == 1:
         return ctypes.c_void_p
     if base in ("zkl_client", "zkl_lock") and stars == 2:

@@ -120,6 +120,13 @@ def test_the_library_logs_to_python_logging(zk_hosts, path, caplog):
         with zklock.Client(zk_hosts, 5.0) as c:
             with c.mutex(path).hold(2.0):
                 pass
-    messages = [r.getMessage() for r in caplog.records if r.name == "zklock"]
+        # Lines reach `logging` from the package's own thread, a moment later.
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            messages = [r.getMessage() for r in caplog.records if r.name == "zklock"]
+            if any("released " + path in m for m in messages):
+                break
+            time.sleep(0.01)
     assert any("acquired " + path in m for m in messages), messages
     assert any("released " + path in m for m in messages), messages
+    assert {r.threadName for r in caplog.records if r.name == "zklock"} == {"zklock-log"}

@@ -10,15 +10,22 @@ this package (a ctypes binding of ``zklock.h``).
 Timeouts are seconds: ``None`` waits forever, ``0`` tries once. Every failure raises a
 subclass of :class:`ZklError`. Blocking calls release the GIL. A lock handle is one participant:
 any thread may release what another thread acquired through it (use it from one thread at a
-time, except :meth:`Lock.cancel`). The library logs to the ``logging`` logger ``"zklock"``.
+time, except :meth:`Lock.cancel`).
+
+The library logs to the ``logging`` logger ``"zklock"`` from the package's own thread
+``zklock-log``, never from the library's I/O threads: a slow handler delays only the log
+lines. The package stops the library's logging at exit (atexit), before the interpreter
+finalizes.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import glob
 import logging
 import os
+import threading
 from ctypes import (
     CFUNCTYPE,
     POINTER,
@@ -125,6 +132,9 @@ _SIGNATURES = {
     "zkl_lock_fencing_token": (_status, [_lock_p, POINTER(c_int64)]),
     "zkl_lock_free": (None, [_lock_p]),
     "zkl_set_log_callback": (_status, [_LOG_CALLBACK, c_uint32, c_void_p]),
+    "zkl_log_start": (_status, [c_uint32]),
+    "zkl_log_next": (_status, [c_int64, POINTER(c_uint32), POINTER(c_char_p), POINTER(c_char_p)]),
+    "zkl_log_stop": (_status, []),
     "zkl_last_error_message": (c_char_p, []),
     "zkl_status_name": (c_char_p, [c_uint32]),
     "zkl_version": (c_char_p, []),
@@ -252,19 +262,41 @@ def _millis(timeout: Optional[float]) -> int:
 _logger = logging.getLogger("zklock")
 
 
-@_LOG_CALLBACK
-def _on_log(level, target, message, _user):  # runs on the library's threads, with the GIL
-    try:
-        _logger.log(_LOG_LEVELS.get(level, logging.INFO), "%s: %s",
-                    target.decode("utf-8", "replace"), message.decode("utf-8", "replace"))
-    except Exception:  # noqa: BLE001 - never let a logging failure reach the library
-        pass
+def _drain_log() -> None:
+    """The ``zklock-log`` thread: takes the library's log lines (zkl_log_next, which waits
+    without the GIL) and hands them to ``logging``. Python code never runs on the library's
+    own threads, so a slow handler (or a garbage collection it triggers) holds up only this
+    thread, never ZooKeeper I/O; lines wait in the library meanwhile (1024 at most, then
+    dropped and counted)."""
+    level, target, message = c_uint32(), c_char_p(), c_char_p()
+    while _lib.zkl_log_next(-1, ctypes.byref(level), ctypes.byref(target),
+                            ctypes.byref(message)) == OK:
+        try:
+            _logger.log(_LOG_LEVELS.get(level.value, logging.INFO), "%s: %s",
+                        target.value.decode("utf-8", "replace"),
+                        message.value.decode("utf-8", "replace"))
+        except Exception:  # noqa: BLE001 - a failing handler must not end the drain
+            pass
 
 
-# The library takes one log callback per process. Lines of INFO and above (lock acquired,
-# released, lost; session changes; background deletes) reach `logging`, whose own level then
-# filters (logging.getLogger("zklock").setLevel(...)); each line costs one GIL acquisition.
-_lib.zkl_set_log_callback(_on_log, 3, None)
+def _stop_log() -> None:
+    """At exit, before the interpreter finalizes: the library stops logging and the drain
+    ends, so no log line reaches Python code while the interpreter shuts down."""
+    _lib.zkl_log_stop()
+    thread = _log_thread
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(1.0)  # a handler still busy past that is left to finish (a daemon thread)
+
+
+# Lines of INFO and above (lock acquired, released, lost; session changes; background
+# deletes) reach `logging`, whose own level then filters (logging.getLogger("zklock")
+# .setLevel(...)). Another copy of the library's log delivery in this process (a second
+# binding) keeps the lines: then this package logs nothing.
+_log_thread: Optional[threading.Thread] = None
+if _lib.zkl_log_start(3) == OK:
+    _log_thread = threading.Thread(target=_drain_log, name="zklock-log", daemon=True)
+    _log_thread.start()
+    atexit.register(_stop_log)
 
 
 # ---------------------------------------------------------------------------------- handles
