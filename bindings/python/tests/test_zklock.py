@@ -130,3 +130,110 @@ def test_the_library_logs_to_python_logging(zk_hosts, path, caplog):
     assert any("acquired " + path in m for m in messages), messages
     assert any("released " + path in m for m in messages), messages
     assert {r.threadName for r in caplog.records if r.name == "zklock"} == {"zklock-log"}
+
+
+def test_close_from_another_thread_cancels_a_waiting_acquire_and_waits_for_it(zk_hosts, path):
+    """Lock.close() while another thread waits in acquire() on the same lock: the acquire is
+    cancelled (it raises Cancelled), close() returns once it has, and only then is the handle
+    freed; later calls raise ValueError."""
+    with zklock.Client(zk_hosts, 5.0) as a, zklock.Client(zk_hosts, 5.0) as b:
+        holder, waiter = a.mutex(path), b.mutex(path)
+        assert holder.acquire(2.0)
+        for round in range(5):
+            outcome = {}
+
+            def wait():
+                try:
+                    outcome["acquired"] = waiter.acquire(30.0)
+                except zklock.ZklError as e:
+                    outcome["error"] = e
+
+            t = threading.Thread(target=wait)
+            t.start()
+            time.sleep(0.2)  # the acquire now waits in the library
+            started = time.monotonic()
+            waiter.close()
+            assert time.monotonic() - started < 2.0
+            assert waiter._calls == 0, "close() returned while the acquire was still in the library"
+            t.join(5.0)
+            assert not t.is_alive()
+            assert isinstance(outcome.get("error"), zklock.Cancelled), outcome
+            assert "closed" in str(outcome["error"])
+            with pytest.raises(ValueError):
+                waiter.acquire(0)
+            waiter.close()  # idempotent
+            waiter = b.mutex(path)
+        # The cancelled attempts left nothing behind: the next in line gets it at once.
+        holder.release()
+        assert waiter.acquire(2.0)
+        waiter.release()
+
+
+CLOSES_WHILE_ACQUIRES_START = r"""
+import sys, threading, time, zklock
+hosts, path = sys.argv[1], sys.argv[2]
+with zklock.Client(hosts, 5.0) as a, zklock.Client(hosts, 5.0) as b:
+    holder = a.mutex(path)
+    assert holder.acquire(2.0)
+    for round in range(40):
+        waiter, ended = b.mutex(path), []
+
+        def wait():
+            try:
+                waiter.acquire(10.0)
+            except (zklock.Cancelled, ValueError) as e:  # cancelled by close, or closed
+                ended.append(e)
+
+        t = threading.Thread(target=wait)
+        t.start()
+        time.sleep(0.0005 * (round % 8))
+        waiter.close()
+        t.join(5.0)
+        assert not t.is_alive() and len(ended) == 1, (round, ended)
+    holder.release()
+print("ok")
+"""
+
+
+def test_close_racing_with_an_acquire_that_starts_never_crashes(zk_hosts, path):
+    """close() at any moment of an acquire starting in another thread on the same lock: the
+    acquire ends (cancelled, or refused as closed), never on a freed handle. In a process of
+    its own: a use after free would crash it."""
+    run = subprocess.run([sys.executable, "-c", CLOSES_WHILE_ACQUIRES_START, zk_hosts, path],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", \
+        "exited with %d:\n%s" % (run.returncode, run.stderr[-3000:])
+
+
+CLOSES_DURING_SHUTDOWN = r"""
+import sys, threading, time, zklock
+hosts, path = sys.argv[1], sys.argv[2]
+holder = zklock.Client(hosts, 5.0).mutex(path)
+assert holder.acquire(2.0)
+client = zklock.Client(hosts, 5.0)
+
+class ClosesItsLock:  # in a reference cycle: collected while the interpreter shuts down
+    def __init__(self, lock):
+        self.lock, self.me = lock, self
+
+    def __del__(self):
+        self.lock.close()
+
+def start():
+    lock = client.mutex(path)
+    ClosesItsLock(lock)
+    threading.Thread(target=lambda: lock.acquire(60.0), daemon=True).start()
+
+start()
+time.sleep(0.3)  # the daemon thread now waits in the acquire
+"""
+
+
+def test_close_during_interpreter_shutdown_with_an_acquire_under_way_never_stalls_the_exit(zk_hosts, path):
+    """close() waits for the calls under way, but not while the interpreter shuts down: the
+    thread of a call may then be ended before it can say it is done. The handle is left to
+    the process's exit, neither freed under the call nor waited for."""
+    for i in range(3):
+        run = subprocess.run([sys.executable, "-c", CLOSES_DURING_SHUTDOWN, zk_hosts, "%s/%d" % (path, i)],
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, "exited with %d:\n%s" % (run.returncode, run.stderr[-3000:])

@@ -10,7 +10,8 @@ this package (a ctypes binding of ``zklock.h``).
 Timeouts are seconds: ``None`` waits forever, ``0`` tries once. Every failure raises a
 subclass of :class:`ZklError`. Blocking calls release the GIL. A lock handle is one participant:
 any thread may release what another thread acquired through it (use it from one thread at a
-time, except :meth:`Lock.cancel`).
+time, except :meth:`Lock.cancel` and :meth:`Lock.close`, which any thread may call: close
+cancels a waiting acquire and waits for calls under way before it frees the handle).
 
 The library logs to the ``logging`` logger ``"zklock"`` from the package's own thread
 ``zklock-log``, never from the library's I/O threads: a slow handler delays only the log
@@ -25,6 +26,7 @@ import ctypes
 import glob
 import logging
 import os
+import sys
 import threading
 from ctypes import (
     CFUNCTYPE,
@@ -302,23 +304,73 @@ if _lib.zkl_log_start(3) == OK:
 # ---------------------------------------------------------------------------------- handles
 
 class _Managed:
-    """A handle that frees itself: close() is idempotent and also runs on garbage collection."""
+    """A handle that frees itself: close() is idempotent and also runs on garbage collection.
+
+    Every call into the library on the handle is counted while it runs. close() refuses new
+    calls (ValueError), makes those under way return (a lock's waiting acquire is cancelled),
+    waits for them, and only then frees the handle: closing from another thread never frees
+    it under a running call."""
 
     _free = None
     _ptr: Optional[int] = None  # also when __init__ failed before setting it
+    _mu: Optional[threading.Condition] = None
 
     def __init__(self, ptr: int):
+        self._mu = threading.Condition(threading.Lock())
+        self._calls = 0
         self._ptr = ptr
 
-    def _handle(self) -> int:
-        if self._ptr is None:
-            raise ValueError("%s is closed" % type(self).__name__)
-        return self._ptr
+    def _closed(self) -> ValueError:
+        return ValueError("%s is closed" % type(self).__name__)
+
+    def _call(self, fn, *args):
+        """``fn(handle, *args)``; the handle stays valid until it returns."""
+        mu = self._mu
+        if mu is None:
+            raise self._closed()
+        with mu:
+            ptr = self._ptr
+            if ptr is None:
+                raise self._closed()
+            self._calls += 1
+        try:
+            return fn(ptr, *args)
+        finally:
+            with mu:
+                self._calls -= 1
+                if not self._calls:
+                    mu.notify_all()
+
+    def _interrupt(self, ptr: int) -> None:
+        """Makes calls under way on ``ptr`` return soon (close() is waiting for them)."""
 
     def close(self) -> None:
-        ptr, self._ptr = self._ptr, None
-        if ptr is not None:
-            type(self)._free(ptr)
+        """Frees the handle. Calls under way in other threads are made to return first (a
+        waiting :meth:`Lock.acquire` raises :class:`Cancelled`) and waited for; later calls
+        raise ValueError."""
+        mu = self._mu
+        if mu is None:
+            return
+        with mu:
+            ptr, self._ptr = self._ptr, None
+            if ptr is None:
+                return
+            busy = self._calls
+        while busy:
+            # Again until they are done: a call that was about to start waiting when the
+            # first interruption came would not see it.
+            self._interrupt(ptr)
+            if sys.is_finalizing():
+                # The interpreter is shutting down: it ends the threads of those calls when
+                # they come back, so they may never say they are done. Freeing under them
+                # is not an option and waiting may never end: the handle is left to the
+                # process's exit.
+                return
+            with mu:
+                if self._calls:
+                    mu.wait(0.05)
+                busy = self._calls
+        type(self)._free(ptr)
 
     def __del__(self):
         try:
@@ -341,39 +393,50 @@ class Lock(_Managed):
     def acquire(self, timeout: Optional[float] = None) -> bool:
         """Waits for the lock: forever (None), at most ``timeout`` seconds, or tries once (0).
         True when held, False when not acquired in time; raises :class:`ZklError` otherwise
-        (:class:`Cancelled` if :meth:`cancel` interrupted it)."""
-        status = _lib.zkl_lock_acquire(self._handle(), _millis(timeout))
-        if status == TIMEOUT:
+        (:class:`Cancelled` if :meth:`cancel` or :meth:`close` interrupted it)."""
+        return self._acquire(_millis(timeout))
+
+    def _acquire(self, millis: int, timeout_raises: bool = False) -> bool:
+        status = self._call(_lib.zkl_lock_acquire, millis)
+        if status == TIMEOUT and not timeout_raises:
             return False
+        if status == CANCELLED and self._ptr is None:
+            raise Cancelled("cancelled: the lock was closed during the acquire", CANCELLED)
         _check(status)
         return True
 
     def release(self) -> None:
         """Releases one hold (:class:`NotHeld` if none)."""
-        _check(_lib.zkl_lock_release(self._handle()))
+        _check(self._call(_lib.zkl_lock_release))
 
     def cancel(self) -> None:
         """Makes acquires waiting on this lock (in other threads) raise :class:`Cancelled`."""
-        _check(_lib.zkl_lock_cancel(self._handle()))
+        _check(self._call(_lib.zkl_lock_cancel))
+
+    def _interrupt(self, ptr: int) -> None:
+        _lib.zkl_lock_cancel(ptr)
 
     @property
     def is_held(self) -> bool:
         """Held, and the session provably alive."""
-        return self._ptr is not None and _lib.zkl_lock_is_held(self._ptr) == 1
+        try:
+            return self._call(_lib.zkl_lock_is_held) == 1
+        except ValueError:  # closed
+            return False
 
     @property
     def hold_state(self) -> str:
         """``"none"``, ``"held"``, ``"uncertain"`` (cut off long enough that the server may
         have freed it: stop acting) or ``"lost"``."""
         state = c_uint32()
-        _check(_lib.zkl_lock_hold_state(self._handle(), ctypes.byref(state)))
+        _check(self._call(_lib.zkl_lock_hold_state, ctypes.byref(state)))
         return _HOLD_STATES[state.value]
 
     @property
     def lease_remaining(self) -> float:
         """Seconds the hold stays provably valid if the server went silent now."""
         ms = c_int64()
-        _check(_lib.zkl_lock_lease_remaining_ms(self._handle(), ctypes.byref(ms)))
+        _check(self._call(_lib.zkl_lock_lease_remaining_ms, ctypes.byref(ms)))
         return ms.value / 1000.0
 
     @property
@@ -381,7 +444,7 @@ class Lock(_Managed):
         """The current hold's fencing token, strictly increasing from one holder to the next
         (:class:`NotHeld` if not held)."""
         token = c_int64()
-        _check(_lib.zkl_lock_fencing_token(self._handle(), ctypes.byref(token)))
+        _check(self._call(_lib.zkl_lock_fencing_token, ctypes.byref(token)))
         return token.value
 
     def hold(self, timeout: Optional[float] = None) -> "_Hold":
@@ -390,7 +453,7 @@ class Lock(_Managed):
         return _Hold(self, timeout)
 
     def __enter__(self) -> "Lock":
-        _check(_lib.zkl_lock_acquire(self._handle(), -1))
+        self._acquire(-1, timeout_raises=True)
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -403,7 +466,7 @@ class _Hold:
         self._lock, self._timeout = lock, timeout
 
     def __enter__(self) -> Lock:
-        _check(_lib.zkl_lock_acquire(self._lock._handle(), _millis(self._timeout)))
+        self._lock._acquire(_millis(self._timeout), timeout_raises=True)
         return self._lock
 
     def __exit__(self, *exc) -> bool:
@@ -413,13 +476,29 @@ class _Hold:
 
 def multi_lock(locks: Iterable[Lock]) -> Lock:
     """All or nothing over ``locks`` (of any kinds except multi-locks). Takes them over on
-    success (they must not be used any more); on error they are unchanged."""
+    success (they must not be used any more: they are closed); on error they are unchanged.
+    A lock in use by another thread at the time is refused (ValueError)."""
     locks = list(locks)
-    array = (_lock_p * len(locks))(*[lk._handle() for lk in locks])
-    out = _lock_p()
-    _check(_lib.zkl_multi_lock_new(array, len(locks), ctypes.byref(out)))
-    for lk in locks:
-        lk._ptr = None  # owned by the multi-lock now
+    taken = []  # (lock, handle): no call starts on a lock while it is being handed over
+    try:
+        for lk in locks:
+            if any(lk is t for t, _ in taken):
+                raise InvalidArgument("the same lock is given twice", INVALID_ARGUMENT)
+            with lk._mu or threading.Lock():
+                if lk._ptr is None:
+                    raise lk._closed()
+                if lk._calls:
+                    raise ValueError("a lock given to multi_lock is in use by another thread")
+                taken.append((lk, lk._ptr))
+                lk._ptr = None
+        array = (_lock_p * len(taken))(*[ptr for _, ptr in taken])
+        out = _lock_p()
+        _check(_lib.zkl_multi_lock_new(array, len(taken), ctypes.byref(out)))
+    except BaseException:
+        for lk, ptr in taken:
+            with lk._mu:
+                lk._ptr = ptr
+        raise
     return Lock(out.value)
 
 
@@ -439,21 +518,20 @@ class Client(_Managed):
 
     def set_protocol(self, protocol: int) -> None:
         """:data:`PROTOCOL_CURATOR` or :data:`PROTOCOL_KAZOO`, for locks made after the call."""
-        _check(_lib.zkl_client_set_protocol(self._handle(), protocol))
+        _check(self._call(_lib.zkl_client_set_protocol, protocol))
 
     def add_auth(self, scheme: str, auth: str) -> None:
         """Adds authentication, e.g. ``("digest", "user:password")``."""
-        _check(_lib.zkl_client_add_auth(self._handle(), _text(scheme, "scheme"),
-                                        _text(auth, "auth")))
+        _check(self._call(_lib.zkl_client_add_auth, _text(scheme, "scheme"), _text(auth, "auth")))
 
     def set_acl(self, acl: int) -> None:
         """The ACL of nodes created after the call: :data:`ACL_OPEN`, :data:`ACL_CREATOR_ALL`
         or :data:`ACL_CREATOR_ALL_READ_ALL` (the last two need :meth:`add_auth` first)."""
-        _check(_lib.zkl_client_set_acl(self._handle(), acl))
+        _check(self._call(_lib.zkl_client_set_acl, acl))
 
     def _make(self, fn, path: str, *extra) -> Lock:
         out = _lock_p()
-        _check(fn(self._handle(), _text(path, "path"), *extra, ctypes.byref(out)))
+        _check(self._call(fn, _text(path, "path"), *extra, ctypes.byref(out)))
         return Lock(out.value)
 
     def mutex(self, path: str) -> Lock:
@@ -476,8 +554,8 @@ class Client(_Managed):
         """Both halves of one read-write lock, one participant: ``(read, write)``. While the
         write half is held the read half may be taken (downgrade); the reverse fails at once."""
         read, write = _lock_p(), _lock_p()
-        _check(_lib.zkl_rwlock_new(self._handle(), _text(path, "path"),
-                                   ctypes.byref(read), ctypes.byref(write)))
+        _check(self._call(_lib.zkl_rwlock_new, _text(path, "path"), ctypes.byref(read),
+                          ctypes.byref(write)))
         return Lock(read.value), Lock(write.value)
 
     def semaphore(self, path: str, max_leases: int) -> Lock:
