@@ -2,30 +2,17 @@
 //! and a holder cut off with its follower from the leader, each against real ZooKeeper servers.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{opts, unique_path};
 use zklock::testing::{Admin, TcpProxy, TestingServer};
 use zklock::{
-    Client, Deadline, Error, Lockable, MultiLock, Mutex, Options, ReadWriteLock, Semaphore,
-    SemaphoreMutex, SessionState, SimpleLock,
+    Client, Deadline, Error, Lockable, MultiLock, Mutex, ReadWriteLock, Semaphore, SemaphoreMutex,
+    SessionState, SimpleLock,
 };
-
-fn opts(session_ms: u64) -> Options {
-    Options::default()
-        .session_timeout(Duration::from_millis(session_ms))
-        .connect_timeout(Duration::from_secs(8))
-}
-
-fn unique_path(name: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "/exclusion/{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 type Maker = fn(&Client, &str) -> Box<dyn Lockable>;
 

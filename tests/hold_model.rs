@@ -17,6 +17,9 @@ use zklock::{
 
 // ---- Helpers ----------------------------------------------------------------------------
 
+mod common;
+use common::unique_path;
+
 /// The server shared by the tests of this file that neither pause nor stop it.
 fn hosts() -> String {
     TestingServer::shared().connect_string()
@@ -30,16 +33,6 @@ fn opts(session_ms: u64) -> Options {
 
 fn connect(hosts: &str, session_ms: u64) -> Client {
     Client::connect(hosts, opts(session_ms)).expect("connect")
-}
-
-/// A fresh lock path per call.
-fn unique_path(name: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "/hold-model/{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 /// The node names under `path`, as another session sees them.

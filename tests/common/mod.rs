@@ -24,6 +24,17 @@ pub fn connect(hosts: &str, session_ms: u64) -> Client {
 #[allow(unused_imports)]
 pub use zklock::testing::eventually;
 
+/// A fresh lock path per call: `/t/<name>-<pid>-<n>`.
+pub fn unique_path(name: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "/t/{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 /// The children of `path` as seen by a fresh observer session (names only).
 pub fn children(hosts: &str, path: &str) -> Vec<String> {
     let c = connect(hosts, 4000);
