@@ -22,10 +22,15 @@
  *    thread waits in zkl_lock_acquire on the same handle).
  *  - Blocking. No call blocks longer than its timeout plus the session timeout, whatever the
  *    network does. Calls that never block say so.
- *  - Holds are leases. A hold is believed (ZKL_HOLD_HELD) only while the session is provably
- *    alive: until the send time of the latest request the server answered plus the session
- *    timeout, less a tenth. Then it is ZKL_HOLD_UNCERTAIN (stop acting), and ZKL_HOLD_LOST once
+ *  - Holds are leases. A hold is believed (ZKL_HOLD_HELD) only while the ZooKeeper leader
+ *    provably cannot have expired the session: until an instant at which the leader provably
+ *    heard of it (renewed by sync requests) plus the session timeout, less a tenth
+ *    (docs/hold-model.md). Then it is ZKL_HOLD_UNCERTAIN (stop acting), and ZKL_HOLD_LOST once
  *    the session ended. Attach zkl_lock_fencing_token to the writes the lock protects.
+ *  - Host code. The library never runs host code on its I/O threads or under its locks: the
+ *    log callback runs only on the library's own zklock-log thread (or the host pulls records
+ *    with zkl_log_next on a thread of its own); removing it (zkl_set_log_callback(NULL, ...)
+ *    or zkl_log_stop) waits for a call still running.
  *  - Panics. A bug inside the library never crosses this boundary and never aborts the host:
  *    the call returns ZKL_INTERNAL_ERROR, and the handle involved is poisoned (every later call
  *    on it returns ZKL_INTERNAL_ERROR; zkl_lock_free still works).
@@ -510,9 +515,10 @@ enum zkl_status zkl_lock_hold_state(const struct zkl_lock *lock, uint32_t *out_s
 
 /*
  Writes to *out_ms how many milliseconds the hold stays provably valid if the server went
- silent now: the lease runs from the send time of the latest request the server answered, for
- the session timeout less a tenth of it, and renews while the session is connected. 0 once it
- ran out (the hold is then ZKL_HOLD_UNCERTAIN or ZKL_HOLD_LOST).
+ silent now: the lease runs from an instant at which the ZooKeeper leader provably heard of
+ the session, for the session timeout less a tenth of it, and is renewed (through the leader)
+ while the session is connected. 0 once it ran out (the hold is then ZKL_HOLD_UNCERTAIN or
+ ZKL_HOLD_LOST).
 
  ZKL_NOT_HELD if the handle holds nothing, ZKL_INVALID_ARGUMENT for a NULL argument; then
  *out_ms is left unchanged. Never blocks. Any thread.

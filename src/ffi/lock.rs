@@ -466,9 +466,10 @@ pub unsafe extern "C" fn zkl_lock_hold_state(
 }
 
 /// Writes to *out_ms how many milliseconds the hold stays provably valid if the server went
-/// silent now: the lease runs from the send time of the latest request the server answered, for
-/// the session timeout less a tenth of it, and renews while the session is connected. 0 once it
-/// ran out (the hold is then ZKL_HOLD_UNCERTAIN or ZKL_HOLD_LOST).
+/// silent now: the lease runs from an instant at which the ZooKeeper leader provably heard of
+/// the session, for the session timeout less a tenth of it, and is renewed (through the leader)
+/// while the session is connected. 0 once it ran out (the hold is then ZKL_HOLD_UNCERTAIN or
+/// ZKL_HOLD_LOST).
 ///
 /// ZKL_NOT_HELD if the handle holds nothing, ZKL_INVALID_ARGUMENT for a NULL argument; then
 /// *out_ms is left unchanged. Never blocks. Any thread.
