@@ -124,3 +124,65 @@ fn holder_stays_held_through_the_failover_of_its_member() {
     );
     g.unlock().unwrap();
 }
+
+/// A renewal the server refuses (here `ThrottledOp`: a server told to throttle every request
+/// that queued for more than 1 ms, under load from another client) must not stop the lease's
+/// renewals for good: once the load is gone, the hold is `Held` again while its session lives.
+#[test]
+fn a_refused_renewal_never_stops_the_lease_for_good() {
+    let zk = zklock::testing::TestingServer::start_with_config(&[
+        "request_throttle_max_requests=1",
+        "throttled_op_wait_time=1",
+    ])
+    .unwrap();
+    let hosts = zk.connect_string();
+    let a = connect(&hosts, 2000);
+    let m = zklock::Mutex::per_handle(&a, "/lease/throttled").unwrap();
+    // Acquired (retrying: the acquire's own requests may be throttled too).
+    let held = (0..50).any(|_| {
+        let got = matches!(
+            zklock::Lockable::acquire(&m, zklock::Deadline::TryOnce),
+            Ok(Some(_))
+        );
+        if !got {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        got
+    });
+    assert!(held, "acquired");
+    // Load from other sessions, so that requests queue at the server and are throttled.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let loaders: Vec<_> = (0..4)
+        .map(|_| {
+            let (hosts, stop) = (hosts.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let c = connect(&hosts, 4000);
+                let l = zklock::Mutex::new(&c, "/lease/throttled-load").unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = l.participants();
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(4));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for l in loaders {
+        l.join().unwrap();
+    }
+    let throttled = zk
+        .four_letter("mntr")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("zk_throttled_ops\t")
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    eprintln!("requests the server throttled: {throttled}");
+    assert_eq!(a.state(), zklock::SessionState::Connected);
+    assert!(
+        eventually(Duration::from_secs(5), || m.is_held()),
+        "the session lives, yet the hold stays {:?}: its lease is no longer renewed",
+        m.hold_state()
+    );
+}

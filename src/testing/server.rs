@@ -44,12 +44,27 @@ impl TestingServer {
     ///
     /// Fails with a message naming `scripts/install-deps.sh` if ZooKeeper or Java is missing.
     pub fn start() -> io::Result<TestingServer> {
+        TestingServer::start_with_config(&[])
+    }
+
+    /// Starts a server whose `zoo.cfg` has `extra` lines too (`key=value`; keys the server does
+    /// not know become `zookeeper.<key>` system properties, e.g. `throttled_op_wait_time=1`).
+    ///
+    /// ```no_run
+    /// let server = zklock::testing::TestingServer::start_with_config(&["maxClientCnxns=10"]).unwrap();
+    /// ```
+    pub fn start_with_config(extra: &[&str]) -> io::Result<TestingServer> {
         let dir = tempfile::Builder::new().prefix("zklock-zk-").tempdir()?;
         let data = dir.path().join("data");
         std::fs::create_dir_all(&data)?;
         let port = free_port()?;
         let cfg = dir.path().join("zoo.cfg");
-        std::fs::write(&cfg, base_config(&data, port))?;
+        let mut text = base_config(&data, port);
+        for line in extra {
+            text.push_str(line);
+            text.push('\n');
+        }
+        std::fs::write(&cfg, text)?;
         let log = dir.path().join("zookeeper.log");
         let mut server = TestingServer {
             port,
