@@ -24,3 +24,6 @@ cargo test --features testing -- --test-threads="${ZKL_TEST_THREADS:-6}"
 # The Python package as its users get it: `pip install bindings/python` (into a venv, which
 # builds and bundles the library), then its pytest suite against a server it starts itself.
 scripts/test-python.sh
+# One minute of the nemesis soak: every recipe under killed members, partitions, paused, cut
+# off and killed clients, every hold checked (scripts/soak.sh 60 runs an hour).
+scripts/soak.sh 1
