@@ -23,7 +23,7 @@
 //!
 //! Every client writes its events as JSON lines with CLOCK_MONOTONIC timestamps (one clock for
 //! every process of the machine): `acq` when an acquire returned a hold, `chk` each time the
-//! holder checked `is_held()` and was told Held (taken before the call: the holder acts only
+//! holder checked `is_held()` and was told Held (taken after the answer: the holder acts only
 //! after such a check), `lost` when it was told otherwise, `rel` when it called release. A hold
 //! is judged on its *believed* interval, from its acquire's return to its last `chk`; a hold
 //! never believed is not judged. The checks: no two exclusive holders of one path, no writer
@@ -468,10 +468,11 @@ fn worker(
     }
 }
 
-/// Checks `lock` (timestamp taken before the call) and records the answer for each hold.
+/// Checks `lock` and records the answer for each hold, timestamped after the answer came (the
+/// holder acts after it: a believed interval ends no earlier than this).
 fn check(lock: &dyn Lockable, ids: &[String], log: &EventLog) -> bool {
-    let t = now_ns();
     let state = lock.hold_state();
+    let t = now_ns();
     let held = state == zklock::HoldState::Held;
     for h in ids {
         if held {
