@@ -62,8 +62,7 @@ typedef enum zkl_status {
    */
   ZKL_TIMEOUT = 1,
   /*
-   NULL pointer, malformed path or host list, non-UTF-8 text, bad count or enum value, or a
-   misuse such as acquiring again a non-reentrant lock this handle already holds.
+   NULL pointer, malformed path or host list, non-UTF-8 text, bad count or enum value.
    */
   ZKL_INVALID_ARGUMENT = 2,
   /*
@@ -75,7 +74,7 @@ typedef enum zkl_status {
    */
   ZKL_CONNECTION_LOSS = 4,
   /*
-   The session ended (expired or closed): every lock it held is lost.
+   The session expired: every lock it held is lost.
    */
   ZKL_SESSION_EXPIRED = 5,
   /*
@@ -90,6 +89,22 @@ typedef enum zkl_status {
    A waiting acquire was cancelled with zkl_lock_cancel.
    */
   ZKL_CANCELLED = 8,
+  /*
+   The hold was lost before its release: its session expired or someone else deleted its
+   node (the handle holds nothing any more). Before 0.3: ZKL_SESSION_EXPIRED.
+   */
+  ZKL_LOCK_LOST = 9,
+  /*
+   The client was closed (zkl_client_close): nothing can be acquired through it any more.
+   Before 0.3: ZKL_SESSION_EXPIRED.
+   */
+  ZKL_CLOSED = 10,
+  /*
+   The acquire could only wait for this handle's own hold: a non-reentrant handle that
+   holds the lock, a semaphore handle whose own leases fill max_leases, or the read half's
+   holder taking the write half of the same participant. Before 0.3: ZKL_INVALID_ARGUMENT.
+   */
+  ZKL_WOULD_DEADLOCK = 11,
 } zkl_status;
 
 /*
@@ -192,6 +207,61 @@ typedef struct zkl_client zkl_client;
 typedef struct zkl_lock zkl_lock;
 
 /*
+ A snapshot of a lock's participants (zkl_lock_participants); read it with
+ zkl_participants_count and zkl_participants_get, free it with zkl_participants_free.
+ */
+typedef struct zkl_participants zkl_participants;
+
+/*
+ A change of the session's state, as zkl_client_wait_session_event hands it out.
+ */
+typedef struct zkl_session_event {
+  /*
+   This event's number: 1 for the client's first event, +1 for each one after.
+   */
+  uint64_t seq;
+  /*
+   The new state, a zkl_session_state value.
+   */
+  uint32_t state;
+  /*
+   The id of the session the event is about.
+   */
+  int64_t session_id;
+  /*
+   Which session of the client: 0 for the first, +1 for each fresh session after an expiry.
+   */
+  uint64_t generation;
+} zkl_session_event;
+
+/*
+ One participant of a lock, as zkl_participants_get writes it.
+ */
+typedef struct zkl_participant {
+  /*
+   The node's name (a child of the lock path; the lock path itself for a simple lock).
+   Owned by the snapshot: valid until zkl_participants_free.
+   */
+  const char *node;
+  /*
+   The holder id stored in the node ("" if none). Owned by the snapshot.
+   */
+  const char *holder_id;
+  /*
+   The sequence number the server gave the node: queue order.
+   */
+  int64_t sequence;
+  /*
+   1 if it holds the lock now (for a semaphore: one of the leases), else 0.
+   */
+  int32_t is_holder;
+  /*
+   1 for a node of the read half of a read-write lock, else 0.
+   */
+  int32_t is_reader;
+} zkl_participant;
+
+/*
  Receives one log line: its zkl_log_level, its target (the library's module, e.g.
  "zklock::recipes::hold") and its message, both NUL-terminated and valid only during the call;
  user_data is what zkl_set_log_callback was given.
@@ -218,9 +288,11 @@ extern "C" {
  Connects to ZooKeeper and opens a session.
 
  hosts: "host:port", more of them separated by commas, then optionally a /chroot path
- (port 2181 if omitted). session_timeout_ms: the
- session timeout asked of the server (at least 100), which also bounds how long this call
- waits for the first connection. On ZKL_OK, *out_client owns a new client: free it with
+ (port 2181 if omitted). session_timeout_ms: the session timeout asked of the server (at
+ least 100), which also bounds how long this call waits for the first connection
+ (zkl_client_connect_with sets the two apart). The server caps what it grants between its
+ minSessionTimeout and maxSessionTimeout (2 and 20 ticks: 4 s to 40 s with the default
+ tickTime of 2 s); leases and waits use the granted timeout. On ZKL_OK, *out_client owns a new client: free it with
  zkl_client_free; on any other status *out_client is left unchanged.
 
  Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, ZKL_CONNECTION_LOSS if no
@@ -233,6 +305,97 @@ extern "C" {
 enum zkl_status zkl_client_connect(const char *hosts,
                                    uint32_t session_timeout_ms,
                                    struct zkl_client **out_client);
+
+/*
+ Connects as zkl_client_connect does, with a connect timeout of its own and a holder id.
+
+ session_timeout_ms: the session timeout asked of the server (at least 100; the server may
+ lower it to its maxSessionTimeout, 20 ticks by default, or raise it to 2 ticks).
+ connect_timeout_ms: how long this call waits for the first connection (0: the session
+ timeout). holder_id: the id stored in every lock node this client creates, which other
+ participants see (zkl_lock_participants, `zklock holders`); NULL gives the default
+ "HOSTNAME:PID". On ZKL_OK, *out_client owns a new client: free it with zkl_client_free; on
+ any other status *out_client is left unchanged.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument (holder_id may be NULL),
+ ZKL_CONNECTION_LOSS if no server answered within the connect timeout (the message says why:
+ refused, unresolvable host, no answer), ZKL_ZOOKEEPER_ERROR if authentication failed. Blocks
+ at most the connect timeout. Any thread.
+
+ ```c
+ zkl_client *c;
+ if (zkl_client_connect_with("zk1:2181,zk2:2181", 10000, 2000, "billing-7", &c) != ZKL_OK)
+     fprintf(stderr, "%s\n", zkl_last_error_message());
+ ```
+
+ Pointers: hosts is NULL or a NUL-terminated string; holder_id is NULL or a NUL-terminated
+ string; out_client is NULL or valid for writing.
+ */
+enum zkl_status zkl_client_connect_with(const char *hosts,
+                                        uint32_t session_timeout_ms,
+                                        uint32_t connect_timeout_ms,
+                                        const char *holder_id,
+                                        struct zkl_client **out_client);
+
+/*
+ Writes to *out_id the client's holder id: the text stored in every lock node it creates
+ (given to zkl_client_connect_with, else "HOSTNAME:PID"). The string is owned by the client
+ and stays valid until zkl_client_free; never free it.
+
+ ZKL_INVALID_ARGUMENT for a NULL argument (then *out_id is left unchanged). Never blocks.
+ Any thread.
+
+ Pointers: client is NULL or a live zkl_client; out_id is NULL or valid for writing.
+ */
+enum zkl_status zkl_client_holder_id(const struct zkl_client *client, const char **out_id);
+
+/*
+ Writes the state of the client's session to *out_state, as a zkl_session_state value.
+
+ ZKL_INVALID_ARGUMENT for a NULL argument (then *out_state is left unchanged). Never blocks.
+ Any thread.
+
+ Pointers: client is NULL or a live zkl_client; out_state is NULL or valid for writing.
+ */
+enum zkl_status zkl_client_session_state(const struct zkl_client *client, uint32_t *out_state);
+
+/*
+ The session-state listener: writes to *out_event the first session event numbered after
+ after_seq (numbers start at 1: pass 0 first, then the seq of the last event you got).
+ timeout_ms < 0 waits forever, 0 only looks.
+
+ The client keeps its last 64 events: a listener further behind gets the oldest kept one (the
+ gap in seq shows how many it missed). Returns ZKL_TIMEOUT if no such event came in time,
+ ZKL_CLOSED (at once) once the CLOSED event has been handed out: no event follows it.
+ Events are recorded by the library's own dispatcher thread; this call runs on yours. Any
+ thread, concurrently with any other call on the client.
+
+ ```c
+ zkl_session_event e = {0};
+ while (zkl_client_wait_session_event(c, e.seq, -1, &e) == ZKL_OK)
+     if (e.state == ZKL_SESSION_EXPIRED) alert("every lock of the session is lost");
+ ```
+
+ Pointers: client is NULL or a live zkl_client, not freed during the call; out_event is NULL
+ or valid for writing.
+ */
+enum zkl_status zkl_client_wait_session_event(const struct zkl_client *client,
+                                              uint64_t after_seq,
+                                              int64_t timeout_ms,
+                                              struct zkl_session_event *out_event);
+
+/*
+ Ends the client's session now, whether or not locks made from it are still alive: the server
+ deletes its lock nodes at once (waiters elsewhere proceed), every hold of it becomes
+ ZKL_HOLD_LOST, waiting acquires return ZKL_CLOSED, and later acquires and releases return
+ ZKL_CLOSED. The handle and its locks must still be freed. Closing twice is a no-op.
+
+ ZKL_INVALID_ARGUMENT for a NULL client. Blocks at most the session timeout (the close
+ request). Any thread.
+
+ Pointers: client is NULL or a live zkl_client.
+ */
+enum zkl_status zkl_client_close(struct zkl_client *client);
 
 /*
  Sets the lock-node naming protocol (a zkl_protocol value, passed as uint32_t) of the locks
@@ -313,7 +476,7 @@ enum zkl_status zkl_mutex_new(struct zkl_client *client,
 /*
  Makes a fair exclusive lock at path that is not reentrant and that any thread may release
  (Curator's InterProcessSemaphoreMutex semantics; an addition to the contract). Acquiring it
- again through a handle that holds it is ZKL_INVALID_ARGUMENT.
+ again through a handle that holds it is ZKL_WOULD_DEADLOCK (ZKL_INVALID_ARGUMENT before 0.3).
 
  On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
  on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
@@ -381,8 +544,8 @@ enum zkl_status zkl_write_lock_new(struct zkl_client *client,
  separate zkl_read_lock_new and zkl_write_lock_new handles, these two are one participant, so
  while the write half is held the read half may be taken too (write -> read downgrade, as
  Curator allows; the read hold keeps the write hold's fencing token); taking the write half
- while holding only the read half fails at once with ZKL_INVALID_ARGUMENT (an upgrade would
- deadlock). Reentrant per handle; any thread may release.
+ while holding only the read half fails at once with ZKL_WOULD_DEADLOCK (an upgrade would
+ deadlock; ZKL_INVALID_ARGUMENT before 0.3). Reentrant per handle; any thread may release.
 
  On ZKL_OK, *out_read and *out_write each own a new handle that holds nothing yet: free each
  with zkl_lock_free; on any other status both are left unchanged. ZKL_INVALID_ARGUMENT for a
@@ -400,7 +563,9 @@ enum zkl_status zkl_rwlock_new(struct zkl_client *client,
  Makes a counting semaphore at path with at most max_leases holders at once (Curator's
  InterProcessSemaphoreV2 or kazoo's Semaphore layout, per the client's protocol). Each
  zkl_lock_acquire takes one lease and each zkl_lock_release returns the most recent one; a
- handle may hold several; any thread may release. An acquire with timeout 0 never waits for a
+ handle may hold several; any thread may release. An acquire through a handle whose own leases
+ already fill max_leases could only wait for itself: ZKL_WOULD_DEADLOCK at once (other
+ handles wait as usual). An acquire with timeout 0 never waits for a
  lease, but may wait up to half a second for the short-held mutex that guards the count.
 
  On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free
@@ -441,20 +606,23 @@ enum zkl_status zkl_multi_lock_new(struct zkl_lock *const *locks,
  at most that long in all.
 
  Returns ZKL_OK when held, ZKL_TIMEOUT when not acquired in time (0: the lock was busy),
- ZKL_CANCELLED when zkl_lock_cancel interrupted the wait, ZKL_CONNECTION_LOSS or
- ZKL_SESSION_EXPIRED when the session failed; on every non-OK status no node of this attempt
- is left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a
+ ZKL_CANCELLED when zkl_lock_cancel interrupted the wait, ZKL_WOULD_DEADLOCK when it could
+ only wait for this handle's own hold (see the recipe's constructor), ZKL_CONNECTION_LOSS or
+ ZKL_SESSION_EXPIRED when the session failed, ZKL_CLOSED after zkl_client_close; on every
+ non-OK status no node of this attempt is left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a
  time per handle.
 
  Pointers: lock is NULL or a live zkl_lock, not freed during the call.
  */
-enum zkl_status zkl_lock_acquire(struct zkl_lock *lock, int64_t timeout_ms);
+enum zkl_status zkl_lock_acquire(struct zkl_lock *lock,
+                                 int64_t timeout_ms);
 
 /*
  Releases one hold of the lock.
 
- Returns ZKL_NOT_HELD if this handle does not hold it, ZKL_SESSION_EXPIRED if the lock had
- been lost (its session ended, or someone else deleted its node; the hold is dropped anyway),
+ Returns ZKL_NOT_HELD if this handle does not hold it, ZKL_LOCK_LOST if the lock had been
+ lost (its session ended, or someone else deleted its node; the hold is dropped anyway;
+ ZKL_SESSION_EXPIRED before 0.3), ZKL_CLOSED after zkl_client_close,
  ZKL_CONNECTION_LOSS if the server could not be told within one session timeout (the node is
  then deleted in the background; the handle holds nothing any more either way). Blocks at
  most the session timeout. Any thread may release what another acquired on the same handle;
@@ -480,7 +648,7 @@ enum zkl_status zkl_lock_cancel(struct zkl_lock *lock);
 /*
  1 while this handle holds the lock and zkl_lock_hold_state would say ZKL_HOLD_HELD (the
  session is provably alive; for a multi-lock: every component), else 0 (also for NULL). Never blocks.
- One thread at a time per handle.
+ Any thread, even while another thread uses the handle (as zkl_lock_hold_state).
 
  Pointers: lock is NULL or a live zkl_lock.
  */
@@ -507,7 +675,7 @@ enum zkl_status zkl_lock_fencing_token(const struct zkl_lock *lock,
  when every component is held, else the worst state among them.
 
  ZKL_INVALID_ARGUMENT for a NULL argument (then *out_state is left unchanged). Never blocks.
- Any thread.
+ Any thread, even while another thread uses the handle (as zkl_lock_is_held).
 
  Pointers: lock is NULL or a live zkl_lock; out_state is NULL or valid for writing.
  */
@@ -526,6 +694,87 @@ enum zkl_status zkl_lock_hold_state(const struct zkl_lock *lock, uint32_t *out_s
  Pointers: lock is NULL or a live zkl_lock; out_ms is NULL or valid for writing.
  */
 enum zkl_status zkl_lock_lease_remaining_ms(const struct zkl_lock *lock, int64_t *out_ms);
+
+/*
+ Blocks until this handle's hold stops being believed, so that the holder stops acting on it
+ (the waitable form of Curator's and kazoo's "lock lost" listeners): its lease ran out
+ (ZKL_HOLD_UNCERTAIN: cut off from the servers long enough that the session may have expired)
+ or its session ended (ZKL_HOLD_LOST). timeout_ms < 0 waits forever; 0 only looks.
+
+ Returns ZKL_OK when the hold is no longer believed (zkl_lock_hold_state tells which state),
+ ZKL_NOT_HELD if the handle holds nothing or its hold is released during the wait (noticed
+ within 200 ms), ZKL_TIMEOUT if it is still held at the timeout. Runs no code of yours: call
+ it on a thread of your own. Any thread, even while another thread uses the handle (as
+ zkl_lock_cancel); do not free the handle during the call (wait in slices if you must stop
+ the waiter).
+
+ ```c
+ // on a watcher thread of the holder's
+ while (running) {
+     zkl_status s = zkl_lock_wait_lost(lock, 200);
+     if (s == ZKL_OK) { stop_writing(); break; }
+     if (s == ZKL_NOT_HELD) break;
+ }
+ ```
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call.
+ */
+enum zkl_status zkl_lock_wait_lost(const struct zkl_lock *lock, int64_t timeout_ms);
+
+/*
+ Takes a snapshot of the lock's participants, holders first, then waiters in queue order
+ (for a semaphore: the lease holders; lease_holders in Curator's words), and writes it to
+ *out: read it with zkl_participants_count / zkl_participants_get, free it with
+ zkl_participants_free.
+
+ On ZKL_OK *out owns the snapshot; on any other status it is left unchanged.
+ ZKL_INVALID_ARGUMENT for a NULL argument; ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when
+ the server could not be read. Blocks at most the session timeout. Any thread, even while
+ another thread uses the handle.
+
+ ```c
+ zkl_participants *ps;
+ if (zkl_lock_participants(lock, &ps) == ZKL_OK) {
+     zkl_participant p;
+     for (size_t i = 0; zkl_participants_get(ps, i, &p) == ZKL_OK; i++)
+         printf("%s %s\n", p.is_holder ? "holder" : "waiter", p.holder_id);
+     zkl_participants_free(ps);
+ }
+ ```
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call; out is NULL or valid
+ for writing.
+ */
+enum zkl_status zkl_lock_participants(const struct zkl_lock *lock, struct zkl_participants **out);
+
+/*
+ How many participants the snapshot holds (0 for NULL). Never blocks. Any thread.
+
+ Pointers: participants is NULL or a live zkl_participants.
+ */
+size_t zkl_participants_count(const struct zkl_participants *participants);
+
+/*
+ Writes participant number index (from 0, holders first) of the snapshot to *out. Its strings
+ are owned by the snapshot: valid until zkl_participants_free.
+
+ ZKL_INVALID_ARGUMENT for a NULL argument or an index past the last participant (then *out
+ is left unchanged). Never blocks. Any thread.
+
+ Pointers: participants is NULL or a live zkl_participants; out is NULL or valid for writing.
+ */
+enum zkl_status zkl_participants_get(const struct zkl_participants *participants,
+                                     size_t index,
+                                     struct zkl_participant *out);
+
+/*
+ Frees a snapshot of participants. NULL is a no-op; must not be called twice for one
+ snapshot. Never blocks. Any thread.
+
+ Pointers: participants is NULL or a live zkl_participants that no other thread uses during
+ or after the call.
+ */
+void zkl_participants_free(struct zkl_participants *participants);
 
 /*
  Frees a lock handle, releasing first whatever it holds (if the server cannot be told in
@@ -618,6 +867,11 @@ const char *zkl_status_name(uint32_t status);
 /*
  The library's version, e.g. "0.1.0" (the header's ZKL_VERSION_STRING is the version it was
  generated for). Never NULL; static, owned by the library (never free it). Any thread.
+
+ ```c
+ if (strcmp(zkl_version(), ZKL_VERSION_STRING) != 0)
+     fprintf(stderr, "built against zklock %s, running %s\n", ZKL_VERSION_STRING, zkl_version());
+ ```
  */
 const char *zkl_version(void);
 

@@ -1374,6 +1374,7 @@ mod socket_tests {
     /// is, at connect and again after a reconnect (a new socket).
     #[test]
     fn a_session_finds_its_socket_at_connect_and_after_the_server_restarts() {
+        let _serial = crate::runtime::tests::SERIAL.lock();
         let mut server = TestingServer::start().unwrap();
         let opts = Options::default().session_timeout(Duration::from_secs(30));
         let c = Client::connect(&server.connect_string(), opts).unwrap();
@@ -1397,6 +1398,7 @@ mod socket_tests {
     /// Sessions connecting at the same time never claim one socket between two of them.
     #[test]
     fn sessions_connecting_together_never_share_a_claimed_socket() {
+        let _serial = crate::runtime::tests::SERIAL.lock();
         let server = TestingServer::shared();
         let clients: Vec<Client> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..6)

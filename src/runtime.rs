@@ -739,12 +739,13 @@ pub(crate) fn sleep(d: Duration) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::Duration;
 
-    /// These tests watch which thread runs a task: one at a time.
-    static SERIAL: Mutex<()> = Mutex::new(());
+    /// These tests watch which thread runs a task: one at a time, and none beside a unit test
+    /// that drives a real session (its waits run tasks too).
+    pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
 
     /// Wake-ups of waiting callers: (with their socket readable, by a signal alone).
     static WAKES: Mutex<(u64, u64)> = Mutex::new((0, 0));

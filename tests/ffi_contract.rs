@@ -103,17 +103,21 @@ fn status_names_and_version() {
         "ZKL_ZOOKEEPER_ERROR",
         "ZKL_INTERNAL_ERROR",
         "ZKL_CANCELLED",
+        "ZKL_LOCK_LOST",
+        "ZKL_CLOSED",
+        "ZKL_WOULD_DEADLOCK",
     ];
     for (v, n) in expected.iter().enumerate() {
         assert_eq!(name(v as u32), *n);
     }
-    for v in [9, 100, u32::MAX] {
+    for v in [12, 100, u32::MAX] {
         assert_eq!(name(v), "ZKL_UNKNOWN_STATUS");
     }
     // The numbers are the ABI.
     assert_eq!(ZKL_OK as u32, 0);
     assert_eq!(ZKL_TIMEOUT as u32, 1);
     assert_eq!(ZKL_CANCELLED as u32, 8);
+    assert_eq!(ZKL_WOULD_DEADLOCK as u32, 11);
     assert_eq!(zkl_protocol::ZKL_PROTOCOL_KAZOO as u32, 1);
     let v = unsafe { CStr::from_ptr(zkl_version()) }.to_str().unwrap();
     assert_eq!(v, env!("CARGO_PKG_VERSION"));
@@ -479,7 +483,7 @@ fn semaphore_mutex_is_not_reentrant_and_any_thread_releases() {
             ZKL_OK
         );
         assert_eq!(zkl_lock_acquire(l, 0), ZKL_OK);
-        assert_eq!(zkl_lock_acquire(l, 0), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_lock_acquire(l, 0), ZKL_WOULD_DEADLOCK);
         assert!(last_error().contains("not reentrant"), "{}", last_error());
         let h = SendPtr(l);
         let r = std::thread::spawn(move || {
@@ -670,7 +674,7 @@ fn rwlock_new_gives_two_halves_that_share_holds_downgrade_and_refuse_upgrade() {
         );
         // Upgrade from the read half alone fails at once instead of hanging.
         let t = std::time::Instant::now();
-        assert_eq!(zkl_lock_acquire(w, -1), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_lock_acquire(w, -1), ZKL_WOULD_DEADLOCK);
         assert!(t.elapsed() < std::time::Duration::from_secs(1));
         assert!(last_error().contains("upgrade"), "{}", last_error());
         assert_eq!(zkl_lock_release(r), ZKL_OK);

@@ -209,15 +209,14 @@ fn explicit_leases_and_lease_holders() {
         .unwrap());
     let t2 = sem.fencing_token().unwrap();
     assert!(t2 > t1);
-    assert!(
-        !Lockable::acquire(
+    // A third lease of two could only wait for this handle's own: refused at once.
+    assert!(matches!(
+        Lockable::acquire(
             &sem,
             Deadline::from_timeout(Some(Duration::from_millis(200)))
-        )
-        .map(|t| t.is_some())
-        .unwrap(),
-        "a third lease of two"
-    );
+        ),
+        Err(Error::WouldDeadlock(_))
+    ));
     assert_eq!(
         sem.lease_holders().unwrap(),
         vec!["me-1".to_string(), "me-1".to_string()]
@@ -233,6 +232,66 @@ fn explicit_leases_and_lease_holders() {
     assert!(!sem.is_held());
     assert!(sem.lease_holders().unwrap().is_empty());
     assert!(Semaphore::new(&c, &path, 0).is_err());
+}
+
+/// The issue-18 case: a handle whose own leases fill the semaphore used to wait forever on
+/// itself. Now it is refused at once, whichever way the leases were taken, while another
+/// handle still waits and gets a lease once one is returned.
+fn own_leases_fill(p: Protocol) {
+    let hosts = hosts();
+    let path = unique_path("sem-own-full");
+    let c = connect(&hosts, p);
+    let sem = Semaphore::new(&c, &path, 2).unwrap();
+    let first = sem.acquire().unwrap();
+    assert!(Lockable::acquire(&sem, Deadline::Forever)
+        .unwrap()
+        .is_some());
+    for (what, r) in [
+        ("blocking", sem.acquire().map(|_| ())),
+        ("try once", sem.try_acquire().map(|_| ())),
+        (
+            "timed",
+            sem.try_acquire_for(Duration::from_secs(30)).map(|_| ()),
+        ),
+        (
+            "Lockable",
+            Lockable::acquire(&sem, Deadline::Forever).map(|_| ()),
+        ),
+    ] {
+        let e = r.expect_err(what);
+        assert!(matches!(e, Error::WouldDeadlock(_)), "{what}: {e:?}");
+    }
+    // Nothing was left by the refused acquires: still two lease nodes, both ours.
+    assert_eq!(leases(&admin(&hosts), &path, p).len(), 2);
+    // Another handle is not refused: it waits, and gets the lease this one returns.
+    let other = std::thread::spawn({
+        let (hosts, path) = (hosts.clone(), path.clone());
+        move || {
+            let c2 = connect(&hosts, p);
+            let sem2 = Semaphore::new(&c2, &path, 2).unwrap();
+            let lease = sem2.try_acquire_for(Duration::from_secs(20)).unwrap();
+            lease.map(|l| l.fencing_token())
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    drop(first);
+    assert!(
+        other.join().unwrap().is_some(),
+        "the other handle got the lease"
+    );
+    // With one of its own returned, this handle may wait again (and gets a lease once free).
+    let again = sem.try_acquire_for(Duration::from_secs(20)).unwrap();
+    assert!(again.is_some());
+}
+
+#[test]
+fn a_handle_whose_own_leases_fill_the_semaphore_is_refused_at_once_curator() {
+    own_leases_fill(Protocol::Curator);
+}
+
+#[test]
+fn a_handle_whose_own_leases_fill_the_semaphore_is_refused_at_once_kazoo() {
+    own_leases_fill(Protocol::Kazoo);
 }
 
 #[test]

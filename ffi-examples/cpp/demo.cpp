@@ -123,7 +123,7 @@ int main() {
       EXPECT_TRUE(read.lease_remaining() > 0ms && read.lease_remaining() <= 5000ms);
       std::thread([&] { write.release(); }).join();
       EXPECT_TRUE(!write.is_held() && read.is_held());
-      EXPECT_TRUE(throws_status([&] { write.acquire(); }, ZKL_INVALID_ARGUMENT));  // no upgrade
+      EXPECT_TRUE(throws_status([&] { write.acquire(); }, ZKL_WOULD_DEADLOCK));  // no upgrade
       read.release();
       EXPECT_TRUE(throws_status([&] { read.lease_remaining(); }, ZKL_NOT_HELD));
     }

@@ -185,7 +185,7 @@ class Client {
   Lock mutex(const std::string& path) { return make(zkl_mutex_new, path); }
 
   // Both halves of ONE read-write lock, one participant: {read, write}. While the write half is
-  // held the read half may be taken too (downgrade); the reverse throws ZKL_INVALID_ARGUMENT.
+  // held the read half may be taken too (downgrade); the reverse throws ZKL_WOULD_DEADLOCK.
   std::pair<Lock, Lock> rwlock(const std::string& path) {
     zkl_lock* r = nullptr;
     zkl_lock* w = nullptr;
@@ -241,7 +241,7 @@ class Guard {
   }
   ~Guard() { reset(); }
 
-  // Releases now; throws on failure (e.g. ZKL_SESSION_EXPIRED: the lock had been lost).
+  // Releases now; throws on failure (e.g. ZKL_LOCK_LOST: the lock had been lost).
   void unlock() {
     Lock* l = std::exchange(lock_, nullptr);
     if (l) l->release();

@@ -101,6 +101,16 @@ impl BoundaryReturn for c_int {
     }
 }
 
+impl BoundaryReturn for usize {
+    type C = usize;
+    fn into_c(self) -> usize {
+        self
+    }
+    fn panicked() -> usize {
+        0
+    }
+}
+
 impl BoundaryReturn for () {
     type C = ();
     fn into_c(self) {}

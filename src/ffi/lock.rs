@@ -3,10 +3,10 @@
 //! Each entry point checks its arguments and hands the call to the recipe; every decision
 //! (queueing, waiting, reentrancy, cleanup) is the recipe's.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::boundary::{
     box_into_ptr, box_take, try_clone_arc, try_ref, try_str, with_poison, BoxCastable, Castable,
@@ -15,8 +15,8 @@ use super::boundary::{
 use super::client::{zkl_client, ClientHandle};
 use super::status::{zkl_hold_state, zkl_status};
 use crate::{
-    Client, Deadline, Lockable, MultiLock, Mutex, ReadWriteLock, Result, Semaphore, SemaphoreMutex,
-    SimpleLock,
+    Client, Deadline, HoldState, Lockable, MultiLock, Mutex, Participant, ReadWriteLock, Result,
+    Semaphore, SemaphoreMutex, SimpleLock,
 };
 
 /// One participant in one lock recipe; holds nothing when made. Its holds belong to the handle,
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn zkl_mutex_new(
 
 /// Makes a fair exclusive lock at path that is not reentrant and that any thread may release
 /// (Curator's InterProcessSemaphoreMutex semantics; an addition to the contract). Acquiring it
-/// again through a handle that holds it is ZKL_INVALID_ARGUMENT.
+/// again through a handle that holds it is ZKL_WOULD_DEADLOCK (ZKL_INVALID_ARGUMENT before 0.3).
 ///
 /// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
 /// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
@@ -205,8 +205,8 @@ pub unsafe extern "C" fn zkl_write_lock_new(
 /// separate zkl_read_lock_new and zkl_write_lock_new handles, these two are one participant, so
 /// while the write half is held the read half may be taken too (write -> read downgrade, as
 /// Curator allows; the read hold keeps the write hold's fencing token); taking the write half
-/// while holding only the read half fails at once with ZKL_INVALID_ARGUMENT (an upgrade would
-/// deadlock). Reentrant per handle; any thread may release.
+/// while holding only the read half fails at once with ZKL_WOULD_DEADLOCK (an upgrade would
+/// deadlock; ZKL_INVALID_ARGUMENT before 0.3). Reentrant per handle; any thread may release.
 ///
 /// On ZKL_OK, *out_read and *out_write each own a new handle that holds nothing yet: free each
 /// with zkl_lock_free; on any other status both are left unchanged. ZKL_INVALID_ARGUMENT for a
@@ -243,7 +243,9 @@ pub unsafe extern "C" fn zkl_rwlock_new(
 /// Makes a counting semaphore at path with at most max_leases holders at once (Curator's
 /// InterProcessSemaphoreV2 or kazoo's Semaphore layout, per the client's protocol). Each
 /// zkl_lock_acquire takes one lease and each zkl_lock_release returns the most recent one; a
-/// handle may hold several; any thread may release. An acquire with timeout 0 never waits for a
+/// handle may hold several; any thread may release. An acquire through a handle whose own leases
+/// already fill max_leases could only wait for itself: ZKL_WOULD_DEADLOCK at once (other
+/// handles wait as usual). An acquire with timeout 0 never waits for a
 /// lease, but may wait up to half a second for the short-held mutex that guards the count.
 ///
 /// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free
@@ -333,9 +335,10 @@ pub unsafe extern "C" fn zkl_multi_lock_new(
 /// at most that long in all.
 ///
 /// Returns ZKL_OK when held, ZKL_TIMEOUT when not acquired in time (0: the lock was busy),
-/// ZKL_CANCELLED when zkl_lock_cancel interrupted the wait, ZKL_CONNECTION_LOSS or
-/// ZKL_SESSION_EXPIRED when the session failed; on every non-OK status no node of this attempt
-/// is left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a
+/// ZKL_CANCELLED when zkl_lock_cancel interrupted the wait, ZKL_WOULD_DEADLOCK when it could
+/// only wait for this handle's own hold (see the recipe's constructor), ZKL_CONNECTION_LOSS or
+/// ZKL_SESSION_EXPIRED when the session failed, ZKL_CLOSED after zkl_client_close; on every
+/// non-OK status no node of this attempt is left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a
 /// time per handle.
 ///
 /// Pointers: lock is NULL or a live zkl_lock, not freed during the call.
@@ -360,8 +363,9 @@ pub unsafe extern "C" fn zkl_lock_acquire(lock: *mut zkl_lock, timeout_ms: i64) 
 
 /// Releases one hold of the lock.
 ///
-/// Returns ZKL_NOT_HELD if this handle does not hold it, ZKL_SESSION_EXPIRED if the lock had
-/// been lost (its session ended, or someone else deleted its node; the hold is dropped anyway),
+/// Returns ZKL_NOT_HELD if this handle does not hold it, ZKL_LOCK_LOST if the lock had been
+/// lost (its session ended, or someone else deleted its node; the hold is dropped anyway;
+/// ZKL_SESSION_EXPIRED before 0.3), ZKL_CLOSED after zkl_client_close,
 /// ZKL_CONNECTION_LOSS if the server could not be told within one session timeout (the node is
 /// then deleted in the background; the handle holds nothing any more either way). Blocks at
 /// most the session timeout. Any thread may release what another acquired on the same handle;
@@ -401,7 +405,7 @@ pub unsafe extern "C" fn zkl_lock_cancel(lock: *mut zkl_lock) -> zkl_status {
 
 /// 1 while this handle holds the lock and zkl_lock_hold_state would say ZKL_HOLD_HELD (the
 /// session is provably alive; for a multi-lock: every component), else 0 (also for NULL). Never blocks.
-/// One thread at a time per handle.
+/// Any thread, even while another thread uses the handle (as zkl_lock_hold_state).
 ///
 /// Pointers: lock is NULL or a live zkl_lock.
 #[no_mangle]
@@ -446,7 +450,7 @@ pub unsafe extern "C" fn zkl_lock_fencing_token(
 /// when every component is held, else the worst state among them.
 ///
 /// ZKL_INVALID_ARGUMENT for a NULL argument (then *out_state is left unchanged). Never blocks.
-/// Any thread.
+/// Any thread, even while another thread uses the handle (as zkl_lock_is_held).
 ///
 /// Pointers: lock is NULL or a live zkl_lock; out_state is NULL or valid for writing.
 #[no_mangle]
@@ -488,6 +492,196 @@ pub unsafe extern "C" fn zkl_lock_lease_remaining_ms(
         let left = handle.run(|r| r.lease_remaining().ok_or_else(|| crate::Error::NotHeld.into()))?;
         out.write(i64::try_from(left.as_millis()).unwrap_or(i64::MAX));
         Ok(())
+    })
+}
+
+/// Blocks until this handle's hold stops being believed, so that the holder stops acting on it
+/// (the waitable form of Curator's and kazoo's "lock lost" listeners): its lease ran out
+/// (ZKL_HOLD_UNCERTAIN: cut off from the servers long enough that the session may have expired)
+/// or its session ended (ZKL_HOLD_LOST). timeout_ms < 0 waits forever; 0 only looks.
+///
+/// Returns ZKL_OK when the hold is no longer believed (zkl_lock_hold_state tells which state),
+/// ZKL_NOT_HELD if the handle holds nothing or its hold is released during the wait (noticed
+/// within 200 ms), ZKL_TIMEOUT if it is still held at the timeout. Runs no code of yours: call
+/// it on a thread of your own. Any thread, even while another thread uses the handle (as
+/// zkl_lock_cancel); do not free the handle during the call (wait in slices if you must stop
+/// the waiter).
+///
+/// ```c
+/// // on a watcher thread of the holder's
+/// while (running) {
+///     zkl_status s = zkl_lock_wait_lost(lock, 200);
+///     if (s == ZKL_OK) { stop_writing(); break; }
+///     if (s == ZKL_NOT_HELD) break;
+/// }
+/// ```
+///
+/// Pointers: lock is NULL or a live zkl_lock, not freed during the call.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_lock_wait_lost(lock: *const zkl_lock, timeout_ms: i64) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `lock`; like cancel, waiting only reads the recipe's
+        // internally synchronised state.
+        let handle = unsafe { try_ref(lock, "lock") }?;
+        let end = u64::try_from(timeout_ms)
+            .ok()
+            .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms)));
+        handle.run(|r| {
+            // The recipe's wait ends on the hold's end, not on its release: look at the hold
+            // between slices, so a release ends the wait too.
+            const SLICE: Duration = Duration::from_millis(200);
+            loop {
+                match r.hold_state() {
+                    HoldState::NotHeld => {
+                        return Err(Failure::new(zkl_status::ZKL_NOT_HELD, "the handle holds nothing (or its hold was released)"));
+                    }
+                    HoldState::Uncertain | HoldState::Lost => return Ok(()),
+                    HoldState::Held => {}
+                }
+                let left = end.map(|e| e.saturating_duration_since(Instant::now()));
+                if left.is_some_and(|l| l.is_zero()) {
+                    return Err(Failure::new(zkl_status::ZKL_TIMEOUT, "still held at the timeout"));
+                }
+                r.wait_lost(Some(left.map_or(SLICE, |l| l.min(SLICE))));
+            }
+        })
+    })
+}
+
+/// A snapshot of a lock's participants (zkl_lock_participants); read it with
+/// zkl_participants_count and zkl_participants_get, free it with zkl_participants_free.
+pub struct zkl_participants {
+    _private: [u8; 0],
+}
+
+/// What a zkl_participants points to: the participants, and their text as C strings.
+pub(crate) struct ParticipantsHandle {
+    items: Vec<(Participant, CString, CString)>,
+}
+
+impl Castable for zkl_participants {
+    type Rust = ParticipantsHandle;
+}
+impl BoxCastable for zkl_participants {}
+
+/// One participant of a lock, as zkl_participants_get writes it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct zkl_participant {
+    /// The node's name (a child of the lock path; the lock path itself for a simple lock).
+    /// Owned by the snapshot: valid until zkl_participants_free.
+    pub node: *const c_char,
+    /// The holder id stored in the node ("" if none). Owned by the snapshot.
+    pub holder_id: *const c_char,
+    /// The sequence number the server gave the node: queue order.
+    pub sequence: i64,
+    /// 1 if it holds the lock now (for a semaphore: one of the leases), else 0.
+    pub is_holder: i32,
+    /// 1 for a node of the read half of a read-write lock, else 0.
+    pub is_reader: i32,
+}
+
+/// Takes a snapshot of the lock's participants, holders first, then waiters in queue order
+/// (for a semaphore: the lease holders; lease_holders in Curator's words), and writes it to
+/// *out: read it with zkl_participants_count / zkl_participants_get, free it with
+/// zkl_participants_free.
+///
+/// On ZKL_OK *out owns the snapshot; on any other status it is left unchanged.
+/// ZKL_INVALID_ARGUMENT for a NULL argument; ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when
+/// the server could not be read. Blocks at most the session timeout. Any thread, even while
+/// another thread uses the handle.
+///
+/// ```c
+/// zkl_participants *ps;
+/// if (zkl_lock_participants(lock, &ps) == ZKL_OK) {
+///     zkl_participant p;
+///     for (size_t i = 0; zkl_participants_get(ps, i, &p) == ZKL_OK; i++)
+///         printf("%s %s\n", p.is_holder ? "holder" : "waiter", p.holder_id);
+///     zkl_participants_free(ps);
+/// }
+/// ```
+///
+/// Pointers: lock is NULL or a live zkl_lock, not freed during the call; out is NULL or valid
+/// for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_lock_participants(
+    lock: *const zkl_lock,
+    out: *mut *mut zkl_participants,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `lock`; listing reads only the server and the
+        // recipe's internally synchronised state.
+        let handle = unsafe { try_ref(lock, "lock") }?;
+        // SAFETY: the caller's contract for `out`.
+        let out = unsafe { Out::new(out, "out") }?;
+        let participants = handle.run(|r| Ok(r.participants()?))?;
+        // Text from the server may hold a NUL, which C text cannot: it is dropped.
+        let c_text = |s: &str| CString::new(s.replace('\0', "")).unwrap_or_default();
+        let items = participants
+            .into_iter()
+            .map(|p| {
+                let (node, holder) = (c_text(&p.node), c_text(&p.holder_id));
+                (p, node, holder)
+            })
+            .collect();
+        out.write(box_into_ptr::<zkl_participants>(Box::new(ParticipantsHandle { items })));
+        Ok(())
+    })
+}
+
+/// How many participants the snapshot holds (0 for NULL). Never blocks. Any thread.
+///
+/// Pointers: participants is NULL or a live zkl_participants.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_participants_count(participants: *const zkl_participants) -> usize {
+    ffi_boundary!(value {
+        // SAFETY: the caller's contract for `participants`.
+        unsafe { try_ref(participants, "participants") }.map_or(0, |h| h.items.len())
+    })
+}
+
+/// Writes participant number index (from 0, holders first) of the snapshot to *out. Its strings
+/// are owned by the snapshot: valid until zkl_participants_free.
+///
+/// ZKL_INVALID_ARGUMENT for a NULL argument or an index past the last participant (then *out
+/// is left unchanged). Never blocks. Any thread.
+///
+/// Pointers: participants is NULL or a live zkl_participants; out is NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_participants_get(
+    participants: *const zkl_participants,
+    index: usize,
+    out: *mut zkl_participant,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `participants`.
+        let handle = unsafe { try_ref(participants, "participants") }?;
+        // SAFETY: the caller's contract for `out`.
+        let out = unsafe { Out::new(out, "out") }?;
+        let (p, node, holder) = handle.items.get(index).ok_or_else(|| {
+            Failure::invalid(format!("`index` {index} is past the last of {} participants", handle.items.len()))
+        })?;
+        out.write(zkl_participant {
+            node: node.as_ptr(),
+            holder_id: holder.as_ptr(),
+            sequence: p.sequence,
+            is_holder: i32::from(p.is_holder),
+            is_reader: i32::from(p.is_reader),
+        });
+        Ok(())
+    })
+}
+
+/// Frees a snapshot of participants. NULL is a no-op; must not be called twice for one
+/// snapshot. Never blocks. Any thread.
+///
+/// Pointers: participants is NULL or a live zkl_participants that no other thread uses during
+/// or after the call.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_participants_free(participants: *mut zkl_participants) {
+    ffi_boundary!(value {
+        // SAFETY: the caller's contract: NULL or a live snapshot freed only now.
+        drop(unsafe { box_take(participants) });
     })
 }
 

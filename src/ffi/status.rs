@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, CStr};
 
-use crate::{Acl, Error, HoldState, Protocol};
+use crate::{Acl, Error, HoldState, Protocol, SessionState};
 
 /// The result of every fallible call. Values are fixed: new statuses only ever get new numbers.
 #[repr(C)]
@@ -12,14 +12,13 @@ pub enum zkl_status {
     ZKL_OK = 0,
     /// Not acquired before the timeout (timeout 0: the lock was busy).
     ZKL_TIMEOUT = 1,
-    /// NULL pointer, malformed path or host list, non-UTF-8 text, bad count or enum value, or a
-    /// misuse such as acquiring again a non-reentrant lock this handle already holds.
+    /// NULL pointer, malformed path or host list, non-UTF-8 text, bad count or enum value.
     ZKL_INVALID_ARGUMENT = 2,
     /// Release (or fencing token) of a lock this handle does not hold.
     ZKL_NOT_HELD = 3,
     /// ZooKeeper not reachable in time; nothing of this call is left on the server.
     ZKL_CONNECTION_LOSS = 4,
-    /// The session ended (expired or closed): every lock it held is lost.
+    /// The session expired: every lock it held is lost.
     ZKL_SESSION_EXPIRED = 5,
     /// Any other error the server returned (no auth, ACL, authentication failed, ...).
     ZKL_ZOOKEEPER_ERROR = 6,
@@ -27,6 +26,16 @@ pub enum zkl_status {
     ZKL_INTERNAL_ERROR = 7,
     /// A waiting acquire was cancelled with zkl_lock_cancel.
     ZKL_CANCELLED = 8,
+    /// The hold was lost before its release: its session expired or someone else deleted its
+    /// node (the handle holds nothing any more). Before 0.3: ZKL_SESSION_EXPIRED.
+    ZKL_LOCK_LOST = 9,
+    /// The client was closed (zkl_client_close): nothing can be acquired through it any more.
+    /// Before 0.3: ZKL_SESSION_EXPIRED.
+    ZKL_CLOSED = 10,
+    /// The acquire could only wait for this handle's own hold: a non-reentrant handle that
+    /// holds the lock, a semaphore handle whose own leases fill max_leases, or the read half's
+    /// holder taking the write half of the same participant. Before 0.3: ZKL_INVALID_ARGUMENT.
+    ZKL_WOULD_DEADLOCK = 11,
 }
 
 /// How lock nodes are named, so that other ZooKeeper clients can share the lock path.
@@ -61,6 +70,33 @@ impl From<HoldState> for zkl_hold_state {
             HoldState::Held => zkl_hold_state::ZKL_HOLD_HELD,
             HoldState::Uncertain => zkl_hold_state::ZKL_HOLD_UNCERTAIN,
             HoldState::Lost => zkl_hold_state::ZKL_HOLD_LOST,
+        }
+    }
+}
+
+/// The state of a client's session (zkl_client_session_state and zkl_session_event give it as a
+/// uint32_t).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum zkl_session_state {
+    /// Connected: locks held are held.
+    ZKL_SESSION_CONNECTED = 0,
+    /// Disconnected; the session may survive: holds stay HELD while their lease runs, then turn
+    /// UNCERTAIN until the session reconnects or expires.
+    ZKL_SESSION_SUSPENDED = 1,
+    /// The session expired: every lock it held is lost. A fresh session follows on the next call.
+    ZKL_SESSION_EXPIRED = 2,
+    /// The client was closed (zkl_client_close, or its last handle freed).
+    ZKL_SESSION_CLOSED = 3,
+}
+
+impl From<SessionState> for zkl_session_state {
+    fn from(s: SessionState) -> zkl_session_state {
+        match s {
+            SessionState::Connected => zkl_session_state::ZKL_SESSION_CONNECTED,
+            SessionState::Suspended => zkl_session_state::ZKL_SESSION_SUSPENDED,
+            SessionState::Expired => zkl_session_state::ZKL_SESSION_EXPIRED,
+            SessionState::Closed => zkl_session_state::ZKL_SESSION_CLOSED,
         }
     }
 }
@@ -104,14 +140,13 @@ impl From<&Error> for zkl_status {
     fn from(e: &Error) -> zkl_status {
         match e {
             Error::Timeout => zkl_status::ZKL_TIMEOUT,
-            // A second acquire of a non-reentrant handle that already holds: a caller's
-            // mistake, reported as such rather than as a server error.
-            Error::InvalidArgument(_) | Error::WouldDeadlock(_) => zkl_status::ZKL_INVALID_ARGUMENT,
+            Error::InvalidArgument(_) => zkl_status::ZKL_INVALID_ARGUMENT,
+            Error::WouldDeadlock(_) => zkl_status::ZKL_WOULD_DEADLOCK,
             Error::NotHeld => zkl_status::ZKL_NOT_HELD,
             Error::ConnectionLoss(_) => zkl_status::ZKL_CONNECTION_LOSS,
-            Error::SessionExpired | Error::LockLost | Error::Closed => {
-                zkl_status::ZKL_SESSION_EXPIRED
-            }
+            Error::SessionExpired => zkl_status::ZKL_SESSION_EXPIRED,
+            Error::LockLost => zkl_status::ZKL_LOCK_LOST,
+            Error::Closed => zkl_status::ZKL_CLOSED,
             Error::Cancelled => zkl_status::ZKL_CANCELLED,
             Error::ZooKeeper(_) => zkl_status::ZKL_ZOOKEEPER_ERROR,
         }
@@ -132,6 +167,9 @@ impl TryFrom<u32> for zkl_status {
             6 => ZKL_ZOOKEEPER_ERROR,
             7 => ZKL_INTERNAL_ERROR,
             8 => ZKL_CANCELLED,
+            9 => ZKL_LOCK_LOST,
+            10 => ZKL_CLOSED,
+            11 => ZKL_WOULD_DEADLOCK,
             other => return Err(other),
         })
     }
@@ -171,6 +209,9 @@ impl zkl_status {
             ZKL_ZOOKEEPER_ERROR => c"ZKL_ZOOKEEPER_ERROR",
             ZKL_INTERNAL_ERROR => c"ZKL_INTERNAL_ERROR",
             ZKL_CANCELLED => c"ZKL_CANCELLED",
+            ZKL_LOCK_LOST => c"ZKL_LOCK_LOST",
+            ZKL_CLOSED => c"ZKL_CLOSED",
+            ZKL_WOULD_DEADLOCK => c"ZKL_WOULD_DEADLOCK",
         }
     }
 }
@@ -198,12 +239,12 @@ mod tests {
         let cases = [
             (Error::Timeout, ZKL_TIMEOUT),
             (Error::InvalidArgument("x".into()), ZKL_INVALID_ARGUMENT),
-            (Error::WouldDeadlock("x".into()), ZKL_INVALID_ARGUMENT),
+            (Error::WouldDeadlock("x".into()), ZKL_WOULD_DEADLOCK),
             (Error::NotHeld, ZKL_NOT_HELD),
             (Error::ConnectionLoss("x".into()), ZKL_CONNECTION_LOSS),
             (Error::SessionExpired, ZKL_SESSION_EXPIRED),
-            (Error::LockLost, ZKL_SESSION_EXPIRED),
-            (Error::Closed, ZKL_SESSION_EXPIRED),
+            (Error::LockLost, ZKL_LOCK_LOST),
+            (Error::Closed, ZKL_CLOSED),
             (Error::Cancelled, ZKL_CANCELLED),
             (Error::ZooKeeper("x".into()), ZKL_ZOOKEEPER_ERROR),
         ];
@@ -214,12 +255,12 @@ mod tests {
 
     #[test]
     fn u32_round_trip() {
-        for v in 0..=8u32 {
+        for v in 0..=11u32 {
             let s = zkl_status::try_from(v).unwrap();
             assert_eq!(s as u32, v);
             assert!(s.name().to_str().unwrap().starts_with("ZKL_"));
         }
-        assert_eq!(zkl_status::try_from(9), Err(9));
+        assert_eq!(zkl_status::try_from(12), Err(12));
         assert_eq!(
             zkl_protocol::try_from(1),
             Ok(zkl_protocol::ZKL_PROTOCOL_KAZOO)

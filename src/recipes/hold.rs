@@ -593,6 +593,7 @@ mod tests {
     /// at the hold's czxid, never the next holder's node at the same path.
     #[test]
     fn a_background_delete_at_a_shared_path_never_deletes_the_next_holders_node() {
+        let _serial = crate::runtime::tests::SERIAL.lock();
         let server = TestingServer::shared();
         let hosts = server.connect_string();
         let opts = || Options::default().session_timeout(Duration::from_secs(4));

@@ -15,7 +15,7 @@
 //! In both, only the holder of the guarding mutex watches the leases, so a release wakes one
 //! process, not all of them.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -65,6 +65,9 @@ pub struct Semaphore {
     cancel: CancelToken,
     /// kazoo: P exists and its stored count was checked.
     root_checked: AtomicBool,
+    /// The leases this handle keeps (as [`Lease`]s or through `Lockable::acquire`) plus its
+    /// acquires under way: at `max_leases`, another acquire could only wait for this handle.
+    own: AtomicUsize,
 }
 
 /// What [`Semaphore::take_curator_at_once`] came to.
@@ -91,7 +94,7 @@ impl std::fmt::Debug for Semaphore {
 /// on another thread.
 #[must_use = "the lease is returned when it is dropped"]
 pub struct Lease<'a> {
-    _semaphore: std::marker::PhantomData<&'a Semaphore>,
+    semaphore: &'a Semaphore,
     held: Option<Hold>,
 }
 
@@ -145,6 +148,7 @@ impl Semaphore {
             explicit: parking_lot::Mutex::new(Vec::new()),
             cancel: CancelToken::new(),
             root_checked: AtomicBool::new(false),
+            own: AtomicUsize::new(0),
         })
     }
 
@@ -160,7 +164,7 @@ impl Semaphore {
 
     fn take(&self, d: Deadline) -> Result<Option<Lease<'_>>> {
         Ok(self.acquire_inner(d)?.map(|h| Lease {
-            _semaphore: std::marker::PhantomData,
+            semaphore: self,
             held: Some(h),
         }))
     }
@@ -247,7 +251,36 @@ impl Semaphore {
         format!("{}/{}", self.leases_dir, name)
     }
 
+    /// One more lease for this handle, unless its own leases (and acquires under way) fill
+    /// `max_leases`: then it could only wait for itself (`WouldDeadlock`, at once).
     fn acquire_inner(&self, d: Deadline) -> Result<Option<Hold>> {
+        let max = self.max_leases as usize;
+        if self
+            .own
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_err()
+        {
+            return Err(Error::WouldDeadlock(format!(
+                "this handle's own leases (and acquires under way) already fill all {max} of \
+                 the semaphore {}: the acquire could only wait for itself",
+                self.path
+            )));
+        }
+        let r = self.acquire_counted(d);
+        if !matches!(r, Ok(Some(_))) {
+            self.own.fetch_sub(1, Ordering::AcqRel);
+        }
+        r
+    }
+
+    /// A lease is given back: it no longer counts as one of this handle's own.
+    fn returned(&self) {
+        self.own.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn acquire_counted(&self, d: Deadline) -> Result<Option<Hold>> {
         // This thread waits for every request it sends here (see `runtime::Caller`).
         let _caller = crate::runtime::Caller::enter();
         // Registered first (before a fresh session opens, the guarding mutex's wait and the
@@ -567,6 +600,7 @@ impl crate::Lockable for Semaphore {
     /// Returns the most recent lease this handle keeps (from any thread).
     fn release(&self) -> Result<()> {
         let h = self.explicit.lock().pop().ok_or(Error::NotHeld)?;
+        self.returned();
         h.release()
     }
     /// The state of the most recent lease this handle keeps.
@@ -667,13 +701,16 @@ impl Lease<'_> {
     /// Returns the lease now and reports how it went (`Err(LockLost)` if it was lost meanwhile;
     /// on `Err(ConnectionLoss)` the node is deleted in the background).
     pub fn release(mut self) -> Result<()> {
-        self.held.take().ok_or(Error::NotHeld)?.release()
+        let h = self.held.take().ok_or(Error::NotHeld)?;
+        self.semaphore.returned();
+        h.release()
     }
 }
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         if let Some(h) = self.held.take() {
+            self.semaphore.returned();
             let node = h.node.clone();
             if let Err(e) = h.release() {
                 log::warn!("returning the lease {node}: {e}");
