@@ -747,8 +747,14 @@ impl std::fmt::Debug for Client {
 fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
     let list = match hosts.find('/') {
         Some(i) => {
-            crate::path::validate_path(&hosts[i..])
-                .map_err(|e| Error::invalid(format!("bad chroot in host list {hosts:?}: {e}")))?;
+            crate::path::validate_path(&hosts[i..]).map_err(|e| {
+                // The path's own words, without a second "invalid argument: ".
+                let why = match e {
+                    Error::InvalidArgument(m) => m,
+                    other => other.to_string(),
+                };
+                Error::invalid(format!("bad chroot in host list {hosts:?}: {why}"))
+            })?;
             &hosts[..i]
         }
         None => hosts,

@@ -226,6 +226,9 @@ fn bad_host_lists_and_text() {
                 ZKL_INVALID_ARGUMENT,
                 "{h:?}"
             );
+            // One "invalid argument: " per message, whatever the inner check said.
+            let m = last_error();
+            assert_eq!(m.matches("invalid argument").count(), 1, "{m}");
         }
         // A session timeout the server cannot honour.
         assert_eq!(
