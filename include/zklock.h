@@ -191,6 +191,30 @@ typedef enum zkl_log_level {
 } zkl_log_level;
 
 /*
+ The state of a client's session (zkl_client_session_state and zkl_session_event give it as a
+ uint32_t).
+ */
+typedef enum zkl_session_state {
+  /*
+   Connected: locks held are held.
+   */
+  ZKL_SESSION_STATE_CONNECTED = 0,
+  /*
+   Disconnected; the session may survive: holds stay HELD while their lease runs, then turn
+   UNCERTAIN until the session reconnects or expires.
+   */
+  ZKL_SESSION_STATE_SUSPENDED = 1,
+  /*
+   The session expired: every lock it held is lost. A fresh session follows on the next call.
+   */
+  ZKL_SESSION_STATE_EXPIRED = 2,
+  /*
+   The client was closed (zkl_client_close, or its last handle freed).
+   */
+  ZKL_SESSION_STATE_CLOSED = 3,
+} zkl_session_state;
+
+/*
  One ZooKeeper session. Thread-safe: any number of threads may use one zkl_client at once.
  Made by zkl_client_connect, freed by zkl_client_free; every lock made from it keeps the
  session open until that lock is freed too.
@@ -373,7 +397,7 @@ enum zkl_status zkl_client_session_state(const struct zkl_client *client, uint32
  ```c
  zkl_session_event e = {0};
  while (zkl_client_wait_session_event(c, e.seq, -1, &e) == ZKL_OK)
-     if (e.state == ZKL_SESSION_EXPIRED) alert("every lock of the session is lost");
+     if (e.state == ZKL_SESSION_STATE_EXPIRED) alert("every lock of the session is lost");
  ```
 
  Pointers: client is NULL or a live zkl_client, not freed during the call; out_event is NULL

@@ -14,7 +14,7 @@ use std::sync::{Mutex, OnceLock};
 
 use zklock::testing::TestingServer;
 
-/// The C examples: one per recipe.
+/// The C examples: one per recipe, and the listeners.
 const C_EXAMPLES: &[&str] = &[
     "mutex",
     "semaphore_mutex",
@@ -22,6 +22,7 @@ const C_EXAMPLES: &[&str] = &[
     "rwlock",
     "semaphore",
     "multi_lock",
+    "listeners",
 ];
 
 const C_FLAGS: &[&str] = &[

@@ -237,7 +237,7 @@ fn the_session_listener_sees_a_disconnect_the_reconnect_and_the_close_in_order()
     let c = connect_with(&proxy.connect_string(), 6000, None);
     let mut state = 99;
     assert_eq!(unsafe { zkl_client_session_state(c, &mut state) }, ZKL_OK);
-    assert_eq!(state, ZKL_SESSION_CONNECTED as u32);
+    assert_eq!(state, ZKL_SESSION_STATE_CONNECTED as u32);
     assert_eq!(next_event(c, 0, 0).unwrap_err(), ZKL_TIMEOUT);
 
     // The listener runs on a thread of the host's own.
@@ -265,7 +265,7 @@ fn the_session_listener_sees_a_disconnect_the_reconnect_and_the_close_in_order()
     while unsafe {
         zkl_client_session_state(c, &mut state);
         state
-    } != ZKL_SESSION_CONNECTED as u32
+    } != ZKL_SESSION_STATE_CONNECTED as u32
         || t.elapsed() < Duration::from_millis(200)
     {
         assert!(t.elapsed() < Duration::from_secs(10), "reconnected");
@@ -276,9 +276,9 @@ fn the_session_listener_sees_a_disconnect_the_reconnect_and_the_close_in_order()
     assert_eq!(
         seen,
         vec![
-            ZKL_SESSION_SUSPENDED as u32,
-            ZKL_SESSION_CONNECTED as u32,
-            ZKL_SESSION_CLOSED as u32
+            ZKL_SESSION_STATE_SUSPENDED as u32,
+            ZKL_SESSION_STATE_CONNECTED as u32,
+            ZKL_SESSION_STATE_CLOSED as u32
         ]
     );
     assert_eq!(end, ZKL_CLOSED);

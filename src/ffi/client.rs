@@ -75,7 +75,7 @@ impl EventLog {
 
     /// The first event after `after`, waiting until `deadline` (None: forever).
     fn next(&self, after: u64, deadline: Option<Instant>) -> Result<zkl_session_event, Failure> {
-        let closed = zkl_session_state::ZKL_SESSION_CLOSED as u32;
+        let closed = zkl_session_state::ZKL_SESSION_STATE_CLOSED as u32;
         let mut events = self.events.lock();
         loop {
             if let Some(e) = events.iter().find(|e| e.seq > after) {
@@ -289,7 +289,7 @@ pub unsafe extern "C" fn zkl_client_session_state(
 /// ```c
 /// zkl_session_event e = {0};
 /// while (zkl_client_wait_session_event(c, e.seq, -1, &e) == ZKL_OK)
-///     if (e.state == ZKL_SESSION_EXPIRED) alert("every lock of the session is lost");
+///     if (e.state == ZKL_SESSION_STATE_EXPIRED) alert("every lock of the session is lost");
 /// ```
 ///
 /// Pointers: client is NULL or a live zkl_client, not freed during the call; out_event is NULL

@@ -80,23 +80,23 @@ impl From<HoldState> for zkl_hold_state {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum zkl_session_state {
     /// Connected: locks held are held.
-    ZKL_SESSION_CONNECTED = 0,
+    ZKL_SESSION_STATE_CONNECTED = 0,
     /// Disconnected; the session may survive: holds stay HELD while their lease runs, then turn
     /// UNCERTAIN until the session reconnects or expires.
-    ZKL_SESSION_SUSPENDED = 1,
+    ZKL_SESSION_STATE_SUSPENDED = 1,
     /// The session expired: every lock it held is lost. A fresh session follows on the next call.
-    ZKL_SESSION_EXPIRED = 2,
+    ZKL_SESSION_STATE_EXPIRED = 2,
     /// The client was closed (zkl_client_close, or its last handle freed).
-    ZKL_SESSION_CLOSED = 3,
+    ZKL_SESSION_STATE_CLOSED = 3,
 }
 
 impl From<SessionState> for zkl_session_state {
     fn from(s: SessionState) -> zkl_session_state {
         match s {
-            SessionState::Connected => zkl_session_state::ZKL_SESSION_CONNECTED,
-            SessionState::Suspended => zkl_session_state::ZKL_SESSION_SUSPENDED,
-            SessionState::Expired => zkl_session_state::ZKL_SESSION_EXPIRED,
-            SessionState::Closed => zkl_session_state::ZKL_SESSION_CLOSED,
+            SessionState::Connected => zkl_session_state::ZKL_SESSION_STATE_CONNECTED,
+            SessionState::Suspended => zkl_session_state::ZKL_SESSION_STATE_SUSPENDED,
+            SessionState::Expired => zkl_session_state::ZKL_SESSION_STATE_EXPIRED,
+            SessionState::Closed => zkl_session_state::ZKL_SESSION_STATE_CLOSED,
         }
     }
 }
