@@ -683,13 +683,13 @@ int zkl_lock_is_held(const struct zkl_lock *lock);
  successive holders of the same lock (the lock node's creation zxid), so a resource can
  refuse writes from a holder that lost the lock.
 
- Returns ZKL_NOT_HELD if this handle does not hold it or lost it, and ZKL_INVALID_ARGUMENT for a multi-lock; then *out_token is left unchanged. Never
- blocks. One thread at a time per handle.
+ Returns ZKL_NOT_HELD if this handle does not hold it or lost it, and ZKL_INVALID_ARGUMENT for
+ a multi-lock; then *out_token is left unchanged. Never blocks. Any thread, even while another
+ thread uses the handle.
 
  Pointers: lock is NULL or a live zkl_lock; out_token is NULL or valid for writing.
  */
-enum zkl_status zkl_lock_fencing_token(const struct zkl_lock *lock,
-                                       int64_t *out_token);
+enum zkl_status zkl_lock_fencing_token(const struct zkl_lock *lock, int64_t *out_token);
 
 /*
  Writes what this handle may believe about its hold to *out_state, as a zkl_hold_state

@@ -1,4 +1,4 @@
-//! The C API's contract (`shared/design/c-api.md`, rules section), checked by calling the
+//! The C API's contract (`docs/c-api.md`, rules section), checked by calling the
 //! `extern "C"` functions from Rust: NULL for every pointer argument, non-UTF-8 text,
 //! out-of-range enum values, release without acquire, free of NULL, out-parameters left
 //! untouched on failure, the last error message, status names; and the basic lock life cycle

@@ -1,4 +1,4 @@
-//! Regression tests of issue 9 (the hold model, `../shared/design/hold-model.md`): one per
+//! Regression tests of issue 9 (the hold model, `docs/hold-model.md`): one per
 //! finding 1-8 and one for the C participant rule, each against a real ZooKeeper server.
 //! Only the calls the rewrite keeps are used (lock / try_lock / try_lock_for / release /
 //! is_held / fencing_token / participants, guards, MultiLock, the C ABI).

@@ -1,4 +1,4 @@
-//! The C API of zklock: the contract of `shared/design/c-api.md`, declared in the generated
+//! The C API of zklock: the contract of `docs/c-api.md`, declared in the generated
 //! header `include/zklock.h`.
 //!
 //! This module only translates between C and the Rust library; it never decides anything a

@@ -1,4 +1,4 @@
-//! The hold model (`shared/design/hold-model.md`), decided once for every recipe: a hold is a
+//! The hold model (`docs/hold-model.md`), decided once for every recipe: a hold is a
 //! participant's node with its count and fencing token; [`Holds`] keeps a participant's holds
 //! (per handle, or per thread for the Rust `Mutex` and read-write halves); and every node that
 //! stops being wanted goes away through one path, [`Hold::release`] / [`remove_node`].
