@@ -259,6 +259,73 @@ typedef struct zkl_session_event {
 } zkl_session_event;
 
 /*
+ A distribution of durations in zkl_stats: its count, and nearest-rank percentiles over the
+ most recent 1024 samples (max over all), in microseconds.
+ */
+typedef struct zkl_percentiles {
+  /*
+   How many samples there were in all.
+   */
+  uint64_t count;
+  /*
+   The median.
+   */
+  int64_t p50_us;
+  /*
+   The 90th percentile.
+   */
+  int64_t p90_us;
+  /*
+   The 99th percentile.
+   */
+  int64_t p99_us;
+  /*
+   The longest of all.
+   */
+  int64_t max_us;
+} zkl_percentiles;
+
+/*
+ One lock handle's statistics (zkl_lock_stats). Counts run from the handle's creation; an
+ acquire counts once, by its outcome (a reentrant one is an acquisition that waited 0); a hold
+ ends once, released or lost.
+ */
+typedef struct zkl_stats {
+  /*
+   Acquires that took the lock.
+   */
+  uint64_t acquisitions;
+  /*
+   Acquires that did not get it before their timeout (a busy timeout 0 included).
+   */
+  uint64_t timeouts;
+  /*
+   Acquires ended by zkl_lock_cancel.
+   */
+  uint64_t cancels;
+  /*
+   Acquires that failed otherwise (session or connection trouble, refused).
+   */
+  uint64_t failures;
+  /*
+   Holds ended by their release.
+   */
+  uint64_t releases;
+  /*
+   Holds lost before their release (seen when released: ZKL_LOCK_LOST and the like).
+   */
+  uint64_t losses;
+  /*
+   From the acquire call to held, over the acquisitions.
+   */
+  struct zkl_percentiles wait;
+  /*
+   From held to released or lost, over the holds that ended.
+   */
+  struct zkl_percentiles hold;
+} zkl_stats;
+
+/*
  One participant of a lock, as zkl_participants_get writes it.
  */
 typedef struct zkl_participant {
@@ -744,6 +811,25 @@ enum zkl_status zkl_lock_lease_remaining_ms(const struct zkl_lock *lock, int64_t
  Pointers: lock is NULL or a live zkl_lock, not freed during the call.
  */
 enum zkl_status zkl_lock_wait_lost(const struct zkl_lock *lock, int64_t timeout_ms);
+
+/*
+ Writes this handle's statistics to *out: acquires by outcome (acquired, timed out,
+ cancelled, failed), holds ended by release or by loss, and the wait and hold times of recent
+ ones as percentiles. For alerting without parsing logs (neither Curator nor kazoo keeps them).
+ A multi-lock counts its own acquires (its locks, taken over, count theirs no more).
+
+ ```c
+ zkl_stats st;
+ if (zkl_lock_stats(lock, &st) == ZKL_OK && st.wait.p99_us > 500000)
+     alert("waiting over half a second for /locks/orders");
+ ```
+
+ ZKL_INVALID_ARGUMENT for a NULL argument (then *out is left unchanged). Never blocks. Any
+ thread, even while another thread uses the handle.
+
+ Pointers: lock is NULL or a live zkl_lock; out is NULL or valid for writing.
+ */
+enum zkl_status zkl_lock_stats(const struct zkl_lock *lock, struct zkl_stats *out);
 
 /*
  Takes a snapshot of the lock's participants, holders first, then waiters in queue order

@@ -43,6 +43,7 @@ mod node;
 mod path;
 pub mod recipes;
 mod runtime;
+mod stats;
 #[allow(unsafe_code)]
 mod sys;
 mod wait;
@@ -73,6 +74,7 @@ pub use deadline::Deadline;
 pub use error::{Error, Result};
 pub use node::Protocol;
 pub use path::validate_path;
+pub use stats::{LockStats, Percentiles};
 pub use recipes::{
     Guard, HoldState, Lease, Lock, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, Mutex,
     MutexGuard, Participant, ReadGuard, ReadLock, ReadWriteLock, Semaphore, SemaphoreMutex,

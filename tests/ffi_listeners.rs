@@ -447,3 +447,75 @@ fn every_new_call_refuses_null() {
         last_error()
     );
 }
+
+#[test]
+fn zkl_lock_stats_counts_a_known_sequence_with_its_times() {
+    let hosts = hosts();
+    let (a, b) = (
+        connect_with(&hosts, 5000, None),
+        connect_with(&hosts, 5000, None),
+    );
+    let path = unique_path("stats");
+    let (la, lb) = (
+        new_lock(a, &path, zkl_mutex_new),
+        new_lock(b, &path, zkl_mutex_new),
+    );
+    let mut st = std::mem::MaybeUninit::<zkl_stats>::uninit();
+    assert_eq!(
+        unsafe { zkl_lock_stats(null(), st.as_mut_ptr()) },
+        ZKL_INVALID_ARGUMENT
+    );
+    assert_eq!(
+        unsafe { zkl_lock_stats(la, null_mut()) },
+        ZKL_INVALID_ARGUMENT
+    );
+
+    // Two holds of about 150 ms, a busy try, a timed-out wait, a cancelled wait.
+    for _ in 0..2 {
+        assert_eq!(unsafe { zkl_lock_acquire(la, -1) }, ZKL_OK);
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(unsafe { zkl_lock_release(la) }, ZKL_OK);
+    }
+    assert_eq!(unsafe { zkl_lock_acquire(lb, -1) }, ZKL_OK);
+    assert_eq!(unsafe { zkl_lock_acquire(la, 0) }, ZKL_TIMEOUT);
+    assert_eq!(unsafe { zkl_lock_acquire(la, 100) }, ZKL_TIMEOUT);
+    let waiter = {
+        let la = SendPtr(la);
+        std::thread::spawn(move || {
+            let la = la;
+            unsafe { zkl_lock_acquire(la.0, -1) }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(unsafe { zkl_lock_cancel(la) }, ZKL_OK);
+    assert_eq!(waiter.join().unwrap(), ZKL_CANCELLED);
+    assert_eq!(unsafe { zkl_lock_release(lb) }, ZKL_OK);
+
+    assert_eq!(unsafe { zkl_lock_stats(la, st.as_mut_ptr()) }, ZKL_OK);
+    let s = unsafe { st.assume_init() };
+    assert_eq!(
+        (
+            s.acquisitions,
+            s.timeouts,
+            s.cancels,
+            s.failures,
+            s.releases,
+            s.losses
+        ),
+        (2, 2, 1, 0, 2, 0),
+        "{s:?}"
+    );
+    assert_eq!((s.wait.count, s.hold.count), (2, 2));
+    assert!(
+        s.hold.p50_us >= 150_000 && s.hold.max_us < 2_000_000,
+        "{s:?}"
+    );
+    assert!(s.wait.max_us < 1_000_000, "{s:?}");
+    for l in [la, lb] {
+        unsafe { zkl_lock_free(l) };
+    }
+    unsafe {
+        zkl_client_free(a);
+        zkl_client_free(b);
+    }
+}

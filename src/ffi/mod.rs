@@ -55,8 +55,9 @@ pub use last_error::zkl_last_error_message;
 pub use lock::{
     zkl_lock, zkl_lock_acquire, zkl_lock_cancel, zkl_lock_fencing_token, zkl_lock_free,
     zkl_lock_hold_state, zkl_lock_is_held, zkl_lock_lease_remaining_ms, zkl_lock_participants,
-    zkl_lock_release, zkl_lock_wait_lost, zkl_multi_lock_new, zkl_mutex_new, zkl_participant,
-    zkl_participants, zkl_participants_count, zkl_participants_free, zkl_participants_get,
+    zkl_lock_release, zkl_lock_stats, zkl_lock_wait_lost, zkl_multi_lock_new, zkl_mutex_new, zkl_participant,
+    zkl_participants, zkl_participants_count, zkl_participants_free, zkl_participants_get, zkl_percentiles,
+    zkl_stats,
     zkl_read_lock_new, zkl_rwlock_new, zkl_semaphore_mutex_new, zkl_semaphore_new,
     zkl_simple_lock_new, zkl_write_lock_new,
 };

@@ -35,6 +35,10 @@ pub trait Lockable: Send + Sync {
     /// The lock path.
     fn path(&self) -> &str;
 
+    /// This handle's statistics: acquires by outcome, holds ended by release or loss, and the
+    /// wait and hold times of recent ones ([`LockStats`](crate::LockStats)).
+    fn stats(&self) -> crate::LockStats;
+
     /// Takes one hold for the calling participant: `Ok(Some(fencing token))` when held,
     /// `Ok(None)` when not acquired before `deadline` (busy, for [`Deadline::TryOnce`]); nothing
     /// of the attempt is left on the server then, nor on any error.
@@ -103,6 +107,7 @@ macro_rules! forward_lockable {
     ($($t:ty),*) => {$(
         impl<L: Lockable + ?Sized> Lockable for $t {
             fn path(&self) -> &str { (**self).path() }
+            fn stats(&self) -> crate::LockStats { (**self).stats() }
             fn acquire(&self, d: Deadline) -> Result<Option<i64>> { (**self).acquire(d) }
             fn release(&self) -> Result<()> { (**self).release() }
             fn hold_state(&self) -> HoldState { (**self).hold_state() }
@@ -234,6 +239,11 @@ impl<R: Lockable> Lock<R> {
         self.raw.path()
     }
 
+    /// This handle's statistics ([`Lockable::stats`]).
+    pub fn stats(&self) -> crate::LockStats {
+        self.raw.stats()
+    }
+
     /// The queue, in order, with each participant's holder id; `is_holder` marks the holders.
     pub fn participants(&self) -> Result<Vec<Participant>> {
         self.raw.participants()
@@ -255,6 +265,9 @@ impl<R: Lockable> Lock<R> {
 impl<R: Lockable> Lockable for Lock<R> {
     fn path(&self) -> &str {
         self.raw.path()
+    }
+    fn stats(&self) -> crate::LockStats {
+        self.raw.stats()
     }
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
         self.raw.acquire(d)

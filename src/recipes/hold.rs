@@ -39,8 +39,8 @@ pub(crate) struct Hold {
     /// The node's path is shared by every holder in turn (the simple lock): it is ours only
     /// while its czxid is `token`, so a retried delete checks that first.
     shared_path: bool,
-    /// When it was acquired (for the log line of its release).
-    acquired: Instant,
+    /// When it was acquired (for the log line of its release, and the hold-time statistics).
+    pub(crate) acquired: Instant,
     /// Alive while any copy of this hold exists: lock-lost callbacks of released holds lapse.
     alive: Arc<()>,
 }
@@ -404,6 +404,8 @@ pub(crate) struct Holds {
     /// The lock, in words, for errors ("the mutex at /locks/a").
     what: String,
     slots: parking_lot::Mutex<HashMap<Option<ThreadId>, Slot>>,
+    /// The handle's statistics (its acquires are counted by the recipe's `acquire`).
+    pub(crate) stats: crate::stats::Stats,
 }
 
 /// How an acquire starts.
@@ -458,6 +460,7 @@ impl Holds {
             reentrant,
             what,
             slots: parking_lot::Mutex::new(HashMap::new()),
+            stats: Default::default(),
         }
     }
 
@@ -519,7 +522,10 @@ impl Holds {
                 _ => return Err(Error::NotHeld),
             }
         };
-        hold.release()
+        let acquired = hold.acquired;
+        let r = hold.release();
+        self.stats.hold_ended(acquired.elapsed(), &r);
+        r
     }
 
     /// The calling participant's hold (a copy: never wait while holding the table).

@@ -361,6 +361,9 @@ macro_rules! holds_methods {
         fn release(&self) -> $crate::Result<()> {
             self.$($holds).+.release()
         }
+        fn stats(&self) -> $crate::LockStats {
+            self.$($holds).+.stats.snapshot()
+        }
         fn hold_state(&self) -> $crate::recipes::HoldState {
             self.$($holds).+.state()
         }
@@ -392,7 +395,7 @@ macro_rules! queue_lockable {
                 &self.$($field).+.queue.path
             }
             fn acquire(&self, d: $crate::Deadline) -> $crate::Result<Option<i64>> {
-                self.$acquire(d)
+                self.$($field).+.holds.stats.attempt(|| self.$acquire(d))
             }
             fn participants(&self) -> $crate::Result<Vec<$crate::recipes::Participant>> {
                 self.$($field).+.queue.participants()

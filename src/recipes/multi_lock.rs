@@ -63,6 +63,9 @@ pub struct RawMultiLock<'a> {
     locks: Vec<Box<dyn Lockable + 'a>>,
     last_failure: parking_lot::Mutex<Option<MultiLockFailure>>,
     cancel: parking_lot::Mutex<Vec<Arc<AtomicUsize>>>,
+    /// The multi-lock's own statistics (each lock keeps its own too), and when it was taken.
+    stats: crate::stats::Stats,
+    acquired: parking_lot::Mutex<Option<Instant>>,
 }
 
 /// In the acquire-progress word: this bit says cancelled, the rest is the index of the lock
@@ -91,6 +94,8 @@ impl<'a> MultiLock<'a> {
             locks,
             last_failure: parking_lot::Mutex::new(None),
             cancel: parking_lot::Mutex::new(Vec::new()),
+            stats: Default::default(),
+            acquired: parking_lot::Mutex::new(None),
         })
     }
 
@@ -171,23 +176,38 @@ impl Lockable for RawMultiLock<'_> {
 
     /// Takes every lock, or none. The token returned is the largest of the locks' tokens.
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
-        let progress = Arc::new(AtomicUsize::new(0));
-        self.cancel.lock().push(progress.clone());
-        let r = self.acquire_all(d, &progress);
-        self.cancel.lock().retain(|a| !Arc::ptr_eq(a, &progress));
-        Ok(r?.then(|| {
-            self.locks
-                .iter()
-                .filter_map(|l| l.fencing_token().ok())
-                .max()
-                .unwrap_or(0)
-        }))
+        self.stats.attempt(|| {
+            let progress = Arc::new(AtomicUsize::new(0));
+            self.cancel.lock().push(progress.clone());
+            let r = self.acquire_all(d, &progress);
+            self.cancel.lock().retain(|a| !Arc::ptr_eq(a, &progress));
+            let token = r?.then(|| {
+                self.locks
+                    .iter()
+                    .filter_map(|l| l.fencing_token().ok())
+                    .max()
+                    .unwrap_or(0)
+            });
+            if token.is_some() {
+                *self.acquired.lock() = Some(Instant::now());
+            }
+            Ok(token)
+        })
+    }
+
+    fn stats(&self) -> crate::LockStats {
+        self.stats.snapshot()
     }
 
     /// Releases every lock, in reverse order. Tries them all (each through the one release
     /// path, so none keeps its node); returns the first error, with the lock's path.
     fn release(&self) -> Result<()> {
-        self.release_taken(self.locks.len())
+        let acquired = self.acquired.lock().take();
+        let r = self.release_taken(self.locks.len());
+        if let Some(at) = acquired {
+            self.stats.hold_ended(at.elapsed(), &r);
+        }
+        r
     }
 
     /// `Held` only when every lock is held; otherwise the worst state among them.

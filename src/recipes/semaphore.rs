@@ -68,6 +68,7 @@ pub struct Semaphore {
     /// The leases this handle keeps (as [`Lease`]s or through `Lockable::acquire`) plus its
     /// acquires under way: at `max_leases`, another acquire could only wait for this handle.
     own: AtomicUsize,
+    stats: crate::stats::Stats,
 }
 
 /// What [`Semaphore::take_curator_at_once`] came to.
@@ -149,6 +150,7 @@ impl Semaphore {
             cancel: CancelToken::new(),
             root_checked: AtomicBool::new(false),
             own: AtomicUsize::new(0),
+            stats: Default::default(),
         })
     }
 
@@ -254,6 +256,10 @@ impl Semaphore {
     /// One more lease for this handle, unless its own leases (and acquires under way) fill
     /// `max_leases`: then it could only wait for itself (`WouldDeadlock`, at once).
     fn acquire_inner(&self, d: Deadline) -> Result<Option<Hold>> {
+        self.stats.attempt(|| self.acquire_own(d))
+    }
+
+    fn acquire_own(&self, d: Deadline) -> Result<Option<Hold>> {
         let max = self.max_leases as usize;
         if self
             .own
@@ -275,9 +281,19 @@ impl Semaphore {
         r
     }
 
-    /// A lease is given back: it no longer counts as one of this handle's own.
-    fn returned(&self) {
+    /// Gives a lease back: it no longer counts as one of this handle's own.
+    fn give_back(&self, h: Hold) -> Result<()> {
         self.own.fetch_sub(1, Ordering::AcqRel);
+        let acquired = h.acquired;
+        let r = h.release();
+        self.stats.hold_ended(acquired.elapsed(), &r);
+        r
+    }
+
+    /// This handle's statistics ([`Lockable::stats`](crate::Lockable::stats)): its acquires by
+    /// outcome and its leases' wait and hold times.
+    pub fn stats(&self) -> crate::LockStats {
+        self.stats.snapshot()
     }
 
     fn acquire_counted(&self, d: Deadline) -> Result<Option<Hold>> {
@@ -600,8 +616,10 @@ impl crate::Lockable for Semaphore {
     /// Returns the most recent lease this handle keeps (from any thread).
     fn release(&self) -> Result<()> {
         let h = self.explicit.lock().pop().ok_or(Error::NotHeld)?;
-        self.returned();
-        h.release()
+        self.give_back(h)
+    }
+    fn stats(&self) -> crate::LockStats {
+        self.stats.snapshot()
     }
     /// The state of the most recent lease this handle keeps.
     fn hold_state(&self) -> HoldState {
@@ -702,17 +720,15 @@ impl Lease<'_> {
     /// on `Err(ConnectionLoss)` the node is deleted in the background).
     pub fn release(mut self) -> Result<()> {
         let h = self.held.take().ok_or(Error::NotHeld)?;
-        self.semaphore.returned();
-        h.release()
+        self.semaphore.give_back(h)
     }
 }
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         if let Some(h) = self.held.take() {
-            self.semaphore.returned();
             let node = h.node.clone();
-            if let Err(e) = h.release() {
+            if let Err(e) = self.semaphore.give_back(h) {
                 log::warn!("returning the lease {node}: {e}");
             }
         }

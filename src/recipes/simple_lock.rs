@@ -188,7 +188,7 @@ impl super::Lockable for RawSimpleLock {
         &self.path
     }
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
-        RawSimpleLock::acquire(self, d)
+        self.holds.stats.attempt(|| RawSimpleLock::acquire(self, d))
     }
     super::holds_methods!(holds, cancel);
     /// The parent: its children change when the lock's node comes and goes.
