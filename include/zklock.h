@@ -476,6 +476,20 @@ enum zkl_status zkl_client_wait_session_event(const struct zkl_client *client,
                                               struct zkl_session_event *out_event);
 
 /*
+ Asks the holder of the lock node node_path (a full path, e.g. the lock path plus a
+ participant's node from zkl_lock_participants) to let go, as Curator's Revoker.attemptRevoke:
+ writes "__REVOKE__" into the node. Holders that made their lock revocable are told; others
+ are not affected.
+
+ Returns ZKL_NOT_HELD if there is no such node, ZKL_INVALID_ARGUMENT for a NULL argument or a
+ malformed path, ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the server could not be told.
+ Blocks at most the session timeout. Any thread.
+
+ Pointers: client is NULL or a live zkl_client; node_path is NULL or NUL-terminated.
+ */
+enum zkl_status zkl_client_request_revoke(const struct zkl_client *client, const char *node_path);
+
+/*
  Ends the client's session now, whether or not locks made from it are still alive: the server
  deletes its lock nodes at once (waiters elsewhere proceed), every hold of it becomes
  ZKL_HOLD_LOST, waiting acquires return ZKL_CLOSED, and later acquires and releases return
@@ -811,6 +825,51 @@ enum zkl_status zkl_lock_lease_remaining_ms(const struct zkl_lock *lock, int64_t
  Pointers: lock is NULL or a live zkl_lock, not freed during the call.
  */
 enum zkl_status zkl_lock_wait_lost(const struct zkl_lock *lock, int64_t timeout_ms);
+
+/*
+ Makes this handle's holds revocable (Curator's makeRevocable): from now on, the current hold
+ included, a request to let go (zkl_lock_revoke_holders, zkl_client_request_revoke,
+ `zklock revoke`, Curator's Revoker.attemptRevoke) ends zkl_lock_wait_revoke_request.
+ Revocation is cooperative: nothing is released unless the holder releases. For the mutex,
+ the semaphore mutex, the read-write halves and the simple lock.
+
+ ZKL_INVALID_ARGUMENT for NULL, a semaphore or a multi-lock. Never blocks. One thread at a
+ time per handle.
+
+ Pointers: lock is NULL or a live zkl_lock.
+ */
+enum zkl_status zkl_lock_make_revocable(struct zkl_lock *lock);
+
+/*
+ Blocks until someone asks this handle to give up its current hold (after
+ zkl_lock_make_revocable). timeout_ms < 0 waits forever; 0 only looks.
+
+ Returns ZKL_OK when asked (the hold is still held: release it to comply), ZKL_TIMEOUT if not
+ asked in time, ZKL_NOT_HELD if the handle holds nothing or releases meanwhile,
+ ZKL_INVALID_ARGUMENT for NULL or a lock not made revocable. Runs no code of yours. Any
+ thread, even while another thread uses the handle; do not free the handle during the call.
+
+ ```c
+ // on a thread of the holder's
+ if (zkl_lock_wait_revoke_request(lock, -1) == ZKL_OK) finish_up_and_release();
+ ```
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call.
+ */
+enum zkl_status zkl_lock_wait_revoke_request(const struct zkl_lock *lock, int64_t timeout_ms);
+
+/*
+ Asks every current holder of this lock to let go (cooperative: only holders that made their
+ locks revocable, zklock's or Curator's, hear it) and writes how many were asked to *out_count.
+
+ ZKL_INVALID_ARGUMENT for a NULL argument or a semaphore or multi-lock;
+ ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the server could not be told. Blocks at most
+ the session timeout. Any thread.
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call; out_count is NULL or
+ valid for writing.
+ */
+enum zkl_status zkl_lock_revoke_holders(const struct zkl_lock *lock, size_t *out_count);
 
 /*
  Writes this handle's statistics to *out: acquires by outcome (acquired, timed out,

@@ -386,7 +386,7 @@ type LostCallback = (Weak<()>, Box<dyn FnOnce() + Send>);
 /// Runs callbacks on a thread of their own (never inside a poll of the runtime's tasks, which
 /// may be any caller's thread, nor under our locks).
 /// `what` names the work (the thread is `zklock-<what>`).
-fn run_detached(what: &str, fs: Vec<Box<dyn FnOnce() + Send>>) {
+pub(crate) fn run_detached(what: &str, fs: Vec<Box<dyn FnOnce() + Send>>) {
     if fs.is_empty() {
         return;
     }
@@ -1141,6 +1141,17 @@ impl Client {
         self.inner.listeners.lock().push((id, Arc::new(f)));
         self.inner.ensure_dispatcher();
         id
+    }
+
+    /// Asks the holder of the lock node `node_path` (a full path, e.g. from a lock's
+    /// participants) to let go, as Curator's `Revoker.attemptRevoke`: writes `__REVOKE__` into
+    /// the node. Holders that made their lock revocable (zklock's
+    /// [`make_revocable`](crate::Lockable::make_revocable), Curator's `makeRevocable`) are told;
+    /// others are not affected. `Ok(false)` if the node is gone.
+    pub fn request_revoke(&self, node_path: &str) -> Result<bool> {
+        crate::path::validate_path(node_path)?;
+        let s = self.session()?;
+        crate::recipes::request_revoke(&s, node_path)
     }
 
     /// Removes a listener.

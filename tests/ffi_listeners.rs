@@ -519,3 +519,94 @@ fn zkl_lock_stats_counts_a_known_sequence_with_its_times() {
         zkl_client_free(b);
     }
 }
+
+#[test]
+fn revocation_through_c_asks_a_revocable_holder_and_forces_nobody() {
+    let hosts = hosts();
+    let (a, b) = (
+        connect_with(&hosts, 5000, None),
+        connect_with(&hosts, 5000, None),
+    );
+    let path = unique_path("revoke");
+    let (la, lb) = (
+        new_lock(a, &path, zkl_mutex_new),
+        new_lock(b, &path, zkl_mutex_new),
+    );
+    assert_eq!(
+        unsafe { zkl_lock_wait_revoke_request(la, 0) },
+        ZKL_INVALID_ARGUMENT
+    );
+    assert_eq!(unsafe { zkl_lock_make_revocable(la) }, ZKL_OK);
+    assert_eq!(unsafe { zkl_lock_wait_revoke_request(la, 0) }, ZKL_NOT_HELD);
+    assert_eq!(unsafe { zkl_lock_acquire(la, -1) }, ZKL_OK);
+    assert_eq!(
+        unsafe { zkl_lock_wait_revoke_request(la, 100) },
+        ZKL_TIMEOUT
+    );
+    let waiter = {
+        let la = SendPtr(la);
+        std::thread::spawn(move || {
+            let la = la;
+            unsafe { zkl_lock_wait_revoke_request(la.0, 10_000) }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let mut n = 0;
+    assert_eq!(
+        unsafe { zkl_lock_revoke_holders(lb, &mut n) },
+        ZKL_OK,
+        "{}",
+        last_error()
+    );
+    assert_eq!(n, 1);
+    assert_eq!(waiter.join().unwrap(), ZKL_OK);
+    assert_eq!(unsafe { zkl_lock_is_held(la) }, 1, "asked, not forced");
+    assert_eq!(unsafe { zkl_lock_release(la) }, ZKL_OK);
+
+    // The other way: a holder that did not make its lock revocable, asked by node path.
+    assert_eq!(unsafe { zkl_lock_acquire(lb, -1) }, ZKL_OK);
+    let mut ps = null_mut();
+    assert_eq!(unsafe { zkl_lock_participants(lb, &mut ps) }, ZKL_OK);
+    let mut p = std::mem::MaybeUninit::<zkl_participant>::uninit();
+    assert_eq!(
+        unsafe { zkl_participants_get(ps, 0, p.as_mut_ptr()) },
+        ZKL_OK
+    );
+    let p = unsafe { p.assume_init() };
+    let node = cstr(&format!(
+        "{path}/{}",
+        unsafe { CStr::from_ptr(p.node) }.to_str().unwrap()
+    ));
+    assert_eq!(
+        unsafe { zkl_client_request_revoke(a, node.as_ptr()) },
+        ZKL_OK
+    );
+    unsafe { zkl_participants_free(ps) };
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(unsafe { zkl_lock_is_held(lb) }, 1);
+    assert_eq!(unsafe { zkl_lock_acquire(la, 0) }, ZKL_TIMEOUT);
+    let gone = cstr(&format!("{path}/no-such-node"));
+    assert_eq!(
+        unsafe { zkl_client_request_revoke(a, gone.as_ptr()) },
+        ZKL_NOT_HELD
+    );
+    assert_eq!(
+        unsafe { zkl_client_request_revoke(a, null()) },
+        ZKL_INVALID_ARGUMENT
+    );
+    assert_eq!(
+        unsafe { zkl_lock_revoke_holders(null(), &mut n) },
+        ZKL_INVALID_ARGUMENT
+    );
+    assert_eq!(
+        unsafe { zkl_lock_make_revocable(null_mut()) },
+        ZKL_INVALID_ARGUMENT
+    );
+    for l in [la, lb] {
+        unsafe { zkl_lock_free(l) };
+    }
+    unsafe {
+        zkl_client_free(a);
+        zkl_client_free(b);
+    }
+}

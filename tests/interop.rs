@@ -435,3 +435,79 @@ fn curator_writer_waits_for_a_zklock_downgrade() {
 fn kazoo_writer_waits_for_a_zklock_downgrade() {
     downgrade_holds_off_peer_writer(Peer::Kazoo);
 }
+
+/// Curator's revocation, both ways, on one path (Curator's `Revoker` writes `__REVOKE__` into
+/// the holder's node; a holder that called `makeRevocable` is told and lets go).
+#[test]
+fn zklock_asks_a_revocable_curator_holder_to_let_go_and_gets_the_lock() {
+    let hosts = hosts();
+    let path = unique_path("interop-revoke-curator");
+    let hist = History::new();
+    let mut p = Peer::Curator.spawn(
+        &hosts,
+        &path,
+        "mutex",
+        "revocable",
+        30_000,
+        &hist,
+        "peer",
+        0.0,
+    );
+    p.expect_line("HELD", PEER_START);
+    let c = connect(&hosts, Protocol::Curator);
+    let m = zklock::Mutex::per_handle(&c, &path).unwrap();
+    assert!(m.try_lock().unwrap().is_none(), "the Curator holder holds");
+    let asked = m.revoke_holders().unwrap();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    p.expect_line("REVOKE_REQUESTED", Duration::from_secs(10));
+    p.expect_line("RELEASED", Duration::from_secs(10));
+    assert!(
+        m.try_lock_for(Duration::from_secs(10)).unwrap().is_some(),
+        "the lock after the revoked holder let go"
+    );
+    p.wait_ok(Duration::from_secs(20));
+}
+
+#[test]
+fn curators_revoker_asks_a_revocable_zklock_holder_and_never_forces_one_that_is_not() {
+    let hosts = hosts();
+    let path = unique_path("interop-revoked-zklock");
+    let hist = History::new();
+    let c = connect(&hosts, Protocol::Curator);
+    let m = zklock::Mutex::per_handle(&c, &path).unwrap();
+    m.make_revocable(Box::new(|| {})).unwrap();
+    assert!(m.acquire(Deadline::Forever).unwrap().is_some());
+    let node = |m: &zklock::Mutex| {
+        let p = m.participants().unwrap();
+        format!("{path}/{}", p.iter().find(|p| p.is_holder).unwrap().node)
+    };
+    let mut p = Peer::Curator.spawn(&hosts, &node(&m), "mutex", "revoke", 0, &hist, "peer", 0.0);
+    p.expect_line("REVOKED", PEER_START);
+    assert!(
+        m.wait_revoke_request(Some(Duration::from_secs(10)))
+            .unwrap(),
+        "zklock heard Curator's Revoker"
+    );
+    assert!(m.is_held(), "asked, not forced");
+    m.release().unwrap();
+    p.wait_ok(Duration::from_secs(20));
+
+    // Not revocable: Curator's request changes nothing.
+    let other = zklock::Mutex::per_handle(&c, &path).unwrap();
+    assert!(other.acquire(Deadline::Forever).unwrap().is_some());
+    let mut p = Peer::Curator.spawn(
+        &hosts,
+        &node(&other),
+        "mutex",
+        "revoke",
+        0,
+        &hist,
+        "peer2",
+        0.0,
+    );
+    p.expect_line("REVOKED", PEER_START);
+    p.wait_ok(Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(other.is_held());
+    other.release().unwrap();
+}

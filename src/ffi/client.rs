@@ -315,6 +315,34 @@ pub unsafe extern "C" fn zkl_client_wait_session_event(
     })
 }
 
+/// Asks the holder of the lock node node_path (a full path, e.g. the lock path plus a
+/// participant's node from zkl_lock_participants) to let go, as Curator's Revoker.attemptRevoke:
+/// writes "__REVOKE__" into the node. Holders that made their lock revocable are told; others
+/// are not affected.
+///
+/// Returns ZKL_NOT_HELD if there is no such node, ZKL_INVALID_ARGUMENT for a NULL argument or a
+/// malformed path, ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the server could not be told.
+/// Blocks at most the session timeout. Any thread.
+///
+/// Pointers: client is NULL or a live zkl_client; node_path is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_client_request_revoke(
+    client: *const zkl_client,
+    node_path: *const c_char,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `client`.
+        let handle = unsafe { try_ref(client, "client") }?;
+        // SAFETY: the caller's contract for `node_path`.
+        let node = unsafe { try_str(node_path, "node_path") }?;
+        if handle.run(|c| Ok(c.request_revoke(node)?))? {
+            Ok(())
+        } else {
+            Err(Failure::new(zkl_status::ZKL_NOT_HELD, format!("no lock node {node}: nobody to ask")))
+        }
+    })
+}
+
 /// Ends the client's session now, whether or not locks made from it are still alive: the server
 /// deletes its lock nodes at once (waiters elsewhere proceed), every hold of it becomes
 /// ZKL_HOLD_LOST, waiting acquires return ZKL_CLOSED, and later acquires and releases return

@@ -549,6 +549,81 @@ pub unsafe extern "C" fn zkl_lock_wait_lost(lock: *const zkl_lock, timeout_ms: i
     })
 }
 
+/// Makes this handle's holds revocable (Curator's makeRevocable): from now on, the current hold
+/// included, a request to let go (zkl_lock_revoke_holders, zkl_client_request_revoke,
+/// `zklock revoke`, Curator's Revoker.attemptRevoke) ends zkl_lock_wait_revoke_request.
+/// Revocation is cooperative: nothing is released unless the holder releases. For the mutex,
+/// the semaphore mutex, the read-write halves and the simple lock.
+///
+/// ZKL_INVALID_ARGUMENT for NULL, a semaphore or a multi-lock. Never blocks. One thread at a
+/// time per handle.
+///
+/// Pointers: lock is NULL or a live zkl_lock.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_lock_make_revocable(lock: *mut zkl_lock) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `lock`.
+        let handle = unsafe { try_ref(lock.cast_const(), "lock") }?;
+        handle.run(|r| Ok(r.make_revocable(Box::new(|| {}))?))
+    })
+}
+
+/// Blocks until someone asks this handle to give up its current hold (after
+/// zkl_lock_make_revocable). timeout_ms < 0 waits forever; 0 only looks.
+///
+/// Returns ZKL_OK when asked (the hold is still held: release it to comply), ZKL_TIMEOUT if not
+/// asked in time, ZKL_NOT_HELD if the handle holds nothing or releases meanwhile,
+/// ZKL_INVALID_ARGUMENT for NULL or a lock not made revocable. Runs no code of yours. Any
+/// thread, even while another thread uses the handle; do not free the handle during the call.
+///
+/// ```c
+/// // on a thread of the holder's
+/// if (zkl_lock_wait_revoke_request(lock, -1) == ZKL_OK) finish_up_and_release();
+/// ```
+///
+/// Pointers: lock is NULL or a live zkl_lock, not freed during the call.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_lock_wait_revoke_request(
+    lock: *const zkl_lock,
+    timeout_ms: i64,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `lock`; the wait reads internally synchronised state.
+        let handle = unsafe { try_ref(lock, "lock") }?;
+        let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
+        if handle.run(|r| Ok(r.wait_revoke_request(timeout)?))? {
+            Ok(())
+        } else {
+            Err(Failure::new(zkl_status::ZKL_TIMEOUT, "no revocation request within the timeout"))
+        }
+    })
+}
+
+/// Asks every current holder of this lock to let go (cooperative: only holders that made their
+/// locks revocable, zklock's or Curator's, hear it) and writes how many were asked to *out_count.
+///
+/// ZKL_INVALID_ARGUMENT for a NULL argument or a semaphore or multi-lock;
+/// ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the server could not be told. Blocks at most
+/// the session timeout. Any thread.
+///
+/// Pointers: lock is NULL or a live zkl_lock, not freed during the call; out_count is NULL or
+/// valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_lock_revoke_holders(
+    lock: *const zkl_lock,
+    out_count: *mut usize,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `lock`.
+        let handle = unsafe { try_ref(lock, "lock") }?;
+        // SAFETY: the caller's contract for `out_count`.
+        let out = unsafe { Out::new(out_count, "out_count") }?;
+        let asked = handle.run(|r| Ok(r.revoke_holders()?))?;
+        out.write(asked.len());
+        Ok(())
+    })
+}
+
 /// A distribution of durations in zkl_stats: its count, and nearest-rank percentiles over the
 /// most recent 1024 samples (max over all), in microseconds.
 #[repr(C)]

@@ -48,18 +48,18 @@ mod version;
 
 pub use client::{
     zkl_client, zkl_client_add_auth, zkl_client_close, zkl_client_connect, zkl_client_connect_with,
-    zkl_client_free, zkl_client_holder_id, zkl_client_session_state, zkl_client_set_acl,
-    zkl_client_set_protocol, zkl_client_wait_session_event, zkl_session_event,
+    zkl_client_free, zkl_client_holder_id, zkl_client_request_revoke, zkl_client_session_state,
+    zkl_client_set_acl, zkl_client_set_protocol, zkl_client_wait_session_event, zkl_session_event,
 };
 pub use last_error::zkl_last_error_message;
 pub use lock::{
     zkl_lock, zkl_lock_acquire, zkl_lock_cancel, zkl_lock_fencing_token, zkl_lock_free,
-    zkl_lock_hold_state, zkl_lock_is_held, zkl_lock_lease_remaining_ms, zkl_lock_participants,
-    zkl_lock_release, zkl_lock_stats, zkl_lock_wait_lost, zkl_multi_lock_new, zkl_mutex_new, zkl_participant,
-    zkl_participants, zkl_participants_count, zkl_participants_free, zkl_participants_get, zkl_percentiles,
-    zkl_stats,
-    zkl_read_lock_new, zkl_rwlock_new, zkl_semaphore_mutex_new, zkl_semaphore_new,
-    zkl_simple_lock_new, zkl_write_lock_new,
+    zkl_lock_hold_state, zkl_lock_is_held, zkl_lock_lease_remaining_ms, zkl_lock_make_revocable,
+    zkl_lock_participants, zkl_lock_release, zkl_lock_revoke_holders, zkl_lock_stats,
+    zkl_lock_wait_lost, zkl_lock_wait_revoke_request, zkl_multi_lock_new, zkl_mutex_new,
+    zkl_participant, zkl_participants, zkl_participants_count, zkl_participants_free,
+    zkl_participants_get, zkl_percentiles, zkl_read_lock_new, zkl_rwlock_new,
+    zkl_semaphore_mutex_new, zkl_semaphore_new, zkl_simple_lock_new, zkl_stats, zkl_write_lock_new,
 };
 pub use log::{
     zkl_log_callback, zkl_log_level, zkl_log_next, zkl_log_start, zkl_log_stop,

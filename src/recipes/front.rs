@@ -39,6 +39,78 @@ pub trait Lockable: Send + Sync {
     /// wait and hold times of recent ones ([`LockStats`](crate::LockStats)).
     fn stats(&self) -> crate::LockStats;
 
+    /// Makes this handle's holds revocable, as Curator's `makeRevocable`: from now on (the
+    /// current hold too) a request to let go (`__REVOKE__` written into the hold's node, by
+    /// [`Lockable::revoke_holders`], `zklock revoke`, `zkl_client_request_revoke` or Curator's
+    /// `Revoker.attemptRevoke`) calls `on_request` on a thread of its own, and ends
+    /// [`Lockable::wait_revoke_request`]. Revocation is cooperative: nothing is released unless
+    /// the holder does it. The mutex, the semaphore mutex, the read-write halves and the simple
+    /// lock are revocable; the others return [`Error::InvalidArgument`]. Only waiting? Pass
+    /// `Box::new(|| {})`.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use zklock::{Client, Lockable, Options, SemaphoreMutex};
+    /// let client = Client::connect("127.0.0.1:2181", Options::default())?;
+    /// let job = Arc::new(SemaphoreMutex::new(&client, "/locks/job")?);
+    /// let j = job.clone();
+    /// job.make_revocable(Box::new(move || {
+    ///     let _ = j.release(); // let go when asked
+    /// }))?;
+    /// # Ok::<(), zklock::Error>(())
+    /// ```
+    fn make_revocable(&self, on_request: Box<dyn Fn() + Send + Sync>) -> Result<()> {
+        let _ = on_request;
+        Err(Error::InvalidArgument(format!(
+            "the lock at {} is not revocable (the mutex, semaphore mutex, read-write halves and simple lock are)",
+            self.path()
+        )))
+    }
+
+    /// Blocks until someone asks the calling participant to give up its hold (after
+    /// [`Lockable::make_revocable`]): `Ok(true)` when asked, `Ok(false)` at the timeout (None:
+    /// forever); [`Error::NotHeld`] if it holds nothing or lets go meanwhile.
+    fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool> {
+        let _ = timeout;
+        Err(Error::InvalidArgument(format!(
+            "the lock at {} was not made revocable",
+            self.path()
+        )))
+    }
+
+    /// Asks every current holder of this lock to let go (cooperative revocation: only holders
+    /// that made their locks revocable hear it, zklock's or Curator's). Returns the holders'
+    /// nodes asked.
+    fn revoke_holders(&self) -> Result<Vec<String>> {
+        let holders: Vec<Participant> = self
+            .participants()?
+            .into_iter()
+            .filter(|p| p.is_holder && !p.node.is_empty())
+            .collect();
+        let mut asked = Vec::new();
+        for p in holders {
+            let node = if p.node.starts_with('/') {
+                p.node
+            } else {
+                format!("{}/{}", self.queue_path(), p.node)
+            };
+            if self.request_revoke(&node)? {
+                asked.push(node);
+            }
+        }
+        Ok(asked)
+    }
+
+    #[doc(hidden)]
+    /// Writes the revocation request into `node` (through this lock's session).
+    fn request_revoke(&self, node: &str) -> Result<bool> {
+        let _ = node;
+        Err(Error::InvalidArgument(format!(
+            "the lock at {} cannot ask for revocation",
+            self.path()
+        )))
+    }
+
     /// Takes one hold for the calling participant: `Ok(Some(fencing token))` when held,
     /// `Ok(None)` when not acquired before `deadline` (busy, for [`Deadline::TryOnce`]); nothing
     /// of the attempt is left on the server then, nor on any error.
@@ -108,6 +180,9 @@ macro_rules! forward_lockable {
         impl<L: Lockable + ?Sized> Lockable for $t {
             fn path(&self) -> &str { (**self).path() }
             fn stats(&self) -> crate::LockStats { (**self).stats() }
+            fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) -> Result<()> { (**self).make_revocable(f) }
+            fn wait_revoke_request(&self, t: Option<Duration>) -> Result<bool> { (**self).wait_revoke_request(t) }
+            fn request_revoke(&self, node: &str) -> Result<bool> { (**self).request_revoke(node) }
             fn acquire(&self, d: Deadline) -> Result<Option<i64>> { (**self).acquire(d) }
             fn release(&self) -> Result<()> { (**self).release() }
             fn hold_state(&self) -> HoldState { (**self).hold_state() }
@@ -268,6 +343,15 @@ impl<R: Lockable> Lockable for Lock<R> {
     }
     fn stats(&self) -> crate::LockStats {
         self.raw.stats()
+    }
+    fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) -> Result<()> {
+        self.raw.make_revocable(f)
+    }
+    fn wait_revoke_request(&self, t: Option<Duration>) -> Result<bool> {
+        self.raw.wait_revoke_request(t)
+    }
+    fn request_revoke(&self, node: &str) -> Result<bool> {
+        self.raw.request_revoke(node)
     }
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
         self.raw.acquire(d)

@@ -406,6 +406,8 @@ pub(crate) struct Holds {
     slots: parking_lot::Mutex<HashMap<Option<ThreadId>, Slot>>,
     /// The handle's statistics (its acquires are counted by the recipe's `acquire`).
     pub(crate) stats: crate::stats::Stats,
+    /// Whether its holds are revocable, and the requests seen.
+    revocation: Arc<super::revoke::Revocation>,
 }
 
 /// How an acquire starts.
@@ -433,11 +435,22 @@ impl Ticket<'_> {
             hold.node,
             self.started.elapsed()
         );
+        let watch = self.holds.revocation.enabled().then(|| {
+            (
+                hold.session.clone(),
+                hold.node.clone(),
+                hold.token,
+                hold.shared_path,
+            )
+        });
         self.holds
             .slots
             .lock()
             .insert(self.key, Slot::Held { hold, count: 1 });
         self.done = true;
+        if let Some((session, node, token, shared)) = watch {
+            self.holds.revocation.watch(&session, &node, token, shared);
+        }
         token
     }
 }
@@ -461,6 +474,7 @@ impl Holds {
             what,
             slots: parking_lot::Mutex::new(HashMap::new()),
             stats: Default::default(),
+            revocation: Default::default(),
         }
     }
 
@@ -525,7 +539,51 @@ impl Holds {
         let acquired = hold.acquired;
         let r = hold.release();
         self.stats.hold_ended(acquired.elapsed(), &r);
+        self.revocation.notify();
         r
+    }
+
+    /// Makes the participants' holds revocable from now on (the current hold too); `f` is called
+    /// on each request, on a thread of its own.
+    pub(crate) fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) -> Result<()> {
+        let first = !self.revocation.enabled();
+        self.revocation.enable(Arc::from(f));
+        if first {
+            let held: Vec<Hold> = self
+                .slots
+                .lock()
+                .values()
+                .filter_map(|s| match s {
+                    Slot::Held { hold, .. } => Some(hold.clone()),
+                    _ => None,
+                })
+                .collect();
+            for h in held {
+                self.revocation
+                    .watch(&h.session, &h.node, h.token, h.shared_path);
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until someone asks the calling participant's hold to be given up: `Ok(true)` if
+    /// asked, `Ok(false)` at the timeout; `NotHeld` if it holds nothing (or let go meanwhile).
+    pub(crate) fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool> {
+        if !self.revocation.enabled() {
+            return Err(Error::invalid(format!(
+                "{} was not made revocable: nobody can ask it to let go",
+                self.what
+            )));
+        }
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        match self
+            .revocation
+            .wait(|| self.current().map(|h| (h.node, h.token)), deadline)
+        {
+            Some(true) => Ok(true),
+            Some(false) => Err(Error::NotHeld),
+            None => Ok(false),
+        }
     }
 
     /// The calling participant's hold (a copy: never wait while holding the table).

@@ -8,6 +8,8 @@ mod hold;
 mod multi_lock;
 mod mutex;
 mod protected;
+mod revoke;
+pub(crate) use revoke::request as request_revoke;
 mod rwlock;
 mod semaphore;
 mod semaphore_mutex;
@@ -364,6 +366,15 @@ macro_rules! holds_methods {
         fn stats(&self) -> $crate::LockStats {
             self.$($holds).+.stats.snapshot()
         }
+        fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) -> $crate::Result<()> {
+            self.$($holds).+.make_revocable(f)
+        }
+        fn wait_revoke_request(
+            &self,
+            t: Option<std::time::Duration>,
+        ) -> $crate::Result<bool> {
+            self.$($holds).+.wait_revoke_request(t)
+        }
         fn hold_state(&self) -> $crate::recipes::HoldState {
             self.$($holds).+.state()
         }
@@ -402,6 +413,9 @@ macro_rules! queue_lockable {
             }
             fn order_rank(&self) -> u8 {
                 $rank
+            }
+            fn request_revoke(&self, node: &str) -> $crate::Result<bool> {
+                self.$($field).+.queue.client.request_revoke(node)
             }
             $crate::recipes::holds_methods!($($field).+.holds, $($field).+.cancel);
         }

@@ -191,6 +191,9 @@ impl super::Lockable for RawSimpleLock {
         self.holds.stats.attempt(|| RawSimpleLock::acquire(self, d))
     }
     super::holds_methods!(holds, cancel);
+    fn request_revoke(&self, node: &str) -> Result<bool> {
+        self.client.request_revoke(node)
+    }
     /// The parent: its children change when the lock's node comes and goes.
     fn queue_path(&self) -> String {
         crate::path::parent(&self.path).to_string()

@@ -4,6 +4,9 @@
 //   lock:   mutex (InterProcessMutex) | read | write | rw (InterProcessReadWriteLock halves;
 //           rw picks read with probability read_fraction) | semaphore:N (InterProcessSemaphoreV2)
 //   action: load (hold repeatedly for <ms>) | hold (once, <ms> long) | try (wait at most <ms>)
+//           | revocable (mutex made revocable with makeRevocable; hold until a revocation is
+//             requested or <ms> passed, then release: prints HELD, REVOKE_REQUESTED or
+//             NOT_ASKED, RELEASED) | revoke (Revoker.attemptRevoke on the node <path>: REVOKED)
 // Every hold appends "enter <R|W|S> <who>" after acquiring and "exit <R|W|S> <who>" before
 // releasing to <history>, one write per line on an append-mode file (so the file order is a
 // valid order of the real events). Prints HELD / RELEASED / ACQUIRED / NOT_ACQUIRED / DONE n.
@@ -11,6 +14,7 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -18,6 +22,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorPeer {
@@ -116,6 +121,23 @@ public class CuratorPeer {
                 break;
             case "try":
                 say(hold(lock, fixed, ms, 10, false) ? "ACQUIRED" : "NOT_ACQUIRED");
+                break;
+            case "revocable": {
+                // The listener runs on Curator's event thread; the acquiring thread releases.
+                CountDownLatch asked = new CountDownLatch(1);
+                mutex.makeRevocable(l -> asked.countDown());
+                mutex.acquire();
+                append("enter", 'W');
+                say("HELD");
+                say(asked.await(ms, TimeUnit.MILLISECONDS) ? "REVOKE_REQUESTED" : "NOT_ASKED");
+                append("exit", 'W');
+                mutex.release();
+                say("RELEASED");
+                break;
+            }
+            case "revoke":
+                Revoker.attemptRevoke(cf, path);
+                say("REVOKED");
                 break;
             default:
                 throw new IllegalArgumentException("action " + action);
