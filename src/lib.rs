@@ -74,10 +74,10 @@ pub use deadline::Deadline;
 pub use error::{Error, Result};
 pub use node::Protocol;
 pub use path::validate_path;
-pub use stats::{LockStats, Percentiles};
 pub use recipes::{
     Guard, HoldState, Lease, Lock, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, Mutex,
     MutexGuard, Participant, ReadGuard, ReadLock, ReadWriteLock, Semaphore, SemaphoreMutex,
     SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard, WriteLock,
 };
+pub use stats::{LockStats, Percentiles};
 pub use wait::CancelToken;
