@@ -937,6 +937,20 @@ enum zkl_status zkl_participants_get(const struct zkl_participants *participants
                                      struct zkl_participant *out);
 
 /*
+ Writes to *out_ms when participant number index's node was created, by the server's clock,
+ in milliseconds since the Unix epoch: how long it has been queued or holding.
+
+ ZKL_INVALID_ARGUMENT for a NULL argument or an index past the last participant (then
+ *out_ms is left unchanged). Never blocks. Any thread.
+
+ Pointers: participants is NULL or a live zkl_participants; out_ms is NULL or valid for
+ writing.
+ */
+enum zkl_status zkl_participants_created_ms(const struct zkl_participants *participants,
+                                            size_t index,
+                                            int64_t *out_ms);
+
+/*
  Frees a snapshot of participants. NULL is a no-op; must not be called twice for one
  snapshot. Never blocks. Any thread.
 

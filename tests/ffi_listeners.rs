@@ -362,6 +362,27 @@ fn connect_with_has_its_own_connect_timeout_and_holder_id() {
             unsafe { zkl_participants_get(ps, n, p.as_mut_ptr()) },
             ZKL_INVALID_ARGUMENT
         );
+        // Created by the server within the last minute (its clock is this machine's).
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        for i in 0..n {
+            let mut created = 0;
+            assert_eq!(
+                unsafe { zkl_participants_created_ms(ps, i, &mut created) },
+                ZKL_OK
+            );
+            assert!(
+                created <= now_ms + 1000 && created > now_ms - 60_000,
+                "{created} vs {now_ms}"
+            );
+        }
+        let mut created = 0;
+        assert_eq!(
+            unsafe { zkl_participants_created_ms(ps, n, &mut created) },
+            ZKL_INVALID_ARGUMENT
+        );
         unsafe { zkl_participants_free(ps) };
         out
     };

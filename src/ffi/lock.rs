@@ -839,6 +839,33 @@ pub unsafe extern "C" fn zkl_participants_get(
     })
 }
 
+/// Writes to *out_ms when participant number index's node was created, by the server's clock,
+/// in milliseconds since the Unix epoch: how long it has been queued or holding.
+///
+/// ZKL_INVALID_ARGUMENT for a NULL argument or an index past the last participant (then
+/// *out_ms is left unchanged). Never blocks. Any thread.
+///
+/// Pointers: participants is NULL or a live zkl_participants; out_ms is NULL or valid for
+/// writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_participants_created_ms(
+    participants: *const zkl_participants,
+    index: usize,
+    out_ms: *mut i64,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `participants`.
+        let handle = unsafe { try_ref(participants, "participants") }?;
+        // SAFETY: the caller's contract for `out_ms`.
+        let out = unsafe { Out::new(out_ms, "out_ms") }?;
+        let (p, _, _) = handle.items.get(index).ok_or_else(|| {
+            Failure::invalid(format!("`index` {index} is past the last of {} participants", handle.items.len()))
+        })?;
+        out.write(p.created_ms);
+        Ok(())
+    })
+}
+
 /// Frees a snapshot of participants. NULL is a no-op; must not be called twice for one
 /// snapshot. Never blocks. Any thread.
 ///

@@ -52,6 +52,9 @@ pub struct Participant {
     pub is_holder: bool,
     /// Whether it is a reader (shared) node of a read-write lock.
     pub is_reader: bool,
+    /// When its node was created, by the server's clock, in milliseconds since the Unix epoch
+    /// (how long it has been queued or holding: `zklock holders --watch` shows it).
+    pub created_ms: i64,
 }
 
 /// The earlier contender a participant must wait for, if any, and whether it is the only
@@ -293,8 +296,8 @@ impl Queue {
             .collect();
         let mut out = Vec::with_capacity(queue.len());
         for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
-            let holder_id = match session.wait_raw(f, d) {
-                Ok((data, _)) => String::from_utf8(data).unwrap_or_default(),
+            let (holder_id, created_ms) = match session.wait_raw(f, d) {
+                Ok((data, stat)) => (String::from_utf8(data).unwrap_or_default(), stat.ctime),
                 Err(zk::Error::NoNode) => continue,
                 Err(e) => return Err(session.map_err(e)),
             };
@@ -310,6 +313,7 @@ impl Queue {
                 holder_id,
                 is_holder,
                 is_reader,
+                created_ms,
             });
         }
         Ok(out)

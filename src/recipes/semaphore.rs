@@ -222,9 +222,14 @@ impl Semaphore {
         self.cancel.cancel();
     }
 
-    /// The holder ids stored in the current lease nodes (unordered; empty text for a holder
-    /// without UTF-8 data), like kazoo's `lease_holders()`.
+    /// The holder ids stored in the current lease nodes (oldest lease first; empty text for a
+    /// holder without UTF-8 data), like kazoo's `lease_holders()`.
     pub fn lease_holders(&self) -> Result<Vec<String>> {
+        Ok(self.leases()?.into_iter().map(|(_, id, _)| id).collect())
+    }
+
+    /// The lease nodes: (name, holder id, creation time in ms), oldest first.
+    fn leases(&self) -> Result<Vec<(String, String, i64)>> {
         let session = self.client.session()?;
         let d = session.call_deadline();
         let children = match session.retry(Deadline::Forever, || {
@@ -234,18 +239,25 @@ impl Semaphore {
             Err(zk::Error::NoNode) => return Ok(Vec::new()),
             Err(e) => return Err(session.map_err(e)),
         };
+        // kazoo keeps its count in P's data and its guard beside P; every child of the lease
+        // directory is a lease.
         let futs: Vec<_> = children
             .iter()
             .map(|c| session.zk.get_data(&self.child(c)))
             .collect();
         let mut out = Vec::with_capacity(children.len());
-        for f in futs {
+        for (name, f) in children.into_iter().zip(futs) {
             match session.wait_raw(f, d) {
-                Ok((data, _)) => out.push(String::from_utf8(data).unwrap_or_default()),
+                Ok((data, stat)) => out.push((
+                    name,
+                    String::from_utf8(data).unwrap_or_default(),
+                    stat.ctime,
+                )),
                 Err(zk::Error::NoNode) => {}
                 Err(e) => return Err(session.map_err(e)),
             }
         }
+        out.sort_by_key(|(_, _, created)| *created);
         Ok(out)
     }
 
@@ -647,17 +659,18 @@ impl crate::Lockable for Semaphore {
     fn cancel(&self) {
         self.cancel.cancel();
     }
-    /// The lease holders (unordered), each a holder.
+    /// The lease holders, oldest lease first, each a holder (nodes of the lease directory).
     fn participants(&self) -> Result<Vec<Participant>> {
         Ok(self
-            .lease_holders()?
+            .leases()?
             .into_iter()
-            .map(|holder_id| Participant {
-                node: String::new(),
-                sequence: 0,
+            .map(|(node, holder_id, created_ms)| Participant {
+                sequence: crate::node::sequence(&node).unwrap_or(0),
+                node,
                 holder_id,
                 is_holder: true,
                 is_reader: false,
+                created_ms,
             })
             .collect())
     }

@@ -202,7 +202,7 @@ impl super::Lockable for RawSimpleLock {
     fn participants(&self) -> Result<Vec<Participant>> {
         let s = self.client.session()?;
         match s.retry(Deadline::Forever, || s.zk.get_data(&self.path)) {
-            Ok((d, _)) => {
+            Ok((d, stat)) => {
                 let text = String::from_utf8_lossy(&d);
                 let holder_id = text
                     .split(ATTEMPT_MARK)
@@ -215,6 +215,7 @@ impl super::Lockable for RawSimpleLock {
                     holder_id,
                     is_holder: true,
                     is_reader: false,
+                    created_ms: stat.ctime,
                 }])
             }
             Err(zk::Error::NoNode) => Ok(Vec::new()),
