@@ -36,6 +36,11 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+// The executor waits on eventfd and ppoll, the lease clock is CLOCK_BOOTTIME, and the command
+// reads /proc: Linux only, said at build time rather than found at run time.
+#[cfg(not(target_os = "linux"))]
+compile_error!("zklock runs on Linux only (eventfd, ppoll, CLOCK_BOOTTIME, /proc)");
+
 mod client;
 mod deadline;
 mod error;
