@@ -1,11 +1,9 @@
-//! Generates `include/zklock.h` from `src/ffi` with cbindgen (rewritten only when it changed),
-//! and gives the shared library its SONAME.
+//! Gives the shared library its SONAME, and (feature `header`, on in the project's own builds)
+//! regenerates `include/zklock.h` from `src/ffi` with cbindgen (`header.rs`).
 
 use std::env;
-use std::path::PathBuf;
 
 fn main() {
-    let dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     println!("cargo:rerun-if-changed=src/ffi");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
@@ -21,28 +19,38 @@ fn main() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libzklock.so.{sover}");
     }
 
-    let version = format!(
-        "#define ZKL_VERSION_MAJOR {}\n#define ZKL_VERSION_MINOR {}\n#define ZKL_VERSION_PATCH {}\n#define ZKL_VERSION_STRING \"{}\"",
-        env::var("CARGO_PKG_VERSION_MAJOR").unwrap(),
-        env::var("CARGO_PKG_VERSION_MINOR").unwrap(),
-        env::var("CARGO_PKG_VERSION_PATCH").unwrap(),
-        env::var("CARGO_PKG_VERSION").unwrap(),
+    #[cfg(feature = "header")]
+    write_header(&std::path::PathBuf::from(
+        env::var("CARGO_MANIFEST_DIR").unwrap(),
+    ));
+}
+
+#[cfg(feature = "header")]
+#[path = "header.rs"]
+mod header;
+
+/// Regenerates `include/zklock.h`, writing it only when it changed.
+#[cfg(feature = "header")]
+fn write_header(dir: &std::path::Path) {
+    println!("cargo:rerun-if-changed=header.rs");
+    let var = |k: &str| env::var(k).unwrap();
+    let version = (
+        &*var("CARGO_PKG_VERSION_MAJOR"),
+        &*var("CARGO_PKG_VERSION_MINOR"),
+        &*var("CARGO_PKG_VERSION_PATCH"),
+        &*var("CARGO_PKG_VERSION"),
     );
-    let config =
-        cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("read cbindgen.toml");
-    match cbindgen::Builder::new()
-        .with_crate(&dir)
-        .with_config(config)
-        .with_after_include(version)
-        .generate()
-    {
-        Ok(bindings) => {
-            bindings.write_to_file(dir.join("include/zklock.h"));
+    match header::generate(dir, version) {
+        Ok(Some(text)) => {
+            let path = dir.join("include/zklock.h");
+            if std::fs::read(&path).ok().as_deref() != Some(&text[..]) {
+                std::fs::write(&path, text).expect("write include/zklock.h");
+            }
         }
-        Err(cbindgen::Error::ParseSyntaxError { .. }) => {
-            // Let rustc report the real syntax error.
-            println!("cargo:warning=cbindgen could not parse the crate; header not regenerated");
+        // Let rustc report the real syntax error.
+        Ok(None) => {
+            println!("cargo:warning=cbindgen could not parse the crate; header not regenerated")
         }
-        Err(e) => panic!("cbindgen failed: {e}"),
+        Err(e) => panic!("{e}"),
     }
 }
