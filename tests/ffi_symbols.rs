@@ -267,7 +267,7 @@ mod header;
 fn the_committed_header_is_what_cbindgen_generates() {
     let root = ffi_util::repo();
     let generated = header::generate(
-        &root,
+        root,
         (
             env!("CARGO_PKG_VERSION_MAJOR"),
             env!("CARGO_PKG_VERSION_MINOR"),
