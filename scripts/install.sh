@@ -2,8 +2,9 @@
 # Installs the C library as C libraries are installed, with cargo-c (`cargo cinstall`, the
 # convention of Rust libraries with a C ABI): the shared library with its SONAME link, the
 # static library, zklock.h and the C++ layer zklock.hpp, and lib/pkgconfig/zklock.pc, under
-# PREFIX (default /usr/local). Installs cargo-c first when it is missing (it compiles from
-# crates.io: about 6.5 minutes on 2 cores, once; newer releases need a newer rustc).
+# PREFIX (default /usr/local). Installs cargo-c first when it is missing
+# (scripts/install-cargo-c.sh: it compiles from crates.io, about 6.5 minutes on 2 cores, once;
+# newer releases need a newer rustc).
 #   scripts/install.sh [PREFIX]        e.g. scripts/install.sh "$HOME/.local"
 # Then: cc app.c $(pkg-config --cflags --libs zklock)                            (dynamic)
 #       cc app.c $(pkg-config --cflags zklock) PREFIX/lib/libzklock.a \
@@ -12,10 +13,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix="${1:-${PREFIX:-/usr/local}}"
 libdir="${LIBDIR:-$prefix/lib}"
-CARGO_C_VERSION=0.10.24+cargo-0.98.0
-if ! cargo cinstall --version >/dev/null 2>&1; then
-    echo "install: cargo-c is missing; installing cargo-c $CARGO_C_VERSION (a few minutes)" >&2
-    cargo install cargo-c --version "$CARGO_C_VERSION" --locked
-fi
+scripts/install-cargo-c.sh
 cargo cinstall --release --prefix "$prefix" --libdir "$libdir"
 echo "installed zklock under $prefix (lib: $libdir)"
