@@ -7,10 +7,15 @@ scripts/install-deps.sh
 # The real Curator and kazoo of the interop tests.
 scripts/install-peers.sh
 export CARGO_TERM_COLOR=never
+# cargo-c, for the packaging test, compiles while the suite builds and runs (the test waits for
+# it if it is not done: scripts/install-cargo-c.sh takes a lock); a no-op once installed.
+mkdir -p target
+scripts/install-cargo-c.sh --debug > target/install-cargo-c.log 2>&1 &
+cargo_c=$!
 cargo fmt --check
-cargo clippy --all-targets --features testing -- -D warnings
+cargo clippy --all-targets --features testing,header -- -D warnings
 # Builds the library (cdylib + staticlib), the examples and the command the tests run.
-cargo build --all-targets --features testing
+cargo build --all-targets --features testing,header
 # The checked-in header must be what build.rs generates now.
 if git rev-parse --git-dir >/dev/null 2>&1; then
   git diff --exit-code -- include/zklock.h || { echo "include/zklock.h is stale: commit the regenerated header" >&2; exit 1; }
@@ -24,6 +29,10 @@ cargo test --features testing -- --test-threads="${ZKL_TEST_THREADS:-6}"
 # The Python package as its users get it: `pip install bindings/python` (into a venv, which
 # builds and bundles the library), then its pytest suite against a server it starts itself.
 scripts/test-python.sh
+if ! wait "$cargo_c"; then
+  cat target/install-cargo-c.log >&2
+  exit 1
+fi
 # One minute of the nemesis soak: every recipe under killed members, partitions, paused, cut
 # off and killed clients, every hold checked (scripts/soak.sh 60 runs an hour).
 scripts/soak.sh 1
