@@ -748,7 +748,7 @@ enum zkl_status zkl_lock_release(struct zkl_lock *lock);
 
  Pointers: lock is NULL or a live zkl_lock, not freed during the call.
  */
-enum zkl_status zkl_lock_cancel(struct zkl_lock *lock);
+enum zkl_status zkl_lock_cancel(const struct zkl_lock *lock);
 
 /*
  1 while this handle holds the lock and zkl_lock_hold_state would say ZKL_HOLD_HELD (the

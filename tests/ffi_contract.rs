@@ -185,7 +185,7 @@ fn null_pointers_without_a_server() {
         assert_eq!(zkl_lock_acquire(null_mut(), 0), ZKL_INVALID_ARGUMENT);
         assert_eq!(zkl_lock_acquire(null_mut(), -1), ZKL_INVALID_ARGUMENT);
         assert_eq!(zkl_lock_release(null_mut()), ZKL_INVALID_ARGUMENT);
-        assert_eq!(zkl_lock_cancel(null_mut()), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_lock_cancel(null()), ZKL_INVALID_ARGUMENT);
         assert_eq!(zkl_lock_is_held(null()), 0);
         assert_eq!(
             zkl_lock_fencing_token(null(), &mut token),

@@ -391,11 +391,11 @@ pub unsafe extern "C" fn zkl_lock_release(lock: *mut zkl_lock) -> zkl_status {
 ///
 /// Pointers: lock is NULL or a live zkl_lock, not freed during the call.
 #[no_mangle]
-pub unsafe extern "C" fn zkl_lock_cancel(lock: *mut zkl_lock) -> zkl_status {
+pub unsafe extern "C" fn zkl_lock_cancel(lock: *const zkl_lock) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: the caller's contract for `lock`; cancel only touches the recipe's shared,
         // internally synchronised state, so a concurrent acquire on another thread is fine.
-        let handle = unsafe { try_ref(lock.cast_const(), "lock") }?;
+        let handle = unsafe { try_ref(lock, "lock") }?;
         handle.run(|r| {
             r.cancel();
             Ok(())

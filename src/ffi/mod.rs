@@ -21,8 +21,12 @@
 //!   `zkl_last_error_message()`.
 //! - **Panics** never cross the boundary: a Rust panic becomes `ZKL_INTERNAL_ERROR` (never an
 //!   abort), and the handle involved is poisoned: later calls on it return `ZKL_INTERNAL_ERROR`.
-//! - **Threads.** `zkl_client` may be used by any number of threads at once; a `zkl_lock` by one
-//!   thread at a time, except `zkl_lock_cancel`, which any thread may call at any time.
+//! - **Threads, and `const`.** `zkl_client` may be used by any number of threads at once. A call
+//!   that takes a `const zkl_lock *` only reads or signals (is_held, hold_state, fencing_token,
+//!   lease_remaining_ms, cancel, wait_lost, participants, stats, wait_revoke_request,
+//!   revoke_holders) and may run on any thread while another thread uses the handle; a call that
+//!   takes a non-const `zkl_lock *` changes what the handle holds and is one at a time per
+//!   handle.
 //!   A `zkl_lock` is one participant: its holds belong to the handle, not to the calling OS
 //!   thread, so any thread may release what another acquired through it.
 //! - **Blocking.** No call blocks longer than its timeout plus the session timeout.
