@@ -174,6 +174,46 @@ fn cpp_demo_passes() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("demo.cpp: all checks passed"));
 }
 
+/// A zklock::Lock as C++ users hold locks (std::lock_guard, std::unique_lock, std::scoped_lock),
+/// a Guard across a move of its Lock and after unlock(), and the listeners, statistics and
+/// revocation; plain and under ASan + UBSan.
+#[test]
+fn cpp_lockable_passes_plain_and_under_sanitizers() {
+    let exe = compile("c++", CXX_FLAGS, "ffi-examples/cpp/lockable.cpp", "lockable_cpp");
+    let out = run(example(&exe, &unique("cpp-lockable")), "lockable.cpp");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("lockable.cpp: all checks passed"), "{stdout}");
+    assert!(
+        sanitizers_work(),
+        "cc cannot build with -fsanitize=address,undefined: run scripts/install-deps.sh"
+    );
+    let flags: Vec<&str> = CXX_FLAGS.iter().chain(SANITIZE).copied().collect();
+    let exe = compile("c++", &flags, "ffi-examples/cpp/lockable.cpp", "lockable_cpp-asan");
+    let out = run_sanitized(&exe, "cpp-lockable");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("lockable.cpp: all checks passed"), "{stdout}");
+}
+
+/// Before C++17 the C++ layer says so at compile time, in words.
+#[test]
+fn zklock_hpp_refuses_cpp14_with_its_own_message() {
+    let repo = ffi_util::repo();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("t.cpp");
+    std::fs::write(&src, "#include \"zklock.hpp\"\nint main() { return 0; }\n").unwrap();
+    let out = Command::new("c++")
+        .args(["-std=c++14", "-fsyntax-only", "-I"])
+        .arg(repo.join("include"))
+        .arg("-I")
+        .arg(repo.join("ffi-examples/cpp"))
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("zklock.hpp needs C++17 or later"), "{err}");
+}
+
 #[test]
 fn python_demo_passes() {
     let Some(py) = python() else {

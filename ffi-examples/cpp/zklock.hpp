@@ -7,13 +7,20 @@
 //     std::cout << guard.fencing_token() << "\n";
 //   }
 //   if (auto g = zklock::try_lock_for(mutex, std::chrono::seconds(2))) { /* held */ }
+//   std::unique_lock<zklock::Lock> l(mutex, std::chrono::seconds(2));  // a Lock is TimedLockable
 //
 // Every failing call throws zklock::Error, which carries the zkl_status and the library's
-// message. Handles are move-only and free themselves. Thread rules are the C API's: a Client
-// may be shared by threads; a Lock is used by one thread at a time, except cancel(), which any
-// thread may call; a mutex or read/write half is released on the thread that acquired it.
+// message. Handles are move-only and free themselves; a Guard follows its lock's handle, so
+// moving the Lock object does not strand it. Thread rules are the C API's: a Client may be
+// shared by threads; a Lock is one participant (any thread may release what another acquired
+// through it), used by one thread at a time, except the const calls (is_held, hold_state,
+// cancel, wait_lost, participants, stats, wait_revoke_request), which any thread may make.
 #ifndef ZKLOCK_HPP
 #define ZKLOCK_HPP
+
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#error "zklock.hpp needs C++17 or later (-std=c++17); from C, include zklock.h"
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -62,6 +69,24 @@ enum class Acl : uint32_t {
   creator_all_read_all = ZKL_ACL_CREATOR_ALL_READ_ALL,
 };
 
+// The state of a client's session (zkl_session_state).
+enum class SessionState : uint32_t {
+  connected = ZKL_SESSION_STATE_CONNECTED,
+  suspended = ZKL_SESSION_STATE_SUSPENDED,
+  expired = ZKL_SESSION_STATE_EXPIRED,
+  closed = ZKL_SESSION_STATE_CLOSED,
+};
+
+// One participant of a lock (zkl_lock_participants): holders first, then waiters in order.
+struct Participant {
+  std::string node;
+  std::string holder_id;
+  int64_t sequence = 0;
+  bool is_holder = false;
+  bool is_reader = false;
+  int64_t created_ms = 0;  // the node's creation, server clock, ms since the epoch
+};
+
 // What a lock handle may believe about its hold (zkl_hold_state).
 enum class HoldState : uint32_t {
   none = ZKL_HOLD_NONE,
@@ -88,10 +113,27 @@ inline int64_t to_ms(std::chrono::nanoseconds d) {
 class Lock;
 
 // One participant in one lock recipe (zkl_lock). Move-only; frees (and so releases) itself.
+// Meets the standard's TimedLockable requirements (lock, try_lock, try_lock_for,
+// try_lock_until, unlock), so std::lock_guard, std::unique_lock and std::scoped_lock hold it.
 class Lock {
  public:
   // Takes ownership of a handle made by the C API.
   explicit Lock(zkl_lock* raw) : l_(raw) {}
+
+  // BasicLockable / Lockable / TimedLockable. unlock() throws Error (e.g. ZKL_NOT_HELD,
+  // ZKL_LOCK_LOST) as release() does; std::lock_guard and std::unique_lock call it from their
+  // destructors, where an exception terminates: use Guard to see release errors instead.
+  void lock() { acquire(); }
+  bool try_lock() { return try_acquire(); }
+  template <class Rep, class Period>
+  bool try_lock_for(std::chrono::duration<Rep, Period> timeout) {
+    return try_acquire_for(timeout);
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(std::chrono::time_point<Clock, Duration> deadline) {
+    return try_acquire_for(deadline - Clock::now());
+  }
+  void unlock() { release(); }
 
   // Blocks until held.
   void acquire() { check(zkl_lock_acquire(get(), -1)); }
@@ -133,6 +175,60 @@ class Lock {
     return t;
   }
 
+  // Blocks until the hold stops being believed (lease ran out or session ended): true; false
+  // if still held at the timeout; throws Error with ZKL_NOT_HELD if nothing is held (or it is
+  // released meanwhile). Any thread.
+  bool wait_lost(std::chrono::milliseconds timeout) const {
+    zkl_status s = zkl_lock_wait_lost(l_.get(), timeout.count());
+    if (s == ZKL_TIMEOUT) return false;
+    check(s);
+    return true;
+  }
+
+  // The lock's participants, holders first (for a semaphore: the lease holders).
+  std::vector<Participant> participants() const {
+    zkl_participants* ps = nullptr;
+    check(zkl_lock_participants(l_.get(), &ps));
+    std::unique_ptr<zkl_participants, void (*)(zkl_participants*)> owned(ps, zkl_participants_free);
+    std::vector<Participant> out;
+    for (size_t i = 0, n = zkl_participants_count(ps); i < n; ++i) {
+      zkl_participant p{};
+      check(zkl_participants_get(ps, i, &p));
+      Participant q;
+      q.node = p.node;
+      q.holder_id = p.holder_id;
+      q.sequence = p.sequence;
+      q.is_holder = p.is_holder != 0;
+      q.is_reader = p.is_reader != 0;
+      check(zkl_participants_created_ms(ps, i, &q.created_ms));
+      out.push_back(std::move(q));
+    }
+    return out;
+  }
+
+  // This handle's statistics: acquires by outcome, holds ended, wait/hold percentiles (µs).
+  zkl_stats stats() const {
+    zkl_stats s{};
+    check(zkl_lock_stats(l_.get(), &s));
+    return s;
+  }
+
+  // Cooperative revocation (Curator's): after make_revocable(), wait_revoke_request() returns
+  // true when someone asks this holder to let go (it still holds: release to comply).
+  void make_revocable() { check(zkl_lock_make_revocable(get())); }
+  bool wait_revoke_request(std::chrono::milliseconds timeout) const {
+    zkl_status s = zkl_lock_wait_revoke_request(l_.get(), timeout.count());
+    if (s == ZKL_TIMEOUT) return false;
+    check(s);
+    return true;
+  }
+  // Asks every current holder to let go; returns how many were asked.
+  size_t revoke_holders() const {
+    size_t n = 0;
+    check(zkl_lock_revoke_holders(l_.get(), &n));
+    return n;
+  }
+
   zkl_lock* get() const noexcept { return l_.get(); }
 
   // Gives up ownership of the handle (the caller frees it, or hands it to the C API).
@@ -172,6 +268,52 @@ class Client {
     check(zkl_client_connect(hosts.c_str(), static_cast<uint32_t>(session_timeout.count()), &c));
     c_.reset(c);
   }
+
+  // With a connect timeout of its own (0: the session timeout) and a holder id (empty: the
+  // default HOSTNAME:PID) stored in the client's lock nodes.
+  Client(const std::string& hosts, std::chrono::milliseconds session_timeout,
+         std::chrono::milliseconds connect_timeout, const std::string& holder_id = "") {
+    zkl_client* c = nullptr;
+    check(zkl_client_connect_with(hosts.c_str(), static_cast<uint32_t>(session_timeout.count()),
+                                  static_cast<uint32_t>(connect_timeout.count()),
+                                  holder_id.empty() ? nullptr : holder_id.c_str(), &c));
+    c_.reset(c);
+  }
+
+  std::string holder_id() const {
+    const char* id = nullptr;
+    check(zkl_client_holder_id(get(), &id));
+    return id;
+  }
+
+  SessionState session_state() const {
+    uint32_t s = 0;
+    check(zkl_client_session_state(get(), &s));
+    return static_cast<SessionState>(s);
+  }
+
+  // The session-state listener, on the caller's thread: the first event after `after_seq`
+  // (pass 0, then the last event's seq); nothing at the timeout or once CLOSED was handed out.
+  std::optional<zkl_session_event> next_session_event(uint64_t after_seq,
+                                                      std::chrono::milliseconds timeout) const {
+    zkl_session_event e{};
+    zkl_status s = zkl_client_wait_session_event(get(), after_seq, timeout.count(), &e);
+    if (s == ZKL_TIMEOUT || s == ZKL_CLOSED) return std::nullopt;
+    check(s);
+    return e;
+  }
+
+  // Asks the holder of a lock node (full path) to let go (Curator's Revoker.attemptRevoke);
+  // false if there is no such node.
+  bool request_revoke(const std::string& node_path) const {
+    zkl_status s = zkl_client_request_revoke(get(), node_path.c_str());
+    if (s == ZKL_NOT_HELD) return false;
+    check(s);
+    return true;
+  }
+
+  // Ends the session now: its holds are lost, later calls throw ZKL_CLOSED.
+  void close() { check(zkl_client_close(get())); }
 
   void set_protocol(Protocol p) { check(zkl_client_set_protocol(get(), static_cast<uint32_t>(p))); }
 
@@ -217,15 +359,17 @@ class Client {
 };
 
 // Holds a Lock for a scope: acquires in the constructor, releases in the destructor (errors on
-// that release are swallowed; call unlock() to see them). Non-copyable, movable.
+// that release are swallowed; call unlock() to see them). Non-copyable, movable. It keeps the
+// lock's handle, not the Lock object, so moving the Lock elsewhere does not strand the hold
+// (the handle must outlive the guard, as a mutex must outlive std::lock_guard).
 class Guard {
  public:
   // Blocks until held.
-  explicit Guard(Lock& lock) : lock_(&lock) { lock.acquire(); }
+  explicit Guard(Lock& lock) : lock_(lock.get()) { lock.acquire(); }
 
   // Waits at most `timeout`; throws Error with ZKL_TIMEOUT if not acquired.
   template <class Rep, class Period>
-  Guard(Lock& lock, std::chrono::duration<Rep, Period> timeout) : lock_(&lock) {
+  Guard(Lock& lock, std::chrono::duration<Rep, Period> timeout) : lock_(lock.get()) {
     check(zkl_lock_acquire(lock.get(), detail::to_ms(timeout)));
   }
 
@@ -241,25 +385,33 @@ class Guard {
   }
   ~Guard() { reset(); }
 
-  // Releases now; throws on failure (e.g. ZKL_LOCK_LOST: the lock had been lost).
+  // Releases now; throws on failure (e.g. ZKL_LOCK_LOST: the lock had been lost). A second
+  // unlock() throws ZKL_NOT_HELD.
   void unlock() {
-    Lock* l = std::exchange(lock_, nullptr);
-    if (l) l->release();
+    zkl_lock* l = std::exchange(lock_, nullptr);
+    if (!l) throw Error(ZKL_NOT_HELD, "this guard holds nothing (unlocked or moved from)");
+    check(zkl_lock_release(l));
   }
 
-  int64_t fencing_token() const { return lock_->fencing_token(); }
-  bool is_held() const noexcept { return lock_ && lock_->is_held(); }
+  // Throws Error with ZKL_NOT_HELD once the guard was unlocked or moved from.
+  int64_t fencing_token() const {
+    if (!lock_) throw Error(ZKL_NOT_HELD, "this guard holds nothing (unlocked or moved from)");
+    int64_t t = 0;
+    check(zkl_lock_fencing_token(lock_, &t));
+    return t;
+  }
+  bool is_held() const noexcept { return lock_ && zkl_lock_is_held(lock_) == 1; }
 
  private:
   friend std::optional<Guard> try_lock_for(Lock&, std::chrono::milliseconds);
   struct Adopt {};
-  Guard(Lock& lock, Adopt) : lock_(&lock) {}
+  Guard(Lock& lock, Adopt) : lock_(lock.get()) {}
 
   void reset() noexcept {
-    if (lock_) zkl_lock_release(std::exchange(lock_, nullptr)->get());
+    if (lock_) zkl_lock_release(std::exchange(lock_, nullptr));
   }
 
-  Lock* lock_;
+  zkl_lock* lock_;
 };
 
 // A Guard if the lock was acquired within `timeout` (0: try once), else nothing.
