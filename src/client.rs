@@ -784,7 +784,46 @@ fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
             Err(e) => log::warn!("cannot resolve {h}: {e}"),
         }
     }
+    if out.is_empty() {
+        // Nothing to connect to: say so now, not after the connect timeout.
+        return Err(Error::ConnectionLoss(format!(
+            "cannot connect to {hosts}: {}",
+            diagnose(hosts, Duration::ZERO)
+        )));
+    }
     Ok(out)
+}
+
+/// Why no session could be opened with `hosts`, in words: per server, "cannot resolve host",
+/// "connection refused by", "no answer from" or "accepts connections" (each probed once,
+/// waiting at most `wait` for a TCP answer).
+fn diagnose(hosts: &str, wait: Duration) -> String {
+    let list = hosts.split('/').next().unwrap_or_default();
+    let mut why = Vec::new();
+    for h in list.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        let (host, port) = h.rsplit_once(':').unwrap_or((h, "2181"));
+        let port: u16 = port.parse().unwrap_or(2181);
+        let addrs: Vec<SocketAddr> = match (host, port).to_socket_addrs() {
+            Ok(a) => a.collect(),
+            Err(_) => {
+                why.push(format!("cannot resolve host {host:?}"));
+                continue;
+            }
+        };
+        for a in addrs {
+            if wait.is_zero() {
+                continue;
+            }
+            why.push(match std::net::TcpStream::connect_timeout(&a, wait) {
+                Ok(_) => format!("{a} accepts connections but opened no ZooKeeper session"),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    format!("connection refused by {a}")
+                }
+                Err(_) => format!("no answer from {a}"),
+            });
+        }
+    }
+    why.join("; ")
 }
 
 impl Client {
@@ -920,14 +959,16 @@ impl Client {
             }
             Some(Err(e)) => {
                 return Err(Error::ConnectionLoss(format!(
-                    "cannot connect to {hosts}: {e}"
+                    "cannot connect to {hosts}: {e} ({})",
+                    diagnose(&hosts, Duration::from_millis(250))
                 )))
             }
             None => {
                 return Err(Error::ConnectionLoss(format!(
-                    "no ZooKeeper session with {hosts} within {:?}",
+                    "no ZooKeeper session with {hosts} within {:?}: {}",
                     opts.connect_timeout
-                        .min(bound.saturating_duration_since(started))
+                        .min(bound.saturating_duration_since(started)),
+                    diagnose(&hosts, Duration::from_millis(250))
                 )))
             }
         };
@@ -1152,6 +1193,39 @@ impl Client {
         crate::path::validate_path(node_path)?;
         let s = self.session()?;
         crate::recipes::request_revoke(&s, node_path)
+    }
+
+    /// The kind of lock at `path`, read from its node and its children's names (Curator's and
+    /// kazoo's layouts): what to list or revoke there without being told the kind.
+    ///
+    /// ```no_run
+    /// use zklock::{Client, LockKind, Options};
+    /// let client = Client::connect("127.0.0.1:2181", Options::default())?;
+    /// match client.lock_kind("/locks/orders")? {
+    ///     LockKind::Free => println!("nobody holds it"),
+    ///     kind => println!("{kind:?}"),
+    /// }
+    /// # Ok::<(), zklock::Error>(())
+    /// ```
+    pub fn lock_kind(&self, path: &str) -> Result<crate::LockKind> {
+        crate::path::validate_path(path)?;
+        let s = self.session()?;
+        let (data, stat) = match s.retry(Deadline::Forever, || s.zk.get_data(path)) {
+            Ok(x) => x,
+            Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
+            Err(e) => return Err(s.map_err(e)),
+        };
+        let ephemeral = stat.ephemeral_owner != 0;
+        let children = if ephemeral {
+            Vec::new()
+        } else {
+            match s.retry(Deadline::Forever, || s.zk.list_children(path)) {
+                Ok(c) => c,
+                Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
+                Err(e) => return Err(s.map_err(e)),
+            }
+        };
+        Ok(crate::node::classify(&children, ephemeral, &data))
     }
 
     /// Removes a listener.

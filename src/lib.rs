@@ -77,7 +77,7 @@ pub mod process {
 pub use client::{Acl, ChildrenWatch, Client, Options, SessionEvent, SessionState};
 pub use deadline::Deadline;
 pub use error::{Error, Result};
-pub use node::Protocol;
+pub use node::{LockKind, Protocol};
 pub use path::validate_path;
 pub use recipes::{
     Guard, HoldState, Lease, Lock, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, Mutex,

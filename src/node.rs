@@ -16,6 +16,76 @@ pub enum Protocol {
     Kazoo,
 }
 
+/// The kind of lock found at a path ([`Client::lock_kind`](crate::Client::lock_kind)), from
+/// the names of its nodes: what `zklock holders` lists without being told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// Nothing there: no node at the path, or a node without children (nobody holds or waits).
+    Free,
+    /// A mutex (or a semaphore mutex) in the given naming.
+    Mutex(Protocol),
+    /// A read-write lock in the given naming.
+    ReadWrite(Protocol),
+    /// A semaphore, in Curator's layout (`leases`, `locks`) or kazoo's (its size as the path's
+    /// data, lease nodes under it); its lease count when the layout stores it (kazoo's).
+    Semaphore(Protocol, Option<u32>),
+    /// A simple lock: an ephemeral node at the path itself.
+    Simple,
+    /// Children that are no lock layout zklock knows; the text says what was found.
+    Unknown(String),
+}
+
+/// The kind of lock a path's node and children show (`ephemeral`: the path's node is one;
+/// `data`: its data).
+pub(crate) fn classify(children: &[String], ephemeral: bool, data: &[u8]) -> LockKind {
+    if ephemeral {
+        return LockKind::Simple;
+    }
+    if children.is_empty() {
+        return LockKind::Free;
+    }
+    let has = |pat: &str| children.iter().any(|c| c.contains(pat));
+    let contenders: Vec<&String> = children.iter().filter(|c| sequence(c).is_some()).collect();
+    if children.iter().any(|c| c == "leases" || c == "locks")
+        && children
+            .iter()
+            .all(|c| c == "leases" || c == "locks" || c == "lease")
+    {
+        return LockKind::Semaphore(Protocol::Curator, None);
+    }
+    if has("__WRIT__") || has("__READ__") {
+        return LockKind::ReadWrite(Protocol::Curator);
+    }
+    if has("__rlock__") {
+        return LockKind::ReadWrite(Protocol::Kazoo);
+    }
+    if contenders.len() == children.len() {
+        if has("-lock-") {
+            return LockKind::Mutex(Protocol::Curator);
+        }
+        if has("__lock__") {
+            // kazoo's Lock and WriteLock name their nodes alike: a mutex as far as holding goes.
+            return LockKind::Mutex(Protocol::Kazoo);
+        }
+    }
+    // kazoo's Semaphore keeps its size in the path's data and a lease node per holder.
+    if let Some(n) = std::str::from_utf8(data)
+        .ok()
+        .and_then(|d| d.trim().parse::<u32>().ok())
+    {
+        return LockKind::Semaphore(Protocol::Kazoo, Some(n));
+    }
+    let mut names: Vec<&str> = children.iter().map(String::as_str).take(3).collect();
+    if children.len() > 3 {
+        names.push("...");
+    }
+    LockKind::Unknown(format!(
+        "its children ({}) are no lock layout zklock knows (Curator or kazoo mutex, read-write lock or semaphore, or a simple lock)",
+        names.join(", ")
+    ))
+}
+
 /// What a participant's node stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -149,6 +219,49 @@ pub(crate) fn contenders(children: Vec<String>) -> Vec<Contender> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_layout_is_told_apart_and_foreign_children_are_named() {
+        let v = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(classify(&[], true, b"id"), LockKind::Simple);
+        assert_eq!(classify(&[], false, b""), LockKind::Free);
+        assert_eq!(
+            classify(&v(&["_c_0f-lock-0000000001"]), false, b""),
+            LockKind::Mutex(Protocol::Curator)
+        );
+        assert_eq!(
+            classify(
+                &v(&["ab__lock__0000000003", "cd__lock__0000000004"]),
+                false,
+                b""
+            ),
+            LockKind::Mutex(Protocol::Kazoo)
+        );
+        assert_eq!(
+            classify(
+                &v(&["_c_1-__READ__0000000001", "_c_2-__WRIT__0000000002"]),
+                false,
+                b""
+            ),
+            LockKind::ReadWrite(Protocol::Curator)
+        );
+        assert_eq!(
+            classify(&v(&["ab__rlock__0000000001"]), false, b""),
+            LockKind::ReadWrite(Protocol::Kazoo)
+        );
+        assert_eq!(
+            classify(&v(&["leases", "locks"]), false, b""),
+            LockKind::Semaphore(Protocol::Curator, None)
+        );
+        assert_eq!(
+            classify(&v(&["0123abcd"]), false, b"3"),
+            LockKind::Semaphore(Protocol::Kazoo, Some(3))
+        );
+        match classify(&v(&["config", "users"]), false, b"") {
+            LockKind::Unknown(why) => assert!(why.contains("config, users"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     use super::*;
 
     #[test]
