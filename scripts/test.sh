@@ -13,19 +13,19 @@ mkdir -p target
 scripts/install-cargo-c.sh --debug > target/install-cargo-c.log 2>&1 &
 cargo_c=$!
 cargo fmt --check
-cargo clippy --all-targets --features testing,header -- -D warnings
+cargo clippy --all-targets --features testing,cli,header -- -D warnings
 # Builds the library (cdylib + staticlib), the examples and the command the tests run.
-cargo build --all-targets --features testing,header
+cargo build --all-targets --features testing,cli,header
 # The checked-in header must be what build.rs generates now.
 if git rev-parse --git-dir >/dev/null 2>&1; then
   git diff --exit-code -- include/zklock.h || { echo "include/zklock.h is stale: commit the regenerated header" >&2; exit 1; }
 fi
 # The API docs build as docs.rs builds them (no broken links), and the crate packages and
 # builds from its published files alone.
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features testing --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features testing,cli --quiet
 cargo publish --dry-run --allow-dirty --quiet
 # Most tests wait on servers, not on the CPU: run more of them at once than there are cores.
-cargo test --features testing -- --test-threads="${ZKL_TEST_THREADS:-6}"
+cargo test --features testing,cli -- --test-threads="${ZKL_TEST_THREADS:-6}"
 # The Python package as its users get it: `pip install bindings/python` (into a venv, which
 # builds and bundles the library), then its pytest suite against a server it starts itself.
 scripts/test-python.sh

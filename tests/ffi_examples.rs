@@ -179,19 +179,35 @@ fn cpp_demo_passes() {
 /// revocation; plain and under ASan + UBSan.
 #[test]
 fn cpp_lockable_passes_plain_and_under_sanitizers() {
-    let exe = compile("c++", CXX_FLAGS, "ffi-examples/cpp/lockable.cpp", "lockable_cpp");
+    let exe = compile(
+        "c++",
+        CXX_FLAGS,
+        "ffi-examples/cpp/lockable.cpp",
+        "lockable_cpp",
+    );
     let out = run(example(&exe, &unique("cpp-lockable")), "lockable.cpp");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("lockable.cpp: all checks passed"), "{stdout}");
+    assert!(
+        stdout.contains("lockable.cpp: all checks passed"),
+        "{stdout}"
+    );
     assert!(
         sanitizers_work(),
         "cc cannot build with -fsanitize=address,undefined: run scripts/install-deps.sh"
     );
     let flags: Vec<&str> = CXX_FLAGS.iter().chain(SANITIZE).copied().collect();
-    let exe = compile("c++", &flags, "ffi-examples/cpp/lockable.cpp", "lockable_cpp-asan");
+    let exe = compile(
+        "c++",
+        &flags,
+        "ffi-examples/cpp/lockable.cpp",
+        "lockable_cpp-asan",
+    );
     let out = run_sanitized(&exe, "cpp-lockable");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("lockable.cpp: all checks passed"), "{stdout}");
+    assert!(
+        stdout.contains("lockable.cpp: all checks passed"),
+        "{stdout}"
+    );
 }
 
 /// Before C++17 the C++ layer says so at compile time, in words.

@@ -2,10 +2,13 @@
 //!
 //! ```text
 //! zklock [OPTIONS] PATH [--] COMMAND [ARGS...]
+//! zklock [OPTIONS] -c COMMAND_STRING PATH
 //! zklock holders [OPTIONS] PATH
+//! zklock revoke [OPTIONS] PATH [NODE]
 //! ```
 //!
-//! See `zklock --help` for the options and the exit statuses.
+//! See `zklock --help` (and `zklock holders --help`, `zklock revoke --help`) for the options
+//! and the exit statuses; `man/zklock.1` is the same text as a manual page.
 
 use std::io::Write;
 use std::process::{Child, Command, ExitCode};
@@ -13,79 +16,207 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use libc::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use zklock::process::{CaughtSignals, SignalOrigin};
 use zklock::{
-    Client, Deadline, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore, SessionState,
-    SimpleLock,
+    Client, Deadline, LockKind, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore,
+    SessionState, SimpleLock,
 };
 
 /// Not acquired before the timeout (EX_TEMPFAIL from sysexits.h; change with --conflict-exit-code).
 const EXIT_NOT_ACQUIRED: u8 = 75;
-/// Bad command line (EX_USAGE).
+/// Bad command line, or a lock path that is not one (EX_USAGE).
 const EXIT_USAGE: u8 = 64;
+/// `holders`/`revoke`: the path holds no lock layout zklock knows (EX_DATAERR).
+const EXIT_UNKNOWN_LAYOUT: u8 = 65;
 /// ZooKeeper unreachable, session lost while acquiring, or another ZooKeeper error
 /// (EX_UNAVAILABLE).
 const EXIT_UNAVAILABLE: u8 = 69;
+/// The lock stopped being provably held while COMMAND ran (its lease ran out or its session
+/// ended): COMMAND's own status is on stderr. Outside sysexits' 64-78 and the shells' 126-165.
+const EXIT_LOST: u8 = 80;
 /// COMMAND found but not executable (as shells do).
 const EXIT_CANNOT_EXECUTE: u8 = 126;
 /// COMMAND not found (as shells do).
 const EXIT_NOT_FOUND: u8 = 127;
 
-const USAGE: &str = "\
-Usage: zklock [OPTIONS] PATH [--] COMMAND [ARGS...]
-       zklock holders [OPTIONS] [--json] [--watch] PATH
+const AFTER_HELP: &str = "\
+COMMAND never outlives the lock: SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to zklock are passed on
+to COMMAND, and zklock waits for it, then releases and exits with its status; if zklock dies
+without a chance to do so (SIGKILL, OOM), COMMAND is killed with it. A Ctrl-C or Ctrl-\\ typed at
+the terminal reaches COMMAND itself (it is in zklock's process group), so zklock does not pass it
+on. One of these signals while zklock still waits for the lock ends the wait: zklock leaves the
+queue, and exits 128+N without running COMMAND.
 
-Runs COMMAND while holding the ZooKeeper lock at PATH (like flock(1), across machines), and
-exits with COMMAND's exit status (128+N if it was killed by signal N). `zklock holders PATH`
-lists the lock's queue: holders first, each with its holder id (--json: a JSON array, an object
-per participant; --watch: again on every change of the queue, until interrupted).
-
-Options:
-  --hosts H             ZooKeeper hosts \"host:port[,host:port...][/chroot]\"
-                        (default: $ZKL_HOSTS, else 127.0.0.1:2181)
-  --timeout S           wait at most S seconds for the lock (decimals allowed; 0 tries
-                        once); default: wait forever
-  -n, --nonblock        same as --timeout 0
-  --read                take the shared (read) half of a read-write lock at PATH
-  --write               take the exclusive (write) half of a read-write lock at PATH
-  --semaphore N         take one of N leases of a semaphore at PATH
-  --simple              take a simple lock (one ephemeral node at PATH itself)
-                        (default kind: the fair mutex, Curator InterProcessMutex compatible)
-  --protocol P          node naming: curator (default) or kazoo
-  --session-timeout S   ZooKeeper session timeout in seconds (default 10)
-  --holder-id ID        the id stored in the lock node (default HOSTNAME:PID)
-  --on-lost ACTION      when the lock stops being provably held while COMMAND runs (its
-                        lease ran out: from then on the server may give it to someone
-                        else): term (default: send COMMAND SIGTERM), kill (SIGKILL) or
-                        ignore; a message goes to stderr in every case
-  --kill-after S        with --on-lost term: SIGKILL COMMAND if it still runs S seconds
-                        after that SIGTERM
-  -E, --conflict-exit-code N
-                        exit status when the lock is not acquired in time (default 75)
-  -v, --verbose         say on stderr when the lock is acquired and released
-  --json, --watch       (holders) print JSON; list again on every change of the queue
-  -h, --help            this text
-  -V, --version         the version
-
-COMMAND never outlives the lock: SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to zklock are
-passed on to COMMAND, and zklock waits for it, then releases and exits with its status; if
-zklock dies without a chance to do so (SIGKILL, OOM), COMMAND is killed with it. A Ctrl-C
-or Ctrl-\\ typed at the terminal reaches COMMAND itself (it is in zklock's process group), so
-zklock does not pass it on. One of these signals while zklock still waits for the lock ends
-the wait: zklock leaves the queue, and exits 128+N without running COMMAND.
-
-COMMAND's environment also gets ZKLOCK_PATH and ZKLOCK_FENCING_TOKEN (the hold's fencing
-token: strictly increasing from one holder of the lock to the next).
+COMMAND's environment also gets ZKLOCK_PATH and ZKLOCK_FENCING_TOKEN (the hold's fencing token:
+strictly increasing from one holder of the lock to the next).
 
 Exit status:
   COMMAND's status    COMMAND ran while the lock was held
-  75                  not acquired before the timeout (or busy, with --timeout 0 / -n)
-  64                  bad usage
-  69                  ZooKeeper unreachable, or a ZooKeeper error, before COMMAND started
+  75                  not acquired before the timeout (or busy, with -n / --timeout 0)
+  80                  the lock stopped being provably held while COMMAND ran (its status is
+                      on stderr)
+  64                  bad usage, or PATH is not a lock path (checked before connecting)
+  65                  (holders, revoke) PATH holds no lock layout zklock knows
+  69                  ZooKeeper unreachable (the message says why), or a ZooKeeper error,
+                      before COMMAND started
   128+N               signal N ended zklock before COMMAND started
-  126, 127            COMMAND could not be executed / was not found
-";
+  126, 127            COMMAND could not be executed / was not found";
+
+/// Runs COMMAND while holding the ZooKeeper lock at PATH (like flock(1), across machines).
+///
+/// Exits with COMMAND's exit status (128+N if it was killed by signal N). The default lock is the
+/// fair mutex, Apache Curator InterProcessMutex compatible.
+#[derive(Parser, Debug)]
+#[command(
+    name = "zklock",
+    version,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    override_usage = "zklock [OPTIONS] PATH [--] COMMAND [ARGS...]\n       zklock [OPTIONS] -c COMMAND_STRING PATH\n       zklock holders [OPTIONS] PATH\n       zklock revoke [OPTIONS] PATH [NODE]"
+)]
+struct Cli {
+    #[command(subcommand)]
+    sub: Option<Sub>,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Print the manual page (roff) and exit.
+    #[arg(long, hide = true, exclusive = true)]
+    man: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Sub {
+    /// List the lock's holders and waiters, holders first, with their holder ids and how long
+    /// each has held or waited; the lock's kind is found from its nodes unless given.
+    Holders(HoldersArgs),
+    /// Ask the lock's holders (or the participant NODE) to let go: cooperative revocation, as
+    /// Curator's Revoker. Only holders that made their lock revocable hear it.
+    Revoke(RevokeArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+struct Conn {
+    /// ZooKeeper hosts "host:port[,host:port...][/chroot]".
+    #[arg(
+        long,
+        env = "ZKL_HOSTS",
+        default_value = "127.0.0.1:2181",
+        hide_env_values = true
+    )]
+    hosts: String,
+    /// Node naming: curator or kazoo.
+    #[arg(long, value_enum, default_value_t = Proto::Curator)]
+    protocol: Proto,
+    /// ZooKeeper session timeout in seconds (the server may grant less).
+    #[arg(long, value_name = "S", default_value = "10", value_parser = session_seconds)]
+    session_timeout: Duration,
+    /// The id stored in the lock node (default HOSTNAME:PID).
+    #[arg(long, value_name = "ID")]
+    holder_id: Option<String>,
+    /// Say on stderr when the lock is acquired and released.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+#[group(multiple = false)]
+struct KindArgs {
+    /// Take the shared (read) half of a read-write lock at PATH.
+    #[arg(short = 's', long, visible_alias = "shared")]
+    read: bool,
+    /// Take the exclusive (write) half of a read-write lock at PATH.
+    #[arg(short = 'x', long, visible_alias = "exclusive")]
+    write: bool,
+    /// Take one of N leases of a semaphore at PATH.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    semaphore: Option<u32>,
+    /// Take a simple lock (one ephemeral node at PATH itself).
+    #[arg(long)]
+    simple: bool,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    #[command(flatten)]
+    conn: Conn,
+    #[command(flatten)]
+    kind: KindArgs,
+    /// Wait at most S seconds for the lock, connecting included (decimals allowed; 0 tries
+    /// once); default: wait forever.
+    #[arg(short = 'w', long, visible_alias = "wait", value_name = "S", value_parser = seconds)]
+    timeout: Option<Duration>,
+    /// Do not wait: connect (at most 1 s) and try once (same as --timeout 0).
+    #[arg(short, long, conflicts_with = "timeout")]
+    nonblock: bool,
+    /// Exit status when the lock is not acquired in time.
+    #[arg(short = 'E', long, value_name = "N", default_value_t = EXIT_NOT_ACQUIRED)]
+    conflict_exit_code: u8,
+    /// When the lock stops being provably held while COMMAND runs (its lease ran out: from
+    /// then on the server may give it to someone else): send COMMAND SIGTERM, SIGKILL, or
+    /// ignore it; a message goes to stderr, and zklock exits 80, in every case.
+    #[arg(long, value_enum, default_value_t = OnLost::Term)]
+    on_lost: OnLost,
+    /// With --on-lost term: SIGKILL COMMAND if it still runs S seconds after that SIGTERM.
+    #[arg(long, value_name = "S", value_parser = seconds)]
+    kill_after: Option<Duration>,
+    /// Run COMMAND_STRING with `sh -c` (as flock -c).
+    #[arg(short = 'c', long = "command", value_name = "COMMAND_STRING")]
+    shell: Option<String>,
+    /// The lock path (absolute, e.g. /locks/nightly).
+    #[arg(value_name = "PATH", required = true)]
+    path: Option<String>,
+    /// The command to run while holding the lock, and its arguments.
+    #[arg(
+        value_name = "COMMAND",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct HoldersArgs {
+    #[command(flatten)]
+    conn: Conn,
+    #[command(flatten)]
+    kind: KindArgs,
+    /// Print a JSON array per listing, an object per participant.
+    #[arg(long)]
+    json: bool,
+    /// List again on every change of the queue, until interrupted.
+    #[arg(long)]
+    watch: bool,
+    /// The lock path.
+    path: String,
+}
+
+#[derive(Args, Debug)]
+struct RevokeArgs {
+    #[command(flatten)]
+    conn: Conn,
+    #[command(flatten)]
+    kind: KindArgs,
+    /// The lock path.
+    path: String,
+    /// Ask only this participant (its node name, as `zklock holders` shows it).
+    node: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Proto {
+    Curator,
+    Kazoo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OnLost {
+    Term,
+    Kill,
+    Ignore,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -96,232 +227,175 @@ enum Kind {
     Simple,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OnLost {
-    Term,
-    Kill,
-    Ignore,
-}
-
-#[derive(Debug)]
-struct Args {
-    holders: bool,
-    json: bool,
-    watch: bool,
-    hosts: String,
-    timeout: Option<Duration>,
-    kind: Kind,
-    protocol: Protocol,
-    session_timeout: Duration,
-    holder_id: Option<String>,
-    on_lost: OnLost,
-    kill_after: Option<Duration>,
-    conflict_exit: u8,
-    verbose: bool,
-    path: String,
-    command: Vec<String>,
-}
-
-enum Parsed {
-    Run(Args),
-    Exit(ExitCode),
+impl KindArgs {
+    /// The kind asked for, if any.
+    fn asked(&self) -> Option<Kind> {
+        if self.read {
+            Some(Kind::Read)
+        } else if self.write {
+            Some(Kind::Write)
+        } else if let Some(n) = self.semaphore {
+            Some(Kind::Semaphore(n))
+        } else if self.simple {
+            Some(Kind::Simple)
+        } else {
+            None
+        }
+    }
 }
 
 /// The longest session timeout accepted (servers grant at most their maxSessionTimeout,
 /// 20 ticks = 40 s by default).
 const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
 
-fn seconds(flag: &str, v: &str) -> Result<Duration, String> {
+fn seconds(v: &str) -> Result<Duration, String> {
     let s: f64 = v
         .parse()
-        .map_err(|_| format!("{flag}: {v:?} is not a number of seconds"))?;
-    Duration::try_from_secs_f64(s)
-        .map_err(|_| format!("{flag}: {v:?} is not a number of seconds >= 0"))
+        .map_err(|_| format!("{v:?} is not a number of seconds"))?;
+    let d = Duration::try_from_secs_f64(s)
+        .map_err(|_| format!("{v:?} is not a number of seconds >= 0"))?;
+    // Longer than the clock can count: the same as forever.
+    Ok(d.min(Duration::from_secs(u64::MAX / 4)))
 }
 
-fn parse(argv: Vec<String>) -> Result<Parsed, String> {
-    let mut a = Args {
-        holders: false,
-        json: false,
-        watch: false,
-        hosts: std::env::var("ZKL_HOSTS")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "127.0.0.1:2181".into()),
-        timeout: None,
-        kind: Kind::Mutex,
-        protocol: Protocol::Curator,
-        session_timeout: Duration::from_secs(10),
-        holder_id: None,
-        on_lost: OnLost::Term,
-        kill_after: None,
-        conflict_exit: EXIT_NOT_ACQUIRED,
-        verbose: false,
-        path: String::new(),
-        command: Vec::new(),
-    };
-    let mut kinds = 0;
-    let mut it = argv.into_iter().peekable();
-    if it.peek().map(String::as_str) == Some("holders") {
-        a.holders = true;
-        it.next();
-    }
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = |name: &str| -> Result<String, String> {
-            inline
-                .clone()
-                .or_else(|| it.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match flag.as_str() {
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return Ok(Parsed::Exit(ExitCode::SUCCESS));
-            }
-            "-V" | "--version" => {
-                println!("zklock {}", env!("CARGO_PKG_VERSION"));
-                return Ok(Parsed::Exit(ExitCode::SUCCESS));
-            }
-            "--hosts" => a.hosts = value("--hosts")?,
-            "--timeout" => {
-                let t = seconds("--timeout", &value("--timeout")?)?;
-                // Longer than the clock can count: the same as forever.
-                a.timeout = std::time::Instant::now().checked_add(t).map(|_| t);
-            }
-            "-n" | "--nonblock" => a.timeout = Some(Duration::ZERO),
-            "--read" => {
-                a.kind = Kind::Read;
-                kinds += 1;
-            }
-            "--write" => {
-                a.kind = Kind::Write;
-                kinds += 1;
-            }
-            "--simple" => {
-                a.kind = Kind::Simple;
-                kinds += 1;
-            }
-            "--semaphore" => {
-                let v = value("--semaphore")?;
-                let n: u32 = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    format!("--semaphore: {v:?} is not a number of leases (1 or more)")
-                })?;
-                a.kind = Kind::Semaphore(n);
-                kinds += 1;
-            }
-            "--protocol" => {
-                a.protocol = match value("--protocol")?.as_str() {
-                    "curator" => Protocol::Curator,
-                    "kazoo" => Protocol::Kazoo,
-                    other => {
-                        return Err(format!(
-                            "--protocol: {other:?} is neither curator nor kazoo"
-                        ))
-                    }
-                }
-            }
-            "--session-timeout" => {
-                let v = value("--session-timeout")?;
-                a.session_timeout = seconds("--session-timeout", &v)?;
-                if a.session_timeout > MAX_SESSION_TIMEOUT {
-                    return Err(format!(
-                        "--session-timeout: {v} s is more than any ZooKeeper server grants (at most {} s here)",
-                        MAX_SESSION_TIMEOUT.as_secs()
-                    ));
-                }
-            }
-            "--holder-id" => a.holder_id = Some(value("--holder-id")?),
-            "--kill-after" => {
-                a.kill_after = Some(seconds("--kill-after", &value("--kill-after")?)?)
-            }
-            "--on-lost" => {
-                a.on_lost = match value("--on-lost")?.as_str() {
-                    "term" => OnLost::Term,
-                    "kill" => OnLost::Kill,
-                    "ignore" => OnLost::Ignore,
-                    other => {
-                        return Err(format!("--on-lost: {other:?} is not term, kill or ignore"))
-                    }
-                }
-            }
-            "-E" | "--conflict-exit-code" => {
-                let v = value("--conflict-exit-code")?;
-                a.conflict_exit = v.parse().map_err(|_| {
-                    format!("--conflict-exit-code: {v:?} is not a status from 0 to 255")
-                })?;
-            }
-            "-v" | "--verbose" => a.verbose = true,
-            "--json" => a.json = true,
-            "--watch" => a.watch = true,
-            "--" if a.path.is_empty() => return Err("PATH is missing before `--`".into()),
-            _ if flag.starts_with('-') && flag.len() > 1 => {
-                return Err(format!("unknown option {arg}"))
-            }
-            // The subcommand may also follow options (a lock path starts with '/').
-            "holders" if !a.holders => a.holders = true,
-            _ => {
-                a.path = arg;
-                break;
-            }
-        }
-    }
-    if kinds > 1 {
-        return Err("choose at most one of --read, --write, --semaphore, --simple".into());
-    }
-    if a.path.is_empty() {
-        return Err("PATH is missing".into());
-    }
-    let rest: Vec<String> = it.collect();
-    a.command = match rest.first().map(String::as_str) {
-        Some("--") => rest[1..].to_vec(),
-        _ => rest,
-    };
-    if (a.json || a.watch) && !a.holders {
-        return Err("--json and --watch go with `zklock holders`".into());
-    }
-    if a.holders && !a.command.is_empty() {
+fn session_seconds(v: &str) -> Result<Duration, String> {
+    let d = seconds(v)?;
+    if d > MAX_SESSION_TIMEOUT {
         return Err(format!(
-            "`zklock holders` takes no COMMAND (got {:?})",
-            a.command
+            "{v} s is more than any ZooKeeper server grants (at most {} s here)",
+            MAX_SESSION_TIMEOUT.as_secs()
         ));
     }
-    if !a.holders && a.command.is_empty() {
-        return Err("COMMAND is missing".into());
+    Ok(d)
+}
+
+fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// The options that take a value (so that a value is never taken for a subcommand).
+const TAKES_VALUE: &[&str] = &[
+    "--hosts",
+    "--protocol",
+    "--session-timeout",
+    "--holder-id",
+    "--timeout",
+    "-w",
+    "--wait",
+    "--semaphore",
+    "-E",
+    "--conflict-exit-code",
+    "--on-lost",
+    "--kill-after",
+    "-c",
+    "--command",
+];
+
+/// Puts a subcommand given after options (`zklock --hosts H holders PATH`, as 0.2 took it)
+/// first, where the parser looks for it. A lock path starts with '/', so the first operand
+/// named `holders` or `revoke` is the subcommand.
+fn subcommand_first(mut argv: Vec<String>) -> Vec<String> {
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a == "--" || (!a.starts_with('-') && a != "holders" && a != "revoke") {
+            break;
+        }
+        if a == "holders" || a == "revoke" {
+            let sub = argv.remove(i);
+            argv.insert(1, sub);
+            break;
+        }
+        i += if TAKES_VALUE.contains(&a) { 2 } else { 1 };
     }
-    Ok(Parsed::Run(a))
+    argv
 }
 
 fn main() -> ExitCode {
-    let args = match parse(std::env::args().skip(1).collect()) {
-        Ok(Parsed::Run(a)) => a,
-        Ok(Parsed::Exit(code)) => return code,
+    let cli = match Cli::try_parse_from(subcommand_first(std::env::args().collect())) {
+        Ok(c) => c,
         Err(e) => {
-            eprintln!("zklock: {e}\nTry `zklock --help`.");
-            return ExitCode::from(EXIT_USAGE);
+            let usage = e.use_stderr();
+            let _ = e.print();
+            return if usage {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS // --help, --version
+            };
         }
     };
+    if cli.man {
+        let mut out = Vec::new();
+        if clap_mangen::Man::new(command()).render(&mut out).is_err() {
+            return ExitCode::from(EXIT_UNAVAILABLE);
+        }
+        let _ = std::io::stdout().write_all(&out);
+        return ExitCode::SUCCESS;
+    }
+    match cli.sub {
+        Some(Sub::Holders(a)) => with_client(&a.conn, None, &a.path, |c| holders(c, &a)),
+        Some(Sub::Revoke(a)) => with_client(&a.conn, None, &a.path, |c| revoke(c, &a)),
+        None => {
+            let mut a = cli.run;
+            let Some(path) = a.path.clone() else {
+                return usage("PATH is missing");
+            };
+            if let Some(sh) = a.shell.take() {
+                if !a.command.is_empty() {
+                    return usage("give either -c COMMAND_STRING or COMMAND, not both");
+                }
+                a.command = vec!["sh".into(), "-c".into(), sh];
+            }
+            if a.command.first().map(String::as_str) == Some("--") {
+                a.command.remove(0);
+            }
+            if a.command.is_empty() {
+                return usage("COMMAND is missing");
+            }
+            if a.nonblock {
+                a.timeout = Some(Duration::ZERO);
+            }
+            // -n and --timeout bound the whole call, the connect included (-n: 1 s for it).
+            let connect = a.timeout.map(|t| t.max(Duration::from_secs(1)));
+            let started = std::time::Instant::now();
+            with_client(&a.conn, connect, &path, |c| run(c, &a, &path, started))
+        }
+    }
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("zklock: {msg}\nTry `zklock --help`.");
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// Checks the path, connects (at most `connect`, else the session timeout), runs `f`, closes.
+fn with_client(
+    conn: &Conn,
+    connect: Option<Duration>,
+    path: &str,
+    f: impl FnOnce(&Client) -> ExitCode,
+) -> ExitCode {
+    // A bad path is a usage error, found before any connection is tried.
+    if let Err(e) = zklock::validate_path(path) {
+        return usage(&e.to_string());
+    }
     let mut opts = Options::default()
-        .session_timeout(args.session_timeout)
-        .connect_timeout(args.session_timeout)
-        .protocol(args.protocol)
+        .session_timeout(conn.session_timeout)
+        .connect_timeout(connect.map_or(conn.session_timeout, |c| c.min(conn.session_timeout)))
+        .protocol(match conn.protocol {
+            Proto::Curator => Protocol::Curator,
+            Proto::Kazoo => Protocol::Kazoo,
+        })
         // A lock lost with its session stays lost: never quietly open a new session.
         .reconnect_on_expiry(false);
-    if let Some(id) = &args.holder_id {
+    if let Some(id) = &conn.holder_id {
         opts = opts.holder_id(id.clone());
     }
-    let client = match Client::connect(&args.hosts, opts) {
+    let client = match Client::connect(&conn.hosts, opts) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let code = if args.holders {
-        holders(&client, &args)
-    } else {
-        run(&client, &args)
-    };
+    let code = f(&client);
     client.close();
     code
 }
@@ -335,33 +409,70 @@ fn fail(e: &zklock::Error) -> ExitCode {
     }
 }
 
+/// The kind to list or revoke: the one asked for, else the one the path's nodes show (with
+/// their protocol). `Err(exit code)` when it cannot be told.
+fn kind_at(client: &Client, path: &str, asked: Option<Kind>) -> Result<Option<Kind>, ExitCode> {
+    if let Some(k) = asked {
+        return Ok(Some(k));
+    }
+    let found = client.lock_kind(path).map_err(|e| fail(&e))?;
+    let (kind, protocol) = match found {
+        LockKind::Free => return Ok(None),
+        LockKind::Mutex(p) => (Kind::Mutex, p),
+        LockKind::ReadWrite(p) => (Kind::Write, p),
+        LockKind::Semaphore(p, n) => (Kind::Semaphore(n.unwrap_or(1)), p),
+        LockKind::Simple => (Kind::Simple, Protocol::Curator),
+        LockKind::Unknown(why) => {
+            eprintln!("zklock: cannot tell what lock {path} is: {why}");
+            return Err(ExitCode::from(EXIT_UNKNOWN_LAYOUT));
+        }
+        other => {
+            eprintln!("zklock: cannot tell what lock {path} is ({other:?})");
+            return Err(ExitCode::from(EXIT_UNKNOWN_LAYOUT));
+        }
+    };
+    client.set_protocol(protocol);
+    Ok(Some(kind))
+}
+
 /// `zklock holders PATH` (`--json`: one JSON array per listing, an object per participant;
 /// `--watch`: list again on every change of the queue, driven by a ZooKeeper watch).
-fn holders(client: &Client, args: &Args) -> ExitCode {
-    let lock = match make_lock(client, args) {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
+fn holders(client: &Client, args: &HoldersArgs) -> ExitCode {
+    let kind = match kind_at(client, &args.path, args.kind.asked()) {
+        Ok(k) => k,
+        Err(code) => return code,
     };
     let mut out = std::io::stdout();
     // The last listing printed: a watch that fires for a change already shown prints nothing.
-    let mut shown = None;
+    let mut shown: Option<Vec<zklock::Participant>> = None;
+    let mut kind = kind;
     loop {
+        let lock = match kind.map(|k| make_lock(client, &args.path, k)).transpose() {
+            Ok(l) => l,
+            Err(e) => return fail(&e),
+        };
         // Watch first, then list: a change after the listing is never missed.
         let change = if args.watch {
-            match client.watch_children(&lock.queue_path()) {
+            let queue = lock
+                .as_ref()
+                .map_or_else(|| args.path.clone(), |l| l.queue_path());
+            match client.watch_children(&queue) {
                 Ok((_, w)) => Some(w),
                 Err(e) => return fail(&e),
             }
         } else {
             None
         };
-        match lock.participants() {
-            Ok(list) if shown.as_ref() != Some(&list) => {
-                print_participants(&mut out, &list, args);
-                shown = Some(list);
-            }
-            Ok(_) => {}
-            Err(e) => return fail(&e),
+        let list = match &lock {
+            Some(l) => match l.participants() {
+                Ok(list) => list,
+                Err(e) => return fail(&e),
+            },
+            None => Vec::new(),
+        };
+        if shown.as_ref() != Some(&list) {
+            print_participants(&mut out, &list, kind, args);
+            shown = Some(list);
         }
         let Some(mut change) = change else {
             return ExitCode::SUCCESS;
@@ -369,12 +480,34 @@ fn holders(client: &Client, args: &Args) -> ExitCode {
         if let Err(e) = change.wait(None) {
             return fail(&e);
         }
+        if kind.is_none() || args.kind.asked().is_none() {
+            // A free path may have become a lock of any kind.
+            kind = match kind_at(client, &args.path, args.kind.asked()) {
+                Ok(k) => k,
+                Err(code) => return code,
+            };
+        }
     }
 }
 
-fn print_participants(out: &mut impl Write, list: &[zklock::Participant], args: &Args) {
-    let shows_mode = matches!(args.kind, Kind::Read | Kind::Write);
-    let queue = !matches!(args.kind, Kind::Semaphore(_) | Kind::Simple);
+/// Milliseconds since the Unix epoch, now.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn print_participants(
+    out: &mut impl Write,
+    list: &[zklock::Participant],
+    kind: Option<Kind>,
+    args: &HoldersArgs,
+) {
+    let shows_mode = matches!(kind, Some(Kind::Read | Kind::Write));
+    let queue = !matches!(kind, Some(Kind::Semaphore(_) | Kind::Simple));
+    let now = now_ms();
+    // How long each has held (a holder) or waited (a waiter), by its node's creation.
+    let age = |p: &zklock::Participant| (now - p.created_ms).max(0);
     let text = if args.json {
         let items: Vec<_> = list
             .iter()
@@ -385,6 +518,8 @@ fn print_participants(out: &mut impl Write, list: &[zklock::Participant], args: 
                     "mode": if shows_mode { Some(if p.is_reader { "read" } else { "write" }) } else { None },
                     "holder_id": p.holder_id,
                     "node": if queue { Some(&p.node) } else { None },
+                    "since_ms": p.created_ms,
+                    "for_ms": age(p),
                 })
             })
             .collect();
@@ -393,17 +528,18 @@ fn print_participants(out: &mut impl Write, list: &[zklock::Participant], args: 
         let mut t = String::new();
         for p in list {
             let role = if p.is_holder { "holder" } else { "waiting" };
+            let for_s = format!("{:.1}s", age(p) as f64 / 1000.0);
             if !queue {
-                t.push_str(&format!("{role}\t{}\n", p.holder_id));
+                t.push_str(&format!("{role}\t{}\t{for_s}\n", p.holder_id));
             } else if shows_mode {
                 let mode = if p.is_reader { "read" } else { "write" };
                 t.push_str(&format!(
-                    "{role}\t{}\t{mode}\t{}\t{}\n",
+                    "{role}\t{}\t{mode}\t{}\t{}\t{for_s}\n",
                     p.sequence, p.holder_id, p.node
                 ));
             } else {
                 t.push_str(&format!(
-                    "{role}\t{}\t{}\t{}\n",
+                    "{role}\t{}\t{}\t{}\t{for_s}\n",
                     p.sequence, p.holder_id, p.node
                 ));
             }
@@ -418,20 +554,61 @@ fn print_participants(out: &mut impl Write, list: &[zklock::Participant], args: 
     let _ = out.flush();
 }
 
-/// The lock of the kind asked for, as the one trait every recipe implements.
-fn make_lock(client: &Client, args: &Args) -> zklock::Result<Box<dyn Lockable>> {
-    Ok(match args.kind {
-        Kind::Mutex => Box::new(Mutex::new(client, &args.path)?),
-        Kind::Read => Box::new(ReadWriteLock::new(client, &args.path)?.read_lock()),
-        Kind::Write => Box::new(ReadWriteLock::new(client, &args.path)?.write_lock()),
-        Kind::Semaphore(n) => Box::new(Semaphore::new(client, &args.path, n)?),
-        Kind::Simple => Box::new(SimpleLock::new(client, &args.path)?),
+/// `zklock revoke PATH [NODE]`: writes Curator's revocation request into the holders' nodes
+/// (or NODE's), printing each node asked.
+fn revoke(client: &Client, args: &RevokeArgs) -> ExitCode {
+    let asked = if let Some(node) = &args.node {
+        let full = if node.starts_with('/') {
+            node.clone()
+        } else {
+            format!("{}/{node}", args.path.trim_end_matches('/'))
+        };
+        match client.request_revoke(&full) {
+            Ok(true) => vec![full],
+            Ok(false) => Vec::new(),
+            Err(e) => return fail(&e),
+        }
+    } else {
+        let kind = match kind_at(client, &args.path, args.kind.asked()) {
+            Ok(Some(k)) => k,
+            Ok(None) => {
+                eprintln!("zklock: {}: nobody to ask (no lock there)", args.path);
+                return ExitCode::SUCCESS;
+            }
+            Err(code) => return code,
+        };
+        let lock = match make_lock(client, &args.path, kind) {
+            Ok(l) => l,
+            Err(e) => return fail(&e),
+        };
+        match lock.revoke_holders() {
+            Ok(nodes) => nodes,
+            Err(e) => return fail(&e),
+        }
+    };
+    if asked.is_empty() {
+        eprintln!("zklock: {}: nobody to ask (no holder)", args.path);
+    }
+    for n in asked {
+        println!("{n}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// The lock of a kind, as the one trait every recipe implements.
+fn make_lock(client: &Client, path: &str, kind: Kind) -> zklock::Result<Box<dyn Lockable>> {
+    Ok(match kind {
+        Kind::Mutex => Box::new(Mutex::new(client, path)?),
+        Kind::Read => Box::new(ReadWriteLock::new(client, path)?.read_lock()),
+        Kind::Write => Box::new(ReadWriteLock::new(client, path)?.write_lock()),
+        Kind::Semaphore(n) => Box::new(Semaphore::new(client, path, n)?),
+        Kind::Simple => Box::new(SimpleLock::new(client, path)?),
     })
 }
 
 /// `zklock PATH COMMAND...`.
-fn run(client: &Client, args: &Args) -> ExitCode {
-    let lock = match make_lock(client, args) {
+fn run(client: &Client, args: &RunArgs, path: &str, started: std::time::Instant) -> ExitCode {
+    let lock = match make_lock(client, path, args.kind.asked().unwrap_or(Kind::Mutex)) {
         Ok(l) => l,
         Err(e) => return fail(&e),
     };
@@ -448,7 +625,15 @@ fn run(client: &Client, args: &Args) -> ExitCode {
     let waiting = AtomicBool::new(true);
     let (acquired, signal) = std::thread::scope(|s| {
         let canceller = s.spawn(|| cancel_on_signal(&*lock, &signals, &waiting));
-        let acquired = lock.acquire(Deadline::from_timeout(args.timeout));
+        // One deadline for the whole call: what the connect took is gone from the wait.
+        let deadline = match args.timeout {
+            Some(t) if t.is_zero() => Deadline::TryOnce,
+            Some(t) => started
+                .checked_add(t)
+                .map_or(Deadline::Forever, Deadline::At),
+            None => Deadline::Forever,
+        };
+        let acquired = lock.acquire(deadline);
         waiting.store(false, Ordering::SeqCst);
         signals.wake();
         (
@@ -460,7 +645,7 @@ fn run(client: &Client, args: &Args) -> ExitCode {
         if matches!(acquired, Ok(Some(_))) {
             let _ = lock.release();
         }
-        return interrupted(args, sig);
+        return interrupted(path, sig);
     }
     let token = match acquired {
         Ok(Some(token)) => token,
@@ -470,13 +655,13 @@ fn run(client: &Client, args: &Args) -> ExitCode {
                 Some(t) => format!("not acquired within {:?}", t),
                 None => "not acquired".to_string(),
             };
-            eprintln!("zklock: {}: {how}", args.path);
-            return ExitCode::from(args.conflict_exit);
+            eprintln!("zklock: {path}: {how}");
+            return ExitCode::from(args.conflict_exit_code);
         }
         Err(e) => return fail(&e),
     };
-    if args.verbose {
-        eprintln!("zklock: acquired {} (fencing token {token})", args.path);
+    if args.conn.verbose {
+        eprintln!("zklock: acquired {path} (fencing token {token})");
     }
     let (lost_tx, lost_rx) = mpsc::channel::<()>();
     lock.on_lost(Box::new(move || {
@@ -488,11 +673,11 @@ fn run(client: &Client, args: &Args) -> ExitCode {
     // COMMAND starts with default handlers).
     if let Some(o) = signals.next(Some(Duration::ZERO)) {
         let _ = lock.release();
-        return interrupted(args, o.signal);
+        return interrupted(path, o.signal);
     }
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
-        .env("ZKLOCK_PATH", &args.path)
+        .env("ZKLOCK_PATH", path)
         .env("ZKLOCK_FENCING_TOKEN", token.to_string());
     // If zklock dies uncatchably, COMMAND dies too: never running while the lock is free.
     zklock::process::die_with_parent(&mut cmd);
@@ -507,15 +692,23 @@ fn run(client: &Client, args: &Args) -> ExitCode {
             });
         }
     };
-    let status = wait_child(&mut child, &lost_rx, &signals, client, args);
+    let status = wait_child(&mut child, &lost_rx, &signals, client, args, path);
     if let Err(e) = lock.release() {
-        eprintln!("zklock: releasing {}: {e}", args.path);
+        eprintln!("zklock: releasing {path}: {e}");
     }
-    if args.verbose {
-        eprintln!("zklock: released {}", args.path);
+    if args.conn.verbose {
+        eprintln!("zklock: released {path}");
     }
     match status {
-        Ok(s) => exit_code_of(s),
+        Ok((s, false)) => exit_code_of(s),
+        Ok((s, true)) => {
+            eprintln!(
+                "zklock: {path}: the lock was lost while {:?} ran; it {}; exiting {EXIT_LOST}",
+                args.command[0],
+                describe(s)
+            );
+            ExitCode::from(EXIT_LOST)
+        }
         Err(e) => {
             eprintln!("zklock: waiting for {:?}: {e}", args.command[0]);
             ExitCode::from(EXIT_UNAVAILABLE)
@@ -547,8 +740,8 @@ fn cancel_on_signal(
 
 /// Signal `sig` ended zklock before COMMAND started (nothing of the attempt is left on the
 /// server): 128+N, as a shell reports a command killed by signal N.
-fn interrupted(args: &Args, sig: i32) -> ExitCode {
-    eprintln!("zklock: {}: signal {sig} before COMMAND started", args.path);
+fn interrupted(path: &str, sig: i32) -> ExitCode {
+    eprintln!("zklock: {path}: signal {sig} before COMMAND started");
     ExitCode::from(128u8.wrapping_add(sig as u8))
 }
 
@@ -573,24 +766,25 @@ fn wait_child(
     lost_rx: &mpsc::Receiver<()>,
     signals: &CaughtSignals,
     client: &Client,
-    args: &Args,
-) -> std::io::Result<std::process::ExitStatus> {
+    args: &RunArgs,
+    path: &str,
+) -> std::io::Result<(std::process::ExitStatus, bool)> {
     let mut lost = false;
     let mut termed_at: Option<std::time::Instant> = None;
     let pid = child.id();
     loop {
         if let Some(s) = child.try_wait()? {
-            return Ok(s);
+            return Ok((s, lost));
         }
         while let Some(o) = signals.next(Some(Duration::ZERO)) {
             let sig = o.signal;
             if command_got_it_too(&o, pid) {
-                if args.verbose {
+                if args.conn.verbose {
                     eprintln!("zklock: signal {sig} from the terminal reached {pid} too");
                 }
                 continue;
             }
-            if args.verbose {
+            if args.conn.verbose {
                 eprintln!("zklock: passing signal {sig} on to {pid}");
             }
             zklock::process::send_signal(pid, sig);
@@ -611,30 +805,33 @@ fn wait_child(
             };
             match args.on_lost {
                 OnLost::Term => {
-                    eprintln!(
-                        "zklock: lost the lock on {} ({why}); sending SIGTERM to {pid}",
-                        args.path
-                    );
+                    eprintln!("zklock: lost the lock on {path} ({why}); sending SIGTERM to {pid}");
                     zklock::process::send_signal(pid, SIGTERM);
                     termed_at = Some(std::time::Instant::now());
                 }
                 OnLost::Kill => {
-                    eprintln!(
-                        "zklock: lost the lock on {} ({why}); killing {pid} (SIGKILL)",
-                        args.path
-                    );
+                    eprintln!("zklock: lost the lock on {path} ({why}); killing {pid} (SIGKILL)");
                     let _ = child.kill();
                 }
                 OnLost::Ignore => {
                     eprintln!(
-                        "zklock: lost the lock on {} ({why}); {pid} keeps running (--on-lost=ignore)",
-                        args.path
+                        "zklock: lost the lock on {path} ({why}); {pid} keeps running (--on-lost=ignore)"
                     );
                 }
             }
         } else if lost {
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// COMMAND's end in words: "exited with N" or "was killed by signal N".
+fn describe(s: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exited with {c}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => format!("ended ({s})"),
     }
 }
 
@@ -651,16 +848,18 @@ fn exit_code_of(s: std::process::ExitStatus) -> ExitCode {
 mod tests {
     use super::*;
 
-    fn args(v: &[&str]) -> Result<Args, String> {
-        match parse(v.iter().map(|s| s.to_string()).collect())? {
-            Parsed::Run(a) => Ok(a),
-            Parsed::Exit(_) => Err("exit".into()),
-        }
+    fn parse(v: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("zklock").chain(v.iter().copied()))
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        command().debug_assert();
     }
 
     #[test]
     fn parses_flags_path_and_command() {
-        let a = args(&[
+        let c = parse(&[
             "--hosts",
             "h:1",
             "--timeout=2.5",
@@ -671,42 +870,70 @@ mod tests {
             "--x",
         ])
         .unwrap();
-        assert_eq!(a.hosts, "h:1");
+        let a = c.run;
+        assert_eq!(a.conn.hosts, "h:1");
         assert_eq!(a.timeout, Some(Duration::from_millis(2500)));
-        assert_eq!(a.kind, Kind::Read);
-        assert_eq!(a.path, "/p");
+        assert_eq!(a.kind.asked(), Some(Kind::Read));
+        assert_eq!(a.path.as_deref(), Some("/p"));
         assert_eq!(a.command, ["echo", "--x"]);
-        let a = args(&["-n", "--semaphore", "3", "--on-lost", "kill", "/p", "true"]).unwrap();
+        // flock's habits: -w, -s/-x, -c, combined short flags.
+        let a = parse(&["-nv", "-x", "/p", "true"]).unwrap().run;
+        assert!(a.nonblock && a.conn.verbose && a.kind.write);
+        let a = parse(&["-w", "3", "-s", "-c", "echo hi", "/p"])
+            .unwrap()
+            .run;
+        assert_eq!(a.timeout, Some(Duration::from_secs(3)));
+        assert_eq!((a.kind.read, a.shell.as_deref()), (true, Some("echo hi")));
+        let a = parse(&["-n", "--semaphore", "3", "--on-lost", "kill", "/p", "true"])
+            .unwrap()
+            .run;
         assert_eq!(
-            (a.timeout, a.kind, a.on_lost),
-            (Some(Duration::ZERO), Kind::Semaphore(3), OnLost::Kill)
+            (a.nonblock, a.kind.asked(), a.on_lost),
+            (true, Some(Kind::Semaphore(3)), OnLost::Kill)
         );
-        assert_eq!(a.command, ["true"]);
-        let a = args(&["holders", "--protocol", "kazoo", "/p"]).unwrap();
-        assert!(a.holders && a.command.is_empty() && a.protocol == Protocol::Kazoo);
+        match parse(&["holders", "--protocol", "kazoo", "--json", "/p"])
+            .unwrap()
+            .sub
+        {
+            Some(Sub::Holders(h)) => {
+                assert!(h.json && h.conn.protocol == Proto::Kazoo && h.path == "/p")
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["revoke", "/p", "node-1"]).unwrap().sub {
+            Some(Sub::Revoke(r)) => assert_eq!(r.node.as_deref(), Some("node-1")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_subcommand_after_options_is_found() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            args(&["--timeout", "1e19", "/p", "true"]).unwrap().timeout,
-            None
+            subcommand_first(v(&["zklock", "--hosts", "h:1", "-v", "holders", "/p"])),
+            v(&["zklock", "holders", "--hosts", "h:1", "-v", "/p"])
         );
-        let a = args(&["--hosts", "h:1", "holders", "/p"]).unwrap();
-        assert!(a.holders && a.path == "/p");
+        // A value that happens to be `holders` stays a value; a path stops the search.
+        assert_eq!(
+            subcommand_first(v(&["zklock", "--holder-id", "holders", "/p", "revoke"])),
+            v(&["zklock", "--holder-id", "holders", "/p", "revoke"])
+        );
     }
 
     #[test]
     fn rejects_bad_usage() {
         for bad in [
-            &["/p"][..],
-            &[],
-            &["--read", "--write", "/p", "true"],
+            &["--read", "--write", "/p", "true"][..],
             &["--semaphore", "0", "/p", "true"],
             &["--timeout", "-1", "/p", "true"],
             &["--on-lost", "maybe", "/p", "true"],
             &["--bogus", "/p", "true"],
             &["holders", "/p", "extra"],
-            &["--", "true"],
             &["-E", "300", "/p", "true"],
+            &["-n", "--timeout", "3", "/p", "true"],
+            &["--session-timeout", "1e19", "/p", "true"],
         ] {
-            assert!(args(bad).is_err(), "{bad:?}");
+            assert!(parse(bad).is_err(), "{bad:?}");
         }
     }
 }
