@@ -490,10 +490,12 @@ enum zkl_status zkl_client_wait_session_event(const struct zkl_client *client,
 enum zkl_status zkl_client_request_revoke(const struct zkl_client *client, const char *node_path);
 
 /*
- Ends the client's session now, whether or not locks made from it are still alive: the server
- deletes its lock nodes at once (waiters elsewhere proceed), every hold of it becomes
- ZKL_HOLD_LOST, waiting acquires return ZKL_CLOSED, and later acquires and releases return
- ZKL_CLOSED. The handle and its locks must still be freed. Closing twice is a no-op.
+ Closes the client now: every hold made through it is ZKL_HOLD_LOST at once (stop acting on
+ it), waiting acquires return ZKL_CLOSED, later acquires return ZKL_CLOSED and releases
+ ZKL_LOCK_LOST. The session itself, and with it the lock nodes, ends once the locks made from
+ the client are freed too (zkl_lock_free deletes a hold's node at once): free them to let
+ waiters elsewhere in without waiting for the session timeout. The handle must still be
+ freed. Closing twice is a no-op.
 
  ZKL_INVALID_ARGUMENT for a NULL client. Blocks at most the session timeout (the close
  request). Any thread.

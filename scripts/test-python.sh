@@ -8,7 +8,7 @@ PYENV=${ZKL_PYENV:-target/pyenv}
 if [ ! -x "$PYENV/bin/python" ]; then
     python3 -m venv "$PYENV"
 fi
-"$PYENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip pytest
+"$PYENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip pytest build
 # A fresh build of the package every time (not a cached wheel of older sources).
 "$PYENV/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir --force-reinstall ./bindings/python
 # From outside the source tree, so `import zklock` is the installed package.

@@ -312,7 +312,8 @@ class Client {
     return true;
   }
 
-  // Ends the session now: its holds are lost, later calls throw ZKL_CLOSED.
+  // Closes the client now: its holds are lost, later acquires throw ZKL_CLOSED; the session
+  // (and its nodes) ends once its Locks are destroyed too.
   void close() { check(zkl_client_close(get())); }
 
   void set_protocol(Protocol p) { check(zkl_client_set_protocol(get(), static_cast<uint32_t>(p))); }

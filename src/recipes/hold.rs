@@ -116,7 +116,7 @@ impl Hold {
 
     fn log_release(&self, r: &Result<()>) {
         match r {
-            Ok(()) => log::info!(
+            Ok(()) => log::debug!(
                 "released {} after holding it {:?}",
                 self.node,
                 self.acquired.elapsed()
@@ -430,7 +430,7 @@ impl Ticket<'_> {
     /// Records the attempt's hold; returns its fencing token.
     pub(crate) fn complete(mut self, hold: Hold) -> i64 {
         let token = hold.token;
-        log::info!(
+        log::debug!(
             "acquired {} after waiting {:?} (fencing token {token})",
             hold.node,
             self.started.elapsed()

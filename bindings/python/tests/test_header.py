@@ -15,6 +15,7 @@ C_TYPES = {
     "int": ctypes.c_int,
     "uint32_t": ctypes.c_uint32,
     "int64_t": ctypes.c_int64,
+    "uint64_t": ctypes.c_uint64,
     "size_t": ctypes.c_size_t,
     "void": None,
 }
@@ -40,10 +41,14 @@ def _ctype(decl):
         return ctypes.c_char_p
     if base == "char" and stars == 2:
         return ctypes.POINTER(ctypes.c_char_p)
-    if base in ("zkl_client", "zkl_lock", "void") and stars == 1:
+    if base in ("zkl_client", "zkl_lock", "zkl_participants", "void") and stars == 1:
         return ctypes.c_void_p
-    if base in ("zkl_client", "zkl_lock") and stars == 2:
+    if base in ("zkl_client", "zkl_lock", "zkl_participants") and stars == 2:
         return ctypes.POINTER(ctypes.c_void_p)
+    structs = {"zkl_participant": zklock._Participant, "zkl_stats": zklock._Stats,
+               "zkl_session_event": zklock._SessionEvent}
+    if base in structs and stars == 1:
+        return ctypes.POINTER(structs[base])
     if base == "zkl_log_callback":
         return "callback"
     t = C_TYPES[base]
@@ -91,6 +96,8 @@ def test_constants_match_the_header():
                   ("NOT_HELD", "ZKL_NOT_HELD"), ("CONNECTION_LOSS", "ZKL_CONNECTION_LOSS"),
                   ("SESSION_EXPIRED", "ZKL_SESSION_EXPIRED"), ("ZOOKEEPER_ERROR", "ZKL_ZOOKEEPER_ERROR"),
                   ("INTERNAL_ERROR", "ZKL_INTERNAL_ERROR"), ("CANCELLED", "ZKL_CANCELLED"),
+                  ("LOCK_LOST", "ZKL_LOCK_LOST"), ("CLOSED", "ZKL_CLOSED"),
+                  ("WOULD_DEADLOCK", "ZKL_WOULD_DEADLOCK"),
                   ("PROTOCOL_CURATOR", "ZKL_PROTOCOL_CURATOR"), ("PROTOCOL_KAZOO", "ZKL_PROTOCOL_KAZOO"),
                   ("ACL_OPEN", "ZKL_ACL_OPEN"), ("ACL_CREATOR_ALL", "ZKL_ACL_CREATOR_ALL"),
                   ("ACL_CREATOR_ALL_READ_ALL", "ZKL_ACL_CREATOR_ALL_READ_ALL")]:

@@ -116,20 +116,26 @@ def test_every_recipe_is_a_context_manager(zk_hosts, path):
 
 
 def test_the_library_logs_to_python_logging(zk_hosts, path, caplog):
-    with caplog.at_level(logging.INFO, logger="zklock"):
-        with zklock.Client(zk_hosts, 5.0) as c:
-            with c.mutex(path).hold(2.0):
-                pass
-        # Lines reach `logging` from the package's own thread, a moment later.
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:
-            messages = [r.getMessage() for r in caplog.records if r.name == "zklock"]
-            if any("released " + path in m for m in messages):
-                break
-            time.sleep(0.01)
+    # Each acquire and release is a DEBUG line (INFO is for what an operator acts on).
+    zklock.set_log_level(logging.DEBUG)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="zklock"):
+            with zklock.Client(zk_hosts, 5.0) as c:
+                with c.mutex(path).hold(2.0):
+                    pass
+            # Lines reach `logging` from the package's own thread, a moment later.
+            deadline = time.monotonic() + 5.0
+            while time.monotonic() < deadline:
+                ours = [r for r in caplog.records if r.name.startswith("zklock")]
+                messages = [r.getMessage() for r in ours]
+                if any("released " + path in m for m in messages):
+                    break
+                time.sleep(0.01)
+    finally:
+        zklock.set_log_level(logging.INFO)
     assert any("acquired " + path in m for m in messages), messages
     assert any("released " + path in m for m in messages), messages
-    assert {r.threadName for r in caplog.records if r.name == "zklock"} == {"zklock-log"}
+    assert {r.threadName for r in ours} == {"zklock-log"}
 
 
 def test_close_from_another_thread_cancels_a_waiting_acquire_and_waits_for_it(zk_hosts, path):

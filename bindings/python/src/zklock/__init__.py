@@ -8,41 +8,65 @@ this package (a ctypes binding of ``zklock.h``).
             print("holding, fencing token", lock.fencing_token)
 
 Timeouts are seconds: ``None`` waits forever, ``0`` tries once. Every failure raises a
-subclass of :class:`ZklError`. Blocking calls release the GIL. A lock handle is one participant:
-any thread may release what another thread acquired through it (use it from one thread at a
-time, except :meth:`Lock.cancel` and :meth:`Lock.close`, which any thread may call: close
-cancels a waiting acquire and waits for calls under way before it frees the handle).
+subclass of :class:`ZklError`. Blocking calls release the GIL, and a blocking acquire on the
+main thread is interruptible: Ctrl-C raises ``KeyboardInterrupt`` at once, the wait is
+cancelled and a hold that arrived meanwhile is released. From asyncio, use
+:meth:`Lock.acquire_async` / :meth:`Lock.hold_async`: a cancelled task cancels the wait and
+never leaves a hold behind. A lock handle is one participant: any thread may release what
+another thread acquired through it (use it from one thread at a time, except
+:meth:`Lock.cancel` and :meth:`Lock.close`, which any thread may call: close cancels a waiting
+acquire and waits for calls under way before it frees the handle).
 
-The library logs to the ``logging`` logger ``"zklock"`` from the package's own thread
-``zklock-log``, never from the library's I/O threads: a slow handler delays only the log
-lines. The package stops the library's logging at exit (atexit), before the interpreter
-finalizes.
+The library logs to ``logging`` under ``"zklock"`` (child loggers per module, e.g.
+``"zklock.recipes.hold"``) from the package's own thread ``zklock-log``, never from the
+library's I/O threads: a slow handler delays only the log lines. INFO is what an operator acts
+on (losses, background deletes, session changes); each acquire and release is DEBUG, which
+:func:`set_log_level` turns on. The package stops the library's logging at exit (atexit),
+before the interpreter finalizes.
+
+The distribution is ``pyzklock`` on the package index (``zklock`` there is an unrelated
+project); the import name is ``zklock``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import contextlib
 import ctypes
+import enum
 import glob
 import logging
+import math
 import os
 import sys
 import threading
+import weakref
 from ctypes import (
     CFUNCTYPE,
     POINTER,
+    Structure,
     c_char_p,
     c_int,
+    c_int32,
     c_int64,
     c_size_t,
     c_uint32,
+    c_uint64,
     c_void_p,
 )
-from typing import Iterable, Optional, Tuple, Type
+from typing import Callable, Iterable, List, NamedTuple, Optional, Tuple, Type
 
 __all__ = [
     "Client",
     "Lock",
+    "Participant",
+    "Stats",
+    "Percentiles",
+    "Protocol",
+    "Acl",
+    "HoldState",
+    "SessionState",
     "ZklError",
     "Timeout",
     "InvalidArgument",
@@ -52,9 +76,14 @@ __all__ = [
     "ZooKeeperError",
     "InternalError",
     "Cancelled",
+    "LockLost",
+    "Closed",
+    "WouldDeadlock",
     "multi_lock",
     "version",
     "status_name",
+    "set_log_level",
+    "__version__",
     "PROTOCOL_CURATOR",
     "PROTOCOL_KAZOO",
     "ACL_OPEN",
@@ -72,18 +101,68 @@ SESSION_EXPIRED = 5
 ZOOKEEPER_ERROR = 6
 INTERNAL_ERROR = 7
 CANCELLED = 8
+LOCK_LOST = 9
+CLOSED = 10
+WOULD_DEADLOCK = 11
 
-# zkl_protocol
-PROTOCOL_CURATOR = 0
-PROTOCOL_KAZOO = 1
 
-# zkl_acl
-ACL_OPEN = 0
-ACL_CREATOR_ALL = 1
-ACL_CREATOR_ALL_READ_ALL = 2
+class Protocol(enum.IntEnum):
+    """How lock nodes are named (zkl_protocol), so that other clients can share a lock path.
+    ``KAZOO`` shares kazoo's node *layout*, not its API semantics: zklock's locks are reentrant
+    per handle, kazoo's are not."""
 
-# zkl_hold_state
-_HOLD_STATES = ("none", "held", "uncertain", "lost")
+    CURATOR = 0
+    KAZOO = 1
+
+
+class Acl(enum.IntEnum):
+    """The ACL of the lock nodes and parents a client creates (zkl_acl)."""
+
+    OPEN = 0
+    CREATOR_ALL = 1
+    CREATOR_ALL_READ_ALL = 2
+
+
+class HoldState(enum.IntEnum):
+    """What a lock handle may believe about its hold (zkl_hold_state). Compares equal to its
+    lower-case name too (``lock.hold_state == "held"``), as 0.2 returned strings."""
+
+    NONE = 0
+    HELD = 1
+    UNCERTAIN = 2
+    LOST = 3
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return self.name.lower() == other
+        return int.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = int.__hash__
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+class SessionState(enum.IntEnum):
+    """The state of a client's session (zkl_session_state)."""
+
+    CONNECTED = 0
+    SUSPENDED = 1
+    EXPIRED = 2
+    CLOSED = 3
+
+
+# The 0.2 names.
+PROTOCOL_CURATOR = Protocol.CURATOR
+PROTOCOL_KAZOO = Protocol.KAZOO
+ACL_OPEN = Acl.OPEN
+ACL_CREATOR_ALL = Acl.CREATOR_ALL
+ACL_CREATOR_ALL_READ_ALL = Acl.CREATOR_ALL_READ_ALL
+
+_U32_MAX = 2**32 - 1
 
 # zkl_log_level (1 = error ... 5 = trace) -> logging levels
 _LOG_LEVELS = {1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG, 5: 5}
@@ -107,12 +186,42 @@ _lib = _load()
 _status = c_int
 _client_p = c_void_p
 _lock_p = c_void_p
+_participants_p = c_void_p
 _LOG_CALLBACK = CFUNCTYPE(None, c_uint32, c_char_p, c_char_p, c_void_p)
+
+
+class _Participant(Structure):
+    _fields_ = [("node", c_char_p), ("holder_id", c_char_p), ("sequence", c_int64),
+                ("is_holder", c_int32), ("is_reader", c_int32)]
+
+
+class _Percentiles(Structure):
+    _fields_ = [("count", c_uint64), ("p50_us", c_int64), ("p90_us", c_int64),
+                ("p99_us", c_int64), ("max_us", c_int64)]
+
+
+class _Stats(Structure):
+    _fields_ = [("acquisitions", c_uint64), ("timeouts", c_uint64), ("cancels", c_uint64),
+                ("failures", c_uint64), ("releases", c_uint64), ("losses", c_uint64),
+                ("wait", _Percentiles), ("hold", _Percentiles)]
+
+
+class _SessionEvent(Structure):
+    _fields_ = [("seq", c_uint64), ("state", c_uint32), ("session_id", c_int64),
+                ("generation", c_uint64)]
 
 # Every function of zklock.h this package calls: (restype, argtypes). tests/test_header.py
 # checks this table against the header, so the two cannot drift apart.
 _SIGNATURES = {
     "zkl_client_connect": (_status, [c_char_p, c_uint32, POINTER(_client_p)]),
+    "zkl_client_connect_with": (_status, [c_char_p, c_uint32, c_uint32, c_char_p,
+                                          POINTER(_client_p)]),
+    "zkl_client_holder_id": (_status, [_client_p, POINTER(c_char_p)]),
+    "zkl_client_session_state": (_status, [_client_p, POINTER(c_uint32)]),
+    "zkl_client_wait_session_event": (_status, [_client_p, c_uint64, c_int64,
+                                                POINTER(_SessionEvent)]),
+    "zkl_client_request_revoke": (_status, [_client_p, c_char_p]),
+    "zkl_client_close": (_status, [_client_p]),
     "zkl_client_set_protocol": (_status, [_client_p, c_uint32]),
     "zkl_client_add_auth": (_status, [_client_p, c_char_p, c_char_p]),
     "zkl_client_set_acl": (_status, [_client_p, c_uint32]),
@@ -133,6 +242,16 @@ _SIGNATURES = {
     "zkl_lock_lease_remaining_ms": (_status, [_lock_p, POINTER(c_int64)]),
     "zkl_lock_fencing_token": (_status, [_lock_p, POINTER(c_int64)]),
     "zkl_lock_free": (None, [_lock_p]),
+    "zkl_lock_wait_lost": (_status, [_lock_p, c_int64]),
+    "zkl_lock_participants": (_status, [_lock_p, POINTER(_participants_p)]),
+    "zkl_participants_count": (c_size_t, [_participants_p]),
+    "zkl_participants_get": (_status, [_participants_p, c_size_t, POINTER(_Participant)]),
+    "zkl_participants_created_ms": (_status, [_participants_p, c_size_t, POINTER(c_int64)]),
+    "zkl_participants_free": (None, [_participants_p]),
+    "zkl_lock_stats": (_status, [_lock_p, POINTER(_Stats)]),
+    "zkl_lock_make_revocable": (_status, [_lock_p]),
+    "zkl_lock_wait_revoke_request": (_status, [_lock_p, c_int64]),
+    "zkl_lock_revoke_holders": (_status, [_lock_p, POINTER(c_size_t)]),
     "zkl_set_log_callback": (_status, [_LOG_CALLBACK, c_uint32, c_void_p]),
     "zkl_log_start": (_status, [c_uint32]),
     "zkl_log_next": (_status, [c_int64, POINTER(c_uint32), POINTER(c_char_p), POINTER(c_char_p)]),
@@ -151,6 +270,9 @@ for _name, (_restype, _argtypes) in _SIGNATURES.items():
 def version() -> str:
     """The library's version, e.g. ``"0.2.0"``."""
     return _lib.zkl_version().decode()
+
+
+__version__ = version()
 
 
 def status_name(status: int) -> str:
@@ -178,15 +300,15 @@ class ZklError(Exception):
         return "%s: %s" % (self.name, self.message)
 
 
-class Timeout(ZklError):
-    """Not acquired before the timeout (timeout 0: the lock was busy)."""
+class Timeout(ZklError, TimeoutError):
+    """Not acquired before the timeout (timeout 0: the lock was busy). Also a
+    :class:`TimeoutError`."""
 
     status = TIMEOUT
 
 
 class InvalidArgument(ZklError, ValueError):
-    """A malformed path or host list, a bad value, or a misuse (acquiring again a non-reentrant
-    lock, a read -> write upgrade)."""
+    """A malformed path or host list, or a bad value."""
 
     status = INVALID_ARGUMENT
 
@@ -227,8 +349,28 @@ class Cancelled(ZklError):
     status = CANCELLED
 
 
+class LockLost(ZklError):
+    """The hold was lost before its release (its session ended, or its node was removed)."""
+
+    status = LOCK_LOST
+
+
+class Closed(ZklError):
+    """The client was closed."""
+
+    status = CLOSED
+
+
+class WouldDeadlock(ZklError):
+    """The acquire could only wait for this handle's own hold: a non-reentrant lock this
+    handle holds, a read -> write upgrade, a semaphore whose leases this handle fills."""
+
+    status = WOULD_DEADLOCK
+
+
 _ERRORS = {c.status: c for c in (Timeout, InvalidArgument, NotHeld, ConnectionLoss,
-                                 SessionExpired, ZooKeeperError, InternalError, Cancelled)}
+                                 SessionExpired, ZooKeeperError, InternalError, Cancelled,
+                                 LockLost, Closed, WouldDeadlock)}
 
 
 def _error(status: int) -> ZklError:
@@ -250,13 +392,57 @@ def _text(s, what: str) -> bytes:
     return s.encode("utf-8")
 
 
+def _seconds(value, what: str) -> float:
+    """A number of seconds, checked before it reaches ctypes (bool, NaN and non-numbers are
+    refused: TypeError / ValueError)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("%s must be a number of seconds, not %s" % (what, type(value).__name__))
+    if math.isnan(value):
+        raise InvalidArgument("%s is NaN" % what, INVALID_ARGUMENT)
+    return float(value)
+
+
 def _millis(timeout: Optional[float]) -> int:
-    """None -> -1 (forever); seconds -> whole milliseconds, rounded up; <= 0 -> try once."""
+    """None -> -1 (forever); seconds -> whole milliseconds, rounded up; <= 0 -> try once;
+    longer than the clock can count -> forever."""
     if timeout is None:
         return -1
-    if timeout <= 0:
+    t = _seconds(timeout, "timeout")
+    if t <= 0:
         return 0
-    return min(max(1, int(timeout * 1000 + 0.999)), 2**63 - 1)
+    if t * 1000 >= 2**62:
+        return -1
+    return max(1, int(math.ceil(t * 1000)))
+
+
+def _millis_u32(seconds, what: str, low_ms: int = 1) -> int:
+    """Seconds as whole milliseconds for a uint32_t argument, range-checked (ValueError)."""
+    t = _seconds(seconds, what)
+    ms = int(math.ceil(t * 1000)) if t > 0 else 0
+    if not low_ms <= ms <= _U32_MAX:
+        raise InvalidArgument("%s of %r s is out of range (%g to %g s)"
+                              % (what, seconds, low_ms / 1000, _U32_MAX / 1000), INVALID_ARGUMENT)
+    return ms
+
+
+def _u32(value, what: str, low: int = 0) -> int:
+    """An integer for a uint32_t argument, range-checked before ctypes (which would wrap it)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("%s must be an int, not %s" % (what, type(value).__name__))
+    if not low <= value <= _U32_MAX:
+        raise InvalidArgument("%s %d is out of range (%d to %d)" % (what, value, low, _U32_MAX),
+                              INVALID_ARGUMENT)
+    return int(value)
+
+
+def _member(enum_type, value, what: str) -> int:
+    """An IntEnum value for a uint32_t argument (InvalidArgument, a ValueError, otherwise)."""
+    try:
+        return int(enum_type(_u32(value, what)))
+    except ValueError:
+        raise InvalidArgument("%s %r is not one of %s" % (
+            what, value, ", ".join("%d (%s)" % (m.value, m.name) for m in enum_type)),
+            INVALID_ARGUMENT) from None
 
 
 # ---------------------------------------------------------------------------------- logging
@@ -274,11 +460,53 @@ def _drain_log() -> None:
     while _lib.zkl_log_next(-1, ctypes.byref(level), ctypes.byref(target),
                             ctypes.byref(message)) == OK:
         try:
-            _logger.log(_LOG_LEVELS.get(level.value, logging.INFO), "%s: %s",
-                        target.value.decode("utf-8", "replace"),
-                        message.value.decode("utf-8", "replace"))
+            _child_logger(target.value.decode("utf-8", "replace")).log(
+                _LOG_LEVELS.get(level.value, logging.INFO), "%s",
+                message.value.decode("utf-8", "replace"))
         except Exception:  # noqa: BLE001 - a failing handler must not end the drain
             pass
+
+
+def _child_logger(target: str) -> logging.Logger:
+    """``zklock::recipes::hold`` -> the logger ``zklock.recipes.hold`` (a child of
+    ``zklock``); targets from elsewhere go under ``zklock`` too."""
+    name = target.replace("::", ".")
+    if name != "zklock" and not name.startswith("zklock."):
+        name = "zklock." + name
+    return logging.getLogger(name)
+
+
+def _zkl_level(level: int) -> int:
+    """A ``logging`` level -> the most verbose zkl_log_level it lets through."""
+    if level <= 5:
+        return 5
+    if level <= logging.DEBUG:
+        return 4
+    if level <= logging.INFO:
+        return 3
+    if level <= logging.WARNING:
+        return 2
+    return 1
+
+
+def _start_log(level: int) -> None:
+    global _log_thread
+    if _lib.zkl_log_start(_zkl_level(level)) == OK:
+        _log_thread = threading.Thread(target=_drain_log, name="zklock-log", daemon=True)
+        _log_thread.start()
+
+
+def set_log_level(level: int) -> None:
+    """The most verbose ``logging`` level the library sends (default: INFO, or the ``zklock``
+    logger's level at import if that is more verbose). ``set_log_level(logging.DEBUG)`` makes
+    every acquire and release reach ``logging`` too; the ``zklock`` loggers' own levels still
+    filter."""
+    with _log_mu:
+        _lib.zkl_log_stop()
+        thread = _log_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(1.0)
+        _start_log(level)
 
 
 def _stop_log() -> None:
@@ -295,10 +523,10 @@ def _stop_log() -> None:
 # .setLevel(...)). Another copy of the library's log delivery in this process (a second
 # binding) keeps the lines: then this package logs nothing.
 _log_thread: Optional[threading.Thread] = None
-if _lib.zkl_log_start(3) == OK:
-    _log_thread = threading.Thread(target=_drain_log, name="zklock-log", daemon=True)
-    _log_thread.start()
-    atexit.register(_stop_log)
+_log_mu = threading.Lock()
+# INFO, or more if the ``zklock`` logger was made more verbose before the import.
+_start_log(min(_logger.getEffectiveLevel(), logging.INFO))
+atexit.register(_stop_log)
 
 
 # ---------------------------------------------------------------------------------- handles
@@ -348,6 +576,9 @@ class _Managed:
         """Frees the handle. Calls under way in other threads are made to return first (a
         waiting :meth:`Lock.acquire` raises :class:`Cancelled`) and waited for; later calls
         raise ValueError."""
+        self._dispose()
+
+    def _dispose(self) -> None:
         mu = self._mu
         if mu is None:
             return
@@ -374,30 +605,107 @@ class _Managed:
 
     def __del__(self):
         try:
-            self.close()
+            self._dispose()
         except Exception:  # noqa: BLE001 - never raise from a finalizer
             pass
 
 
+class Participant(NamedTuple):
+    """One participant of a lock (:meth:`Lock.participants`): holders first."""
+
+    node: str
+    holder_id: str
+    sequence: int
+    is_holder: bool
+    is_reader: bool
+    created_ms: int  # when its node was created (server clock, ms since the epoch)
+
+
+class Percentiles(NamedTuple):
+    """A distribution of durations, in seconds: percentiles over the last 1024, max over all."""
+
+    count: int
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+
+class Stats(NamedTuple):
+    """A lock handle's statistics (:meth:`Lock.stats`)."""
+
+    acquisitions: int
+    timeouts: int
+    cancels: int
+    failures: int
+    releases: int
+    losses: int
+    wait: Percentiles
+    hold: Percentiles
+
+
+def _percentiles(p: _Percentiles) -> Percentiles:
+    return Percentiles(p.count, p.p50_us / 1e6, p.p90_us / 1e6, p.p99_us / 1e6, p.max_us / 1e6)
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
 class Lock(_Managed):
     """One participant in one lock recipe. ``with lock:`` holds it for the block (waiting as
-    long as it takes); ``with lock.hold(timeout=2.0):`` raises :class:`Timeout` instead.
+    long as it takes); ``with lock.hold(timeout=2.0):`` raises :class:`Timeout` instead;
+    ``async with lock.hold_async(timeout=2.0):`` from asyncio.
 
     The handle is the participant: any thread may release what another thread acquired
     through it (thread pools and ``asyncio.to_thread`` move calls between threads). Use from
-    one thread at a time, except :meth:`cancel`, which any thread may call.
+    one thread at a time, except :meth:`cancel`, which any thread may call. Reentrant per
+    handle where the recipe is (the mutex, the read-write halves), unlike kazoo's locks.
     """
 
     _free = staticmethod(_lib.zkl_lock_free)
 
+    def __init__(self, ptr: int, kind: str = "lock", path: str = "",
+                 client: Optional["Client"] = None):
+        super().__init__(ptr)
+        self._kind, self._path, self._client = kind, path, client
+
+    def __repr__(self) -> str:
+        try:
+            state = str(self.hold_state)
+        except (ValueError, ZklError):
+            state = "closed"
+        return "<zklock.Lock %s %r %s>" % (self._kind, self._path, state)
+
+    @property
+    def path(self) -> str:
+        """The lock path."""
+        return self._path
+
+    @property
+    def identifier(self) -> str:
+        """The holder id stored in this lock's nodes (the client's, as kazoo's
+        ``identifier``): what :meth:`participants` shows for this handle."""
+        if self._client is None:
+            raise ValueError("a multi-lock has no single identifier")
+        return self._client.holder_id
+
     def acquire(self, timeout: Optional[float] = None) -> bool:
         """Waits for the lock: forever (None), at most ``timeout`` seconds, or tries once (0).
         True when held, False when not acquired in time; raises :class:`ZklError` otherwise
-        (:class:`Cancelled` if :meth:`cancel` or :meth:`close` interrupted it)."""
+        (:class:`Cancelled` if :meth:`cancel` or :meth:`close` interrupted it). On the main
+        thread, Ctrl-C (any signal whose handler raises) ends the wait at once: the acquire
+        is cancelled, a hold that arrived meanwhile is released, and the exception goes on."""
         return self._acquire(_millis(timeout))
 
     def _acquire(self, millis: int, timeout_raises: bool = False) -> bool:
-        status = self._call(_lib.zkl_lock_acquire, millis)
+        if millis != 0 and _on_main_thread():
+            status = self._acquire_interruptibly(millis)
+        else:
+            status = self._call(_lib.zkl_lock_acquire, millis)
+        return self._outcome(status, timeout_raises)
+
+    def _outcome(self, status: int, timeout_raises: bool) -> bool:
         if status == TIMEOUT and not timeout_raises:
             return False
         if status == CANCELLED and self._ptr is None:
@@ -405,8 +713,79 @@ class Lock(_Managed):
         _check(status)
         return True
 
+    def _acquire_interruptibly(self, millis: int) -> int:
+        """The C acquire on a helper thread while this (main) thread waits on a Python
+        primitive, which a signal handler can interrupt: then the acquire is cancelled and
+        waited for, and a hold it got anyway is released before the exception goes on."""
+        done = threading.Event()
+        result = {}
+
+        def work():
+            try:
+                result["status"] = self._call(_lib.zkl_lock_acquire, millis)
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                result["error"] = e
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="zklock-acquire", daemon=True).start()
+        try:
+            done.wait()
+        except BaseException:
+            self._give_up(done, result)
+            raise
+        if "error" in result:
+            raise result["error"]
+        return result["status"]
+
+    def _give_up(self, done: threading.Event, result: dict) -> None:
+        """An acquire under way is no longer wanted: cancel it, wait for it (through further
+        interruptions), and release what it got."""
+        while not done.is_set():
+            with contextlib.suppress(BaseException):
+                self._call(_lib.zkl_lock_cancel)
+            with contextlib.suppress(BaseException):
+                done.wait(0.05)
+        if result.get("status") == OK:
+            with contextlib.suppress(ZklError, ValueError):
+                self.release()
+
+    async def acquire_async(self, timeout: Optional[float] = None) -> bool:
+        """:meth:`acquire` for asyncio: waits on a worker thread without blocking the event
+        loop. Cancellation (``task.cancel()``, ``asyncio.wait_for``, ``asyncio.timeout``)
+        cancels the wait, and a hold that arrives after it is released: a cancelled acquire
+        never leaves the lock held."""
+        millis = _millis(timeout)
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(None, self._call, _lib.zkl_lock_acquire, millis)
+        try:
+            status = await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            self._cancel_after(fut)
+            raise
+        return self._outcome(status, False)
+
+    def _cancel_after(self, fut) -> None:
+        """The task awaiting ``fut`` (an acquire) was cancelled: cancel the acquire, and release
+        the hold if it got one all the same (in the executor's callback, off the loop)."""
+        with contextlib.suppress(ValueError):
+            self._call(_lib.zkl_lock_cancel)
+
+        def settle(f):
+            if not f.cancelled() and f.exception() is None and f.result() == OK:
+                with contextlib.suppress(ZklError, ValueError):
+                    self.release()
+
+        fut.add_done_callback(settle)
+
+    def hold_async(self, timeout: Optional[float] = None) -> "_AsyncHold":
+        """``async with lock.hold_async(timeout=2.0):`` holds the lock for the block
+        (:class:`Timeout` if not acquired in time; cancellation-safe as :meth:`acquire_async`)."""
+        return _AsyncHold(self, timeout)
+
     def release(self) -> None:
-        """Releases one hold (:class:`NotHeld` if none)."""
+        """Releases one hold (:class:`NotHeld` if none; :class:`LockLost` if it had been
+        lost)."""
         _check(self._call(_lib.zkl_lock_release))
 
     def cancel(self) -> None:
@@ -425,12 +804,12 @@ class Lock(_Managed):
             return False
 
     @property
-    def hold_state(self) -> str:
-        """``"none"``, ``"held"``, ``"uncertain"`` (cut off long enough that the server may
-        have freed it: stop acting) or ``"lost"``."""
+    def hold_state(self) -> HoldState:
+        """:class:`HoldState`: ``NONE``, ``HELD``, ``UNCERTAIN`` (cut off long enough that the
+        server may have freed it: stop acting) or ``LOST``."""
         state = c_uint32()
         _check(self._call(_lib.zkl_lock_hold_state, ctypes.byref(state)))
-        return _HOLD_STATES[state.value]
+        return HoldState(state.value)
 
     @property
     def lease_remaining(self) -> float:
@@ -447,6 +826,110 @@ class Lock(_Managed):
         _check(self._call(_lib.zkl_lock_fencing_token, ctypes.byref(token)))
         return token.value
 
+    def participants(self) -> List[Participant]:
+        """Who holds (first) and who waits, with their holder ids (kazoo's ``contenders()``,
+        Curator's ``getParticipantNodes()``)."""
+        ps = _participants_p()
+        _check(self._call(_lib.zkl_lock_participants, ctypes.byref(ps)))
+        try:
+            out = []
+            for i in range(_lib.zkl_participants_count(ps)):
+                p, created = _Participant(), c_int64()
+                _check(_lib.zkl_participants_get(ps, i, ctypes.byref(p)))
+                _check(_lib.zkl_participants_created_ms(ps, i, ctypes.byref(created)))
+                out.append(Participant(p.node.decode("utf-8", "replace"),
+                                       p.holder_id.decode("utf-8", "replace"), p.sequence,
+                                       bool(p.is_holder), bool(p.is_reader), created.value))
+            return out
+        finally:
+            _lib.zkl_participants_free(ps)
+
+    def lease_holders(self) -> List[str]:
+        """The holder ids of the current holders (kazoo's ``Semaphore.lease_holders()``)."""
+        return [p.holder_id for p in self.participants() if p.is_holder]
+
+    def stats(self) -> Stats:
+        """This handle's statistics: acquires by outcome, holds ended by release or loss, and
+        wait and hold time percentiles (seconds)."""
+        st = _Stats()
+        _check(self._call(_lib.zkl_lock_stats, ctypes.byref(st)))
+        return Stats(st.acquisitions, st.timeouts, st.cancels, st.failures, st.releases,
+                     st.losses, _percentiles(st.wait), _percentiles(st.hold))
+
+    def on_lost(self, callback: Callable[["Lock"], None]) -> threading.Thread:
+        """Calls ``callback(lock)`` once, on a thread of this package's, when the current hold
+        stops being believed (its lease ran out or its session ended: stop acting on it). The
+        watch ends without a call when the hold is released or the lock closed. Returns the
+        watching thread."""
+
+        def watch():
+            while True:
+                try:
+                    status = self._call(_lib.zkl_lock_wait_lost, 200)
+                except ValueError:  # closed
+                    return
+                if status == TIMEOUT:
+                    continue
+                if status == OK:
+                    try:
+                        callback(self)
+                    except Exception:  # noqa: BLE001 - reported, never raised into nothing
+                        _logger.exception("an on_lost callback of %r failed", self)
+                return
+
+        t = threading.Thread(target=watch, name="zklock-on-lost", daemon=True)
+        t.start()
+        return t
+
+    def make_revocable(self, callback: Optional[Callable[["Lock"], None]] = None) -> None:
+        """Makes this handle's holds revocable (Curator's ``makeRevocable``): when someone asks
+        the holder to let go (:meth:`revoke_holders`, ``zklock revoke``, Curator's
+        ``Revoker``), :meth:`wait_revoke_request` returns True and ``callback(lock)`` is called
+        on a thread of this package's (for each hold asked). Cooperative: nothing is released
+        unless the holder does it."""
+        _check(self._call(_lib.zkl_lock_make_revocable))
+        if callback is None:
+            return
+
+        def watch():
+            asked = None  # the fencing token of the hold last told
+            pause = threading.Event()
+            while True:
+                try:
+                    status = self._call(_lib.zkl_lock_wait_revoke_request, 200)
+                    token = c_int64()
+                    held = self._call(_lib.zkl_lock_fencing_token, ctypes.byref(token)) == OK
+                except ValueError:  # closed
+                    return
+                if status == OK and held and token.value != asked:
+                    asked = token.value
+                    try:
+                        callback(self)
+                    except Exception:  # noqa: BLE001
+                        _logger.exception("a revocation callback of %r failed", self)
+                elif status not in (OK, TIMEOUT, NOT_HELD):
+                    return
+                if status != TIMEOUT:
+                    pause.wait(0.05)  # asked already, or nothing held: look again shortly
+
+        threading.Thread(target=watch, name="zklock-revoke", daemon=True).start()
+
+    def wait_revoke_request(self, timeout: Optional[float] = None) -> bool:
+        """After :meth:`make_revocable`: True when someone asked this holder to let go, False
+        at the timeout (:class:`NotHeld` if nothing is held)."""
+        status = self._call(_lib.zkl_lock_wait_revoke_request, _millis(timeout))
+        if status == TIMEOUT:
+            return False
+        _check(status)
+        return True
+
+    def revoke_holders(self) -> int:
+        """Asks every current holder to let go (only revocable holders hear it); returns how
+        many were asked."""
+        n = c_size_t()
+        _check(self._call(_lib.zkl_lock_revoke_holders, ctypes.byref(n)))
+        return n.value
+
     def hold(self, timeout: Optional[float] = None) -> "_Hold":
         """A context manager that holds the lock for its block, raising :class:`Timeout` if
         it is not acquired within ``timeout`` seconds: ``with lock.hold(2.0): ...``."""
@@ -458,6 +941,20 @@ class Lock(_Managed):
 
     def __exit__(self, *exc) -> bool:
         self.release()
+        return False
+
+
+class _AsyncHold:
+    def __init__(self, lock: Lock, timeout: Optional[float]):
+        self._lock, self._timeout = lock, timeout
+
+    async def __aenter__(self) -> Lock:
+        if not await self._lock.acquire_async(self._timeout):
+            raise Timeout("not acquired within %s s" % self._timeout, TIMEOUT)
+        return self._lock
+
+    async def __aexit__(self, *exc) -> bool:
+        self._lock.release()
         return False
 
 
@@ -499,73 +996,173 @@ def multi_lock(locks: Iterable[Lock]) -> Lock:
             with lk._mu:
                 lk._ptr = ptr
         raise
-    return Lock(out.value)
+    return Lock(out.value, "multi_lock", ",".join(lk.path for lk in locks))
 
 
 class Client(_Managed):
     """One ZooKeeper session; any number of threads may use it. ``with Client(...) as c:``
-    closes it at the end (locks made from it keep the session open until they are closed)."""
+    ends the session at the end of the block (:meth:`close`): its locks are lost then, and
+    their nodes go at once."""
 
     _free = staticmethod(_lib.zkl_client_free)
 
-    def __init__(self, hosts: str, session_timeout: float = 10.0):
+    def __init__(self, hosts: str, session_timeout: float = 10.0, *,
+                 connect_timeout: Optional[float] = None, holder_id: Optional[str] = None,
+                 protocol: Optional[int] = None):
         """Connects to ``hosts`` (``"host:port[,host:port...][/chroot]"``), waiting up to
-        ``session_timeout`` seconds (:class:`ConnectionLoss` then)."""
+        ``connect_timeout`` seconds (default: the session timeout; :class:`ConnectionLoss`
+        then, saying why). ``session_timeout``: 0.1 s to 3600 s (the server may grant less).
+        ``holder_id``: stored in this client's lock nodes (default ``HOSTNAME:PID``)."""
+        session_ms = _millis_u32(session_timeout, "session_timeout", 100)
+        if session_ms > 3_600_000:
+            raise InvalidArgument("session_timeout of %r s is more than any server grants (at"
+                                  " most 3600 s)" % (session_timeout,), INVALID_ARGUMENT)
+        connect_ms = 0 if connect_timeout is None else _millis_u32(
+            connect_timeout, "connect_timeout", 1)
+        ident = None if holder_id is None else _text(holder_id, "holder_id")
         ptr = _client_p()
-        _check(_lib.zkl_client_connect(_text(hosts, "hosts"), _millis(session_timeout),
-                                       ctypes.byref(ptr)))
+        _check(_lib.zkl_client_connect_with(_text(hosts, "hosts"), session_ms, connect_ms,
+                                            ident, ctypes.byref(ptr)))
         super().__init__(ptr.value)
+        self._hosts = hosts
+        self._locks: List["weakref.ref[Lock]"] = []
+        if protocol is not None:
+            self.set_protocol(protocol)
+
+    def __repr__(self) -> str:
+        try:
+            state = self.session_state.name.lower()
+        except (ValueError, ZklError):
+            state = "closed"
+        return "<zklock.Client %s %s>" % (self._hosts, state)
+
+    @property
+    def holder_id(self) -> str:
+        """The holder id stored in this client's lock nodes."""
+        out = c_char_p()
+        _check(self._call(_lib.zkl_client_holder_id, ctypes.byref(out)))
+        return out.value.decode("utf-8", "replace")
+
+    @property
+    def session_state(self) -> SessionState:
+        """:class:`SessionState` of the session now."""
+        state = c_uint32()
+        _check(self._call(_lib.zkl_client_session_state, ctypes.byref(state)))
+        return SessionState(state.value)
+
+    def add_listener(self, callback: Callable[[SessionState], None]) -> threading.Thread:
+        """Calls ``callback(state)`` with every change of the session's state, in order, on a
+        thread of this package's (never the library's), until the session is closed. Returns
+        that thread."""
+
+        def listen():
+            event = _SessionEvent()
+            after = 0
+            while True:
+                try:
+                    status = self._call(_lib.zkl_client_wait_session_event, after, 200,
+                                        ctypes.byref(event))
+                except ValueError:  # closed
+                    return
+                if status == TIMEOUT:
+                    continue
+                if status != OK:
+                    return
+                after = event.seq
+                try:
+                    callback(SessionState(event.state))
+                except Exception:  # noqa: BLE001
+                    _logger.exception("a session listener of %r failed", self)
+
+        t = threading.Thread(target=listen, name="zklock-session-listener", daemon=True)
+        t.start()
+        return t
+
+    def request_revoke(self, node_path: str) -> bool:
+        """Asks the holder of a lock node (full path) to let go, as Curator's
+        ``Revoker.attemptRevoke``; False if there is no such node."""
+        status = self._call(_lib.zkl_client_request_revoke, _text(node_path, "node_path"))
+        if status == NOT_HELD:
+            return False
+        _check(status)
+        return True
+
+    def close(self) -> None:
+        """Ends the session now: the locks made from this client are closed too (a waiting
+        acquire raises :class:`Cancelled`, a hold is released: its node goes at once, so
+        waiters elsewhere get the lock without waiting for the session to expire; later calls
+        on them raise ValueError), then the session is closed and the handle freed. A client
+        that is only garbage-collected does not end the session while its locks live."""
+        with contextlib.suppress(ValueError):
+            _check(self._call(_lib.zkl_client_close))
+        for ref in list(self._locks):
+            lk = ref()
+            if lk is not None:
+                with contextlib.suppress(Exception):
+                    lk.close()
+        self._locks.clear()
+        self._dispose()
 
     def set_protocol(self, protocol: int) -> None:
-        """:data:`PROTOCOL_CURATOR` or :data:`PROTOCOL_KAZOO`, for locks made after the call."""
-        _check(self._call(_lib.zkl_client_set_protocol, protocol))
+        """:class:`Protocol` (``CURATOR`` or ``KAZOO``), for locks made after the call."""
+        _check(self._call(_lib.zkl_client_set_protocol, _member(Protocol, protocol, "protocol")))
 
     def add_auth(self, scheme: str, auth: str) -> None:
         """Adds authentication, e.g. ``("digest", "user:password")``."""
         _check(self._call(_lib.zkl_client_add_auth, _text(scheme, "scheme"), _text(auth, "auth")))
 
     def set_acl(self, acl: int) -> None:
-        """The ACL of nodes created after the call: :data:`ACL_OPEN`, :data:`ACL_CREATOR_ALL`
-        or :data:`ACL_CREATOR_ALL_READ_ALL` (the last two need :meth:`add_auth` first)."""
-        _check(self._call(_lib.zkl_client_set_acl, acl))
+        """The ACL of nodes created after the call: :class:`Acl` ``OPEN``, ``CREATOR_ALL`` or
+        ``CREATOR_ALL_READ_ALL`` (the last two need :meth:`add_auth` first)."""
+        _check(self._call(_lib.zkl_client_set_acl, _member(Acl, acl, "acl")))
 
-    def _make(self, fn, path: str, *extra) -> Lock:
+    def _make(self, kind: str, fn, path: str, *extra) -> Lock:
         out = _lock_p()
         _check(self._call(fn, _text(path, "path"), *extra, ctypes.byref(out)))
-        return Lock(out.value)
+        return self._track(Lock(out.value, kind, path, self))
+
+    def _track(self, lock: Lock) -> Lock:
+        """Remembers a lock made from this client, for :meth:`close` (weakly: it may go)."""
+        self._locks = [r for r in self._locks if r() is not None]
+        self._locks.append(weakref.ref(lock))
+        return lock
 
     def mutex(self, path: str) -> Lock:
         """A fair, reentrant exclusive lock (Curator's InterProcessMutex)."""
-        return self._make(_lib.zkl_mutex_new, path)
+        return self._make("mutex", _lib.zkl_mutex_new, path)
 
     def semaphore_mutex(self, path: str) -> Lock:
         """A fair exclusive lock that is not reentrant."""
-        return self._make(_lib.zkl_semaphore_mutex_new, path)
+        return self._make("semaphore_mutex", _lib.zkl_semaphore_mutex_new, path)
 
     def read_lock(self, path: str) -> Lock:
         """The shared half of the read-write lock at ``path``."""
-        return self._make(_lib.zkl_read_lock_new, path)
+        return self._make("read_lock", _lib.zkl_read_lock_new, path)
 
     def write_lock(self, path: str) -> Lock:
         """The exclusive half of the read-write lock at ``path``."""
-        return self._make(_lib.zkl_write_lock_new, path)
+        return self._make("write_lock", _lib.zkl_write_lock_new, path)
 
     def rwlock(self, path: str) -> Tuple[Lock, Lock]:
         """Both halves of one read-write lock, one participant: ``(read, write)``. While the
-        write half is held the read half may be taken (downgrade); the reverse fails at once."""
+        write half is held the read half may be taken (downgrade); the reverse raises
+        :class:`WouldDeadlock` at once."""
         read, write = _lock_p(), _lock_p()
         _check(self._call(_lib.zkl_rwlock_new, _text(path, "path"), ctypes.byref(read),
                           ctypes.byref(write)))
-        return Lock(read.value), Lock(write.value)
+        return (self._track(Lock(read.value, "read_lock", path, self)),
+                self._track(Lock(write.value, "write_lock", path, self)))
 
     def semaphore(self, path: str, max_leases: int) -> Lock:
-        """A semaphore of ``max_leases`` leases; each acquire takes one, each release returns
-        the most recent."""
-        return self._make(_lib.zkl_semaphore_new, path, max_leases)
+        """A semaphore of ``max_leases`` leases (1 to 2**32-1); each acquire takes one, each
+        release returns the most recent. A handle whose own leases fill it raises
+        :class:`WouldDeadlock` instead of waiting for itself."""
+        return self._make("semaphore", _lib.zkl_semaphore_new, path,
+                          _u32(max_leases, "max_leases", 1))
 
     def simple_lock(self, path: str) -> Lock:
         """One ephemeral node at ``path`` itself: cheapest, not fair, not reentrant."""
-        return self._make(_lib.zkl_simple_lock_new, path)
+        return self._make("simple_lock", _lib.zkl_simple_lock_new, path)
 
     def __enter__(self) -> "Client":
         return self
