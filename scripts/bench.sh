@@ -10,7 +10,7 @@
 #      (10 / 100 / 1,000 queued waiters) and client memory,
 #   4. prints the ratio table and writes it to benches/results/<date>.md (raw rows: *.jsonl).
 #
-# Environment: PEERS_DIR (default <repo>/../shared/peers), REPEATS (3), BENCH_DURATION (5 s for W2
+# Environment: PEERS_DIR (default <repo>/benches/peers, the project's own drivers), REPEATS (3), BENCH_DURATION (5 s for W2
 # and W5 instead of the harness's 10, to finish in about 15 minutes on 2 cores), BENCH_SKIP_INSTALL=1,
 # CARGO_TARGET_DIR (honoured), BENCH_W6_SIZES ("10 100 1000").
 #
@@ -25,7 +25,7 @@
 #   BENCH_BASELINE_REV=main~1 BENCH_ONLY_CORE=1 scripts/bench.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PEERS_DIR=${PEERS_DIR:-$ROOT/../shared/peers}
+PEERS_DIR=${PEERS_DIR:-$ROOT/benches/peers}
 PEERS_DIR=$(cd "$PEERS_DIR" && pwd) || { echo "bench: no peers harness at $PEERS_DIR (set PEERS_DIR)" >&2; exit 2; }
 REPEATS=${REPEATS:-3}
 export BENCH_DURATION=${BENCH_DURATION:-5}
