@@ -8,18 +8,14 @@ use std::time::{Duration, Instant};
 
 use common::unique_path;
 use zklock::testing::{Admin, TestingServer};
-use zklock::{Client, Error, Lockable, MultiLock, Mutex, Options, Semaphore};
+use zklock::{Client, Error, Lockable, MultiLock, Mutex, Semaphore};
 
 fn hosts() -> String {
     TestingServer::shared().connect_string()
 }
 
 fn client(hosts: &str) -> Client {
-    Client::connect(
-        hosts,
-        Options::default().session_timeout(Duration::from_secs(6)),
-    )
-    .unwrap()
+    common::connect(hosts, 6000)
 }
 
 fn ms(n: u64) -> Duration {

@@ -8,37 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "zklock.hpp"
+#include "checks.hpp"
 
 using namespace std::chrono_literals;
-
-static std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
-static int failures = 0;
-
-#define EXPECT_TRUE(cond)                                                      \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::cerr << __FILE__ << ":" << __LINE__ << ": failed: " #cond "\n";    \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-template <class F>
-static bool throws_status(F f, zkl_status want) {
-  try {
-    f();
-  } catch (const zklock::Error& e) {
-    if (e.status() == want) return true;
-    std::cerr << "threw " << e.what() << ", expected " << zkl_status_name(want) << "\n";
-    return false;
-  }
-  std::cerr << "did not throw, expected " << zkl_status_name(want) << "\n";
-  return false;
-}
 
 int main() {
   const std::string hosts = env_or("ZKL_HOSTS", "127.0.0.1:2181");
