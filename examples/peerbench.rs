@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex as StdMutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use zklock::{Client, Options};
+use zklock::{Client, Lockable, Options};
 
 // ------------------------------------------------------------------ environment, logging
 

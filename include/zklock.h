@@ -693,7 +693,8 @@ enum zkl_status zkl_semaphore_new(struct zkl_client *client,
  takes every one (in a canonical order, so two multi-locks over the same locks cannot
  deadlock) or, on failure, releases those it took and leaves nothing held; one timeout
  covers the whole acquire. zkl_lock_is_held is 1 while every component is held;
- zkl_lock_fencing_token is ZKL_INVALID_ARGUMENT (each component has its own token). A failed
+ zkl_lock_fencing_token is the largest of the components' tokens (it increases from one
+ holder of the same locks to the next, as each component's does). A failed
  component release does not keep the others (or itself) held: see zkl_lock_release.
 
  Takes ownership of locks[0..count) on ZKL_OK only: they must not be used or freed any more

@@ -46,7 +46,7 @@ mod deadline;
 mod error;
 mod node;
 mod path;
-pub mod recipes;
+mod recipes;
 mod runtime;
 mod stats;
 #[allow(unsafe_code)]
@@ -79,9 +79,12 @@ pub use deadline::Deadline;
 pub use error::{Error, Result};
 pub use node::{LockKind, Protocol};
 pub use path::validate_path;
+#[allow(deprecated)]
+pub use recipes::RawMultiLock;
 pub use recipes::{
     Guard, HoldState, Lease, Lock, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, Mutex,
-    MutexGuard, Participant, ReadGuard, ReadLock, ReadWriteLock, Semaphore, SemaphoreMutex,
+    MutexGuard, Participant, RawMutex, RawReadLock, RawSemaphore, RawSemaphoreMutex, RawSimpleLock,
+    RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, Semaphore, SemaphoreMutex,
     SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard, WriteLock,
 };
 pub use stats::{LockStats, Percentiles};

@@ -127,6 +127,38 @@ impl AttemptId {
     }
 }
 
+/// The read node a participant holding the write node `write_name` takes to downgrade: a
+/// non-sequential `<read prefix><the write node's sequence digits>` (as Curator 5.5+ does,
+/// CURATOR-621). `None` if `write_name` is not a write node of `protocol` with a number.
+pub(crate) fn downgrade_name(write_name: &str, protocol: Protocol) -> Option<String> {
+    let marker = match protocol {
+        Protocol::Curator => "__WRIT__",
+        Protocol::Kazoo => "__lock__",
+    };
+    let seq = write_name
+        .rfind(marker)
+        .map(|i| &write_name[i + marker.len()..])
+        .filter(|s| sequence(&format!("x{s}")).is_some())?;
+    Some(format!(
+        "{}{seq}",
+        AttemptId::new().prefix(protocol, Kind::Read)
+    ))
+}
+
+/// The name prefix of a new lease node of a semaphore in Curator's layout (`_c_<uuid>-lease-`).
+pub(crate) fn lease_prefix() -> String {
+    format!("_c_{}-lease-", AttemptId::new().text(Protocol::Curator))
+}
+
+/// Where a semaphore keeps its guarding mutex and its leases: Curator `P/locks` and `P/leases`,
+/// kazoo `P-__lock__` (a sibling) and `P` itself.
+pub(crate) fn semaphore_layout(path: &str, protocol: Protocol) -> (String, String) {
+    match protocol {
+        Protocol::Curator => (format!("{path}/locks"), format!("{path}/leases")),
+        Protocol::Kazoo => (format!("{path}-__lock__"), path.to_string()),
+    }
+}
+
 /// The sequence number at the end of a child's name, as the server wrote it (`%010d` of the
 /// parent's signed 32-bit counter: `0000000042`, and after the wrap `-000000005` or
 /// `-2147483648`; or 19 digits for 64-bit sequences), placed in queue order. `None` for names

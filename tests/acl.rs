@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use zklock::testing::Admin;
-use zklock::{Acl, Client, Error, Mutex, Options};
+use zklock::{Acl, Client, Error, Lockable, Mutex, Options};
 
 fn authed(hosts: &str, acl: Acl) -> Client {
     Client::connect(hosts, opts(4000).auth("digest", "app:s3cret").acl(acl))

@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use zklock::testing::TestingServer;
-use zklock::{Client, Mutex, Options, ReadWriteLock, Semaphore, SimpleLock};
+use zklock::{Client, Lockable, Mutex, Options, ReadWriteLock, Semaphore, SimpleLock};
 
 const ZKLOCK: &str = env!("CARGO_BIN_EXE_zklock");
 
@@ -198,7 +198,7 @@ fn read_write_semaphore_and_simple_kinds() {
     // Semaphore: with both leases taken, zklock cannot get one.
     let p = path("sem");
     let s = Semaphore::new(&c, &p, 2).unwrap();
-    let (l1, l2) = (s.acquire().unwrap(), s.acquire().unwrap());
+    let (l1, l2) = (s.lock().unwrap(), s.lock().unwrap());
     assert_eq!(
         run(zklock(&h, &["--semaphore", "2", "-n", &p, "true"])).0,
         75
@@ -795,7 +795,7 @@ fn holders_finds_the_lock_kind_by_itself() {
     let rwl = ReadWriteLock::new(&c, &rw).unwrap();
     let _g2 = rwl.read().lock().unwrap();
     let s = Semaphore::new(&c, &sem, 3).unwrap();
-    let _l = s.acquire().unwrap();
+    let _l = s.lock().unwrap();
     let sl = SimpleLock::new(&c, &simple).unwrap();
     let _g3 = sl.try_lock().unwrap().unwrap();
     for (p, what) in [

@@ -471,7 +471,7 @@ fn a_closed_session_loses_both_halves_and_says_so() {
     assert!(r.wait_lost(Some(Duration::from_secs(5))));
     assert_eq!(w.hold_state(), HoldState::Lost);
     assert_eq!(lock.read().hold_state(), HoldState::Lost);
-    assert!(lock.write().fencing_token().is_none());
+    assert!(lock.write().fencing_token().is_err());
     assert!(eventually(Duration::from_secs(5), || fired
         .load(std::sync::atomic::Ordering::SeqCst)));
     assert_eq!(w.unlock().unwrap_err(), Error::LockLost);

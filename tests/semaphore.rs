@@ -56,7 +56,7 @@ fn three_of_eight(p: Protocol) {
                 let end = Instant::now() + Duration::from_secs(3);
                 let mut n = 0;
                 while Instant::now() < end {
-                    let lease = sem.acquire().unwrap();
+                    let lease = sem.lock().unwrap();
                     assert!(lease.is_held());
                     let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                     peak.fetch_max(now, Ordering::SeqCst);
@@ -108,16 +108,16 @@ fn no_node_left(p: Protocol) {
     let admin = admin(&hosts);
     let holder = Semaphore::new(&c1, &path, 1).unwrap();
     let waiter = Arc::new(Semaphore::new(&c2, &path, 1).unwrap());
-    let lease = holder.acquire().unwrap();
+    let lease = holder.lock().unwrap();
     let before = nodes(&admin, &path, p);
 
     let t0 = Instant::now();
     assert!(waiter
-        .try_acquire_for(Duration::from_millis(400))
+        .try_lock_for(Duration::from_millis(400))
         .unwrap()
         .is_none());
     assert!(t0.elapsed() >= Duration::from_millis(380));
-    assert!(waiter.try_acquire().unwrap().is_none());
+    assert!(waiter.try_lock().unwrap().is_none());
     assert!(
         Lockable::acquire(&waiter, Deadline::after(Duration::from_millis(100)))
             .unwrap()
@@ -130,7 +130,7 @@ fn no_node_left(p: Protocol) {
     );
 
     let w2 = waiter.clone();
-    let t = std::thread::spawn(move || Semaphore::acquire(&w2).map(|_| ()));
+    let t = std::thread::spawn(move || w2.lock().map(|_| ()));
     std::thread::sleep(Duration::from_millis(300));
     waiter.cancel();
     assert_eq!(t.join().unwrap().unwrap_err(), Error::Cancelled);
@@ -141,7 +141,7 @@ fn no_node_left(p: Protocol) {
     );
 
     drop(lease);
-    assert!(waiter.try_acquire().unwrap().is_some());
+    assert!(waiter.try_lock().unwrap().is_some());
 }
 
 #[test]
@@ -170,12 +170,12 @@ fn leases_of_a_closed_session_return_at_once() {
                 .map(|t| t.is_some())
                 .unwrap()
         );
-        assert_eq!(holder.held_leases(), 2);
+        assert_eq!(holder.hold_count(), 2);
         assert_eq!(holder.hold_state(), HoldState::Held);
         let waiter = Arc::new(Semaphore::new(&c2, &path, 2).unwrap());
         let w2 = waiter.clone();
         let t = std::thread::spawn(move || {
-            let l = Semaphore::acquire(&w2).unwrap();
+            let l = w2.lock().unwrap();
             let at = Instant::now();
             drop(l);
             at
@@ -227,7 +227,7 @@ fn explicit_leases_and_lease_holders() {
     std::thread::spawn(move || s2.release().unwrap())
         .join()
         .unwrap();
-    assert_eq!(sem.held_leases(), 1);
+    assert_eq!(sem.hold_count(), 1);
     sem.release().unwrap();
     assert!(!sem.is_held());
     assert!(sem.lease_holders().unwrap().is_empty());
@@ -242,16 +242,16 @@ fn own_leases_fill(p: Protocol) {
     let path = unique_path("sem-own-full");
     let c = connect(&hosts, p);
     let sem = Semaphore::new(&c, &path, 2).unwrap();
-    let first = sem.acquire().unwrap();
+    let first = sem.lock().unwrap();
     assert!(Lockable::acquire(&sem, Deadline::Forever)
         .unwrap()
         .is_some());
     for (what, r) in [
-        ("blocking", sem.acquire().map(|_| ())),
-        ("try once", sem.try_acquire().map(|_| ())),
+        ("blocking", sem.lock().map(|_| ())),
+        ("try once", sem.try_lock().map(|_| ())),
         (
             "timed",
-            sem.try_acquire_for(Duration::from_secs(30)).map(|_| ()),
+            sem.try_lock_for(Duration::from_secs(30)).map(|_| ()),
         ),
         (
             "Lockable",
@@ -269,7 +269,7 @@ fn own_leases_fill(p: Protocol) {
         move || {
             let c2 = connect(&hosts, p);
             let sem2 = Semaphore::new(&c2, &path, 2).unwrap();
-            let lease = sem2.try_acquire_for(Duration::from_secs(20)).unwrap();
+            let lease = sem2.try_lock_for(Duration::from_secs(20)).unwrap();
             lease.map(|l| l.fencing_token())
         }
     });
@@ -280,7 +280,7 @@ fn own_leases_fill(p: Protocol) {
         "the other handle got the lease"
     );
     // With one of its own returned, this handle may wait again (and gets a lease once free).
-    let again = sem.try_acquire_for(Duration::from_secs(20)).unwrap();
+    let again = sem.try_lock_for(Duration::from_secs(20)).unwrap();
     assert!(again.is_some());
 }
 
@@ -301,7 +301,7 @@ fn curator_layout() {
     let c = connect(&hosts, Protocol::Curator);
     let admin = admin(&hosts);
     let sem = Semaphore::new(&c, &path, 3).unwrap();
-    let lease = sem.acquire().unwrap();
+    let lease = sem.lock().unwrap();
     let kids = admin.children(&path).unwrap();
     assert_eq!(kids, vec!["leases".to_string(), "locks".to_string()]);
     assert!(
@@ -318,7 +318,7 @@ fn curator_layout() {
         "{name}"
     );
     assert_eq!(lease.node(), format!("{path}/leases/{name}"));
-    let info = admin.node(lease.node()).unwrap().unwrap();
+    let info = admin.node(&lease.node()).unwrap().unwrap();
     assert_eq!(info.czxid, lease.fencing_token());
     assert_eq!(info.ephemeral_owner, c.session_id());
 }
@@ -330,7 +330,7 @@ fn kazoo_layout_and_max_leases_check() {
     let c = connect(&hosts, Protocol::Kazoo);
     let admin = admin(&hosts);
     let sem = Semaphore::new(&c, &path, 3).unwrap();
-    let lease = sem.acquire().unwrap();
+    let lease = sem.lock().unwrap();
     let root = admin.node(&path).unwrap().expect("P exists");
     assert_eq!(root.data, b"3", "kazoo stores max_leases as P's data");
     assert_eq!(root.ephemeral_owner, 0);
@@ -349,7 +349,7 @@ fn kazoo_layout_and_max_leases_check() {
         .is_empty());
     // Another max_leases at the same path is refused, as kazoo refuses it.
     let other = Semaphore::new(&c, &path, 5).unwrap();
-    match other.try_acquire().map(|_| ()) {
+    match other.try_lock().map(|_| ()) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("inconsistent max leases"), "{m}"),
         r => panic!("expected the max-leases check to fail, got {r:?}"),
     }
@@ -362,13 +362,13 @@ fn a_lease_of_a_closed_session_says_it_is_lost() {
     let path = unique_path("sem-lost");
     let c = connect(&hosts, Protocol::Curator);
     let sem = Semaphore::new(&c, &path, 1).unwrap();
-    let lease = sem.acquire().unwrap();
+    let lease = sem.lock().unwrap();
     assert_eq!(lease.hold_state(), HoldState::Held);
     assert!(!lease.wait_lost(Some(Duration::from_millis(100))));
     c.close();
     assert!(lease.wait_lost(Some(Duration::from_secs(5))));
     assert_eq!(lease.hold_state(), HoldState::Lost);
-    assert_eq!(lease.release().unwrap_err(), Error::LockLost);
+    assert_eq!(lease.unlock().unwrap_err(), Error::LockLost);
 }
 
 /// One lease, four contenders on their own sessions, each taking it in turn with `acquire` and
@@ -394,9 +394,9 @@ fn one_lease_taken_at_once_or_after_waiting_never_has_two_holders_curator() {
                 let (mut got, mut busy) = (0, 0);
                 while Instant::now() < end {
                     let lease = if rng.next_f64() < 0.5 {
-                        Some(sem.acquire().unwrap())
+                        Some(sem.lock().unwrap())
                     } else {
-                        sem.try_acquire().unwrap()
+                        sem.try_lock().unwrap()
                     };
                     let Some(lease) = lease else {
                         busy += 1;
@@ -410,7 +410,7 @@ fn one_lease_taken_at_once_or_after_waiting_never_has_two_holders_curator() {
                     );
                     std::thread::sleep(Duration::from_micros((rng.next_f64() * 3000.0) as u64));
                     inside.fetch_sub(1, Ordering::SeqCst);
-                    lease.release().unwrap();
+                    lease.unlock().unwrap();
                     got += 1;
                 }
                 (got, busy)
@@ -450,10 +450,10 @@ fn a_lease_create_cut_by_the_network_ends_with_one_lease_node_and_no_mutex_node(
     let sem = Semaphore::new(&c, &path, 1).unwrap();
     let rival = Semaphore::new(&other, &path, 1).unwrap();
     // Parents exist first, so that the 2nd create of the next acquire is the lease node's.
-    sem.acquire().unwrap().release().unwrap();
+    sem.lock().unwrap().unlock().unwrap();
     let before = proxy.creates_seen();
     proxy.cut_after_creates(2);
-    let lease = sem.acquire().unwrap();
+    let lease = sem.lock().unwrap();
     assert!(
         proxy.creates_seen() >= before + 2,
         "precondition: the cut came after the lease node's create"
@@ -465,7 +465,7 @@ fn a_lease_create_cut_by_the_network_ends_with_one_lease_node_and_no_mutex_node(
         "exactly one lease node, no orphan: {leases:?}"
     );
     assert_eq!(format!("{path}/leases/{}", leases[0]), lease.node());
-    let info = admin.node(lease.node()).unwrap().unwrap();
+    let info = admin.node(&lease.node()).unwrap().unwrap();
     assert_eq!(info.ephemeral_owner, c.session_id());
     assert!(
         eventually(Duration::from_secs(3), || admin
@@ -476,11 +476,11 @@ fn a_lease_create_cut_by_the_network_ends_with_one_lease_node_and_no_mutex_node(
         admin.children(&format!("{path}/locks"))
     );
     assert!(
-        rival.try_acquire().unwrap().is_none(),
+        rival.try_lock().unwrap().is_none(),
         "a second holder of a 1-lease semaphore"
     );
-    lease.release().unwrap();
-    assert!(rival.try_acquire().unwrap().is_some());
+    lease.unlock().unwrap();
+    assert!(rival.try_lock().unwrap().is_some());
     assert_eq!(
         nodes(&admin, &path, Protocol::Curator),
         vec![format!("{path}/leases"), format!("{path}/locks")],

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use zklock::testing::TestingCluster;
-use zklock::{Client, Error, Mutex, SessionState};
+use zklock::{Client, Error, Lockable, Mutex, SessionState};
 
 #[test]
 fn connect_and_close() {

@@ -98,15 +98,15 @@ fn a_semaphore_and_a_multi_lock_keep_their_own_counts() {
     let hosts = hosts();
     let c = client(&hosts);
     let sem = Semaphore::new(&c, &unique_path("stats-sem"), 1).unwrap();
-    let lease = sem.acquire().unwrap();
+    let lease = sem.lock().unwrap();
     // Its own lease fills it: refused at once, a failure of that acquire.
-    assert!(matches!(sem.try_acquire(), Err(Error::WouldDeadlock(_))));
+    assert!(matches!(sem.try_lock(), Err(Error::WouldDeadlock(_))));
     std::thread::sleep(ms(50));
     drop(lease);
     let other = client(&hosts);
     let sem2 = Semaphore::new(&other, sem.path(), 1).unwrap();
-    let held = sem2.acquire().unwrap();
-    assert!(sem.try_acquire().unwrap().is_none());
+    let held = sem2.lock().unwrap();
+    assert!(sem.try_lock().unwrap().is_none());
     drop(held);
     let s = sem.stats();
     assert_eq!(

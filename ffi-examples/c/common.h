@@ -145,7 +145,7 @@ static inline int contend(lock_ctor ctor, const char *path, const char *counter_
         goto out;
       }
       last_token = token;
-    } else if (s != ZKL_INVALID_ARGUMENT) { /* a multi-lock has no single token */
+    } else {
       fprintf(stderr, "fencing token: %s\n", zkl_last_error_message());
       goto out;
     }

@@ -1,16 +1,23 @@
 //! One front for every recipe, as `lock_api` is for parking_lot: each recipe implements the
-//! small, object-safe [`Lockable`] (its protocol only), and [`Lock`] gives all of them the same
-//! `lock` / `try_lock` / `try_lock_for` / `try_lock_until` and the one [`Guard`].
+//! crate's raw [`Recipe`] (its protocol only: one attempt, who is queued), and [`Lock`] owns the
+//! rest: who holds and reentrancy, cancel, statistics, revocation, the four acquire forms and the
+//! one [`Guard`]. [`Lockable`], the public "any lock" trait, is implemented once for [`Lock`]
+//! (and once for the multi-lock, which takes several locks, not one hold).
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{HoldState, Participant};
+use super::hold::HoldState;
+use super::holds::{Begin, Holds, Owner, Policy};
+use super::raw::{Participant, Recipe};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
+use crate::stats::LockStats;
+use crate::wait::CancelToken;
 
-/// A lock recipe as one participant sees it: what the front, the multi-lock, the C layer and the
-/// command drive, whatever the recipe (`Box<dyn Lockable>` holds any of them).
+/// Any lock, as one participant sees it: what the multi-lock, the C layer and the command
+/// drive, whatever the recipe (`Box<dyn Lockable>` holds any of them).
 ///
 /// Implemented by every zklock lock ([`Mutex`](crate::Mutex), [`SemaphoreMutex`](crate::SemaphoreMutex),
 /// [`SimpleLock`](crate::SimpleLock), [`ReadLock`](crate::ReadLock), [`WriteLock`](crate::WriteLock),
@@ -35,9 +42,72 @@ pub trait Lockable: Send + Sync {
     /// The lock path.
     fn path(&self) -> &str;
 
+    /// Takes one hold for the calling participant: `Ok(Some(fencing token))` when held,
+    /// `Ok(None)` when not acquired before `deadline` (busy, for [`Deadline::TryOnce`]); nothing
+    /// of the attempt is left on the server then, nor on any error.
+    ///
+    /// # Errors
+    /// [`Error::Cancelled`] after [`Lockable::cancel`], [`Error::SessionExpired`] or
+    /// [`Error::ConnectionLoss`] when the session failed, [`Error::WouldDeadlock`] where the
+    /// recipe refuses (a second acquire of a non-reentrant handle, a read -> write upgrade, a
+    /// semaphore handle whose own leases fill it).
+    fn acquire(&self, deadline: Deadline) -> Result<Option<i64>>;
+
+    /// Releases one hold of the calling participant (its most recent).
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] if it holds nothing; [`Error::LockLost`] if the hold had been lost
+    /// (its session ended, or its node was deleted by someone else); [`Error::ConnectionLoss`]
+    /// if the server could not be told within one session timeout: the node is then deleted in
+    /// the background, and the hold is gone either way.
+    fn release(&self) -> Result<()>;
+
+    /// What the calling participant may believe about its hold.
+    fn hold_state(&self) -> HoldState;
+
+    /// Whether the calling participant holds it and may act on it (`hold_state() == Held`).
+    fn is_held(&self) -> bool {
+        self.hold_state() == HoldState::Held
+    }
+
+    /// The fencing token of the calling participant's hold: strictly increasing from one holder
+    /// of the lock to the next. A multi-lock's is the largest of its locks' tokens.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] if not held or lost.
+    fn fencing_token(&self) -> Result<i64>;
+
+    /// How long the calling participant's hold stays provably valid if the server went silent
+    /// now (the lease: an instant at which the leader provably heard of the session, plus the
+    /// session timeout, less a tenth of it); `None` if it holds nothing.
+    fn lease_remaining(&self) -> Option<Duration>;
+
+    /// Makes the acquires waiting on this handle return [`Error::Cancelled`] now (any thread).
+    fn cancel(&self);
+
+    /// The queue, in order, with each participant's holder id; `is_holder` marks the holders.
+    fn participants(&self) -> Result<Vec<Participant>>;
+
+    /// The holder id of a current holder, if any.
+    fn holder(&self) -> Result<Option<String>> {
+        Ok(self
+            .participants()?
+            .into_iter()
+            .find(|p| p.is_holder)
+            .map(|p| p.holder_id))
+    }
+
+    /// Blocks until the calling participant's hold is lost, or `timeout` (None: forever); true
+    /// if lost (or nothing is held).
+    fn wait_lost(&self, timeout: Option<Duration>) -> bool;
+
+    /// Calls `f` once, on a thread of its own, when the calling participant's hold is lost (at
+    /// once if it is not held). Nothing is kept once the hold is released.
+    fn on_lost(&self, f: Box<dyn FnOnce() + Send>);
+
     /// This handle's statistics: acquires by outcome, holds ended by release or loss, and the
-    /// wait and hold times of recent ones ([`LockStats`](crate::LockStats)).
-    fn stats(&self) -> crate::LockStats;
+    /// wait and hold times of recent ones ([`LockStats`]).
+    fn stats(&self) -> LockStats;
 
     /// Makes this handle's holds revocable, as Curator's `makeRevocable`: from now on (the
     /// current hold too) a request to let go (`__REVOKE__` written into the hold's node, by
@@ -59,106 +129,17 @@ pub trait Lockable: Send + Sync {
     /// }))?;
     /// # Ok::<(), zklock::Error>(())
     /// ```
-    fn make_revocable(&self, on_request: Box<dyn Fn() + Send + Sync>) -> Result<()> {
-        let _ = on_request;
-        Err(Error::InvalidArgument(format!(
-            "the lock at {} is not revocable (the mutex, semaphore mutex, read-write halves and simple lock are)",
-            self.path()
-        )))
-    }
+    fn make_revocable(&self, on_request: Box<dyn Fn() + Send + Sync>) -> Result<()>;
 
     /// Blocks until someone asks the calling participant to give up its hold (after
     /// [`Lockable::make_revocable`]): `Ok(true)` when asked, `Ok(false)` at the timeout (None:
     /// forever); [`Error::NotHeld`] if it holds nothing or lets go meanwhile.
-    fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool> {
-        let _ = timeout;
-        Err(Error::InvalidArgument(format!(
-            "the lock at {} was not made revocable",
-            self.path()
-        )))
-    }
+    fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool>;
 
     /// Asks every current holder of this lock to let go (cooperative revocation: only holders
     /// that made their locks revocable hear it, zklock's or Curator's). Returns the holders'
     /// nodes asked.
-    fn revoke_holders(&self) -> Result<Vec<String>> {
-        let holders: Vec<Participant> = self
-            .participants()?
-            .into_iter()
-            .filter(|p| p.is_holder && !p.node.is_empty())
-            .collect();
-        let mut asked = Vec::new();
-        for p in holders {
-            let node = if p.node.starts_with('/') {
-                p.node
-            } else {
-                format!("{}/{}", self.queue_path(), p.node)
-            };
-            if self.request_revoke(&node)? {
-                asked.push(node);
-            }
-        }
-        Ok(asked)
-    }
-
-    #[doc(hidden)]
-    /// Writes the revocation request into `node` (through this lock's session).
-    fn request_revoke(&self, node: &str) -> Result<bool> {
-        let _ = node;
-        Err(Error::InvalidArgument(format!(
-            "the lock at {} cannot ask for revocation",
-            self.path()
-        )))
-    }
-
-    /// Takes one hold for the calling participant: `Ok(Some(fencing token))` when held,
-    /// `Ok(None)` when not acquired before `deadline` (busy, for [`Deadline::TryOnce`]); nothing
-    /// of the attempt is left on the server then, nor on any error.
-    fn acquire(&self, deadline: Deadline) -> Result<Option<i64>>;
-
-    /// Releases one hold of the calling participant.
-    ///
-    /// # Errors
-    /// [`Error::NotHeld`] if it holds nothing; [`Error::LockLost`] if the hold had been lost
-    /// (its session ended, or its node was deleted by someone else); [`Error::ConnectionLoss`]
-    /// if the server could not be told within one session timeout: the node is then deleted in
-    /// the background, and the hold is gone either way.
-    fn release(&self) -> Result<()>;
-
-    /// What the calling participant may believe about its hold.
-    fn hold_state(&self) -> HoldState;
-
-    /// Whether the calling participant holds it and may act on it (`hold_state() == Held`).
-    fn is_held(&self) -> bool {
-        self.hold_state() == HoldState::Held
-    }
-
-    /// The fencing token of the calling participant's hold: strictly increasing from one holder
-    /// of the lock to the next.
-    ///
-    /// # Errors
-    /// [`Error::NotHeld`] if not held or lost; [`Error::InvalidArgument`] for a multi-lock
-    /// (each of its locks has its own token).
-    fn fencing_token(&self) -> Result<i64>;
-
-    /// How long the calling participant's hold stays provably valid if the server went silent
-    /// now (the lease: an instant at which the leader provably heard of the session, plus the
-    /// session timeout, less a tenth of it); `None` if it holds nothing.
-    fn lease_remaining(&self) -> Option<Duration>;
-
-    /// Makes the acquires waiting on this handle return [`Error::Cancelled`] now (any thread).
-    fn cancel(&self);
-
-    /// The queue, in order, with each participant's holder id.
-    fn participants(&self) -> Result<Vec<Participant>>;
-
-    /// Blocks until the calling participant's hold is lost, or `timeout` (None: forever); true
-    /// if lost (or nothing is held).
-    fn wait_lost(&self, timeout: Option<Duration>) -> bool;
-
-    /// Calls `f` once, on a thread of its own, when the calling participant's hold is lost (at
-    /// once if it is not held). Nothing is kept once the hold is released.
-    fn on_lost(&self, f: Box<dyn FnOnce() + Send>);
+    fn revoke_holders(&self) -> Result<Vec<String>>;
 
     /// The node whose children change when this lock's queue or holders change (the lock path;
     /// the semaphore's lease directory; the simple lock's parent): what
@@ -179,10 +160,6 @@ macro_rules! forward_lockable {
     ($($t:ty),*) => {$(
         impl<L: Lockable + ?Sized> Lockable for $t {
             fn path(&self) -> &str { (**self).path() }
-            fn stats(&self) -> crate::LockStats { (**self).stats() }
-            fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) -> Result<()> { (**self).make_revocable(f) }
-            fn wait_revoke_request(&self, t: Option<Duration>) -> Result<bool> { (**self).wait_revoke_request(t) }
-            fn request_revoke(&self, node: &str) -> Result<bool> { (**self).request_revoke(node) }
             fn acquire(&self, d: Deadline) -> Result<Option<i64>> { (**self).acquire(d) }
             fn release(&self) -> Result<()> { (**self).release() }
             fn hold_state(&self) -> HoldState { (**self).hold_state() }
@@ -192,17 +169,22 @@ macro_rules! forward_lockable {
             fn participants(&self) -> Result<Vec<Participant>> { (**self).participants() }
             fn wait_lost(&self, t: Option<Duration>) -> bool { (**self).wait_lost(t) }
             fn on_lost(&self, f: Box<dyn FnOnce() + Send>) { (**self).on_lost(f) }
-            fn order_rank(&self) -> u8 { (**self).order_rank() }
+            fn stats(&self) -> LockStats { (**self).stats() }
+            fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) -> Result<()> { (**self).make_revocable(f) }
+            fn wait_revoke_request(&self, t: Option<Duration>) -> Result<bool> { (**self).wait_revoke_request(t) }
+            fn revoke_holders(&self) -> Result<Vec<String>> { (**self).revoke_holders() }
             fn queue_path(&self) -> String { (**self).queue_path() }
+            fn order_rank(&self) -> u8 { (**self).order_rank() }
         }
     )*};
 }
-forward_lockable!(&L, Box<L>, std::sync::Arc<L>);
+forward_lockable!(&L, Box<L>, Arc<L>);
 
-/// The front of a recipe `R`: the four acquire forms returning a [`Guard`], and the questions
-/// every lock answers. [`Mutex`](crate::Mutex), [`SemaphoreMutex`](crate::SemaphoreMutex),
-/// [`SimpleLock`](crate::SimpleLock), [`ReadLock`](crate::ReadLock), [`WriteLock`](crate::WriteLock)
-/// and [`MultiLock`](crate::MultiLock) are `Lock`s of their recipes.
+/// The front of a recipe `R`: the four acquire forms returning a [`Guard`], and (through
+/// [`Lockable`]) the questions every lock answers. [`Mutex`](crate::Mutex),
+/// [`SemaphoreMutex`](crate::SemaphoreMutex), [`SimpleLock`](crate::SimpleLock),
+/// [`ReadLock`](crate::ReadLock), [`WriteLock`](crate::WriteLock) and
+/// [`Semaphore`](crate::Semaphore) are `Lock`s of their recipes.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -215,12 +197,25 @@ forward_lockable!(&L, Box<L>, std::sync::Arc<L>);
 /// }
 /// # Ok::<(), zklock::Error>(())
 /// ```
-#[derive(Clone)]
 pub struct Lock<R> {
     pub(crate) raw: R,
+    /// Who holds (shared by clones, and by the other half of a read-write lock).
+    pub(crate) holds: Arc<Holds>,
+    pub(crate) cancel: CancelToken,
 }
 
-impl<R: Lockable> std::fmt::Debug for Lock<R> {
+impl<R: Clone> Clone for Lock<R> {
+    /// Another handle on the same participants and holds.
+    fn clone(&self) -> Self {
+        Lock {
+            raw: self.raw.clone(),
+            holds: self.holds.clone(),
+            cancel: self.cancel.clone(),
+        }
+    }
+}
+
+impl<R: Recipe> std::fmt::Debug for Lock<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct(
             std::any::type_name::<R>()
@@ -229,182 +224,246 @@ impl<R: Lockable> std::fmt::Debug for Lock<R> {
                 .unwrap_or("Lock"),
         )
         .field("path", &self.raw.path())
-        .field("state", &self.raw.hold_state())
+        .field("state", &self.hold_state())
         .finish()
     }
 }
 
-impl<R: Lockable> Lock<R> {
-    pub(crate) fn from_raw(raw: R) -> Lock<R> {
-        Lock { raw }
+impl<R: Recipe> Lock<R> {
+    /// A front over `raw` whose participants are per `owner`, holding per `policy`; `what` names
+    /// the lock in errors ("mutex").
+    pub(crate) fn from_raw(raw: R, owner: Owner, policy: Policy, what: &str) -> Lock<R> {
+        let holds = Holds::new(owner, policy, format!("the {what} at {}", raw.path()));
+        Lock::with_holds(raw, Arc::new(holds))
     }
 
-    /// The recipe underneath.
-    pub fn raw(&self) -> &R {
-        &self.raw
-    }
-
-    fn take(&self, d: Deadline) -> Result<Option<Guard<'_, R>>> {
-        Ok(self
-            .raw
-            .acquire(d)?
-            .map(|token| Guard::new(&self.raw, token)))
+    /// A front over `raw` keeping its holds in `holds` (a read-write half, whose other half
+    /// looks at them).
+    pub(crate) fn with_holds(raw: R, holds: Arc<Holds>) -> Lock<R> {
+        Lock {
+            raw,
+            holds,
+            cancel: CancelToken::new(),
+        }
     }
 
     /// Blocks until held.
     ///
     /// # Errors
-    /// [`Error::Cancelled`] after [`Lock::cancel`], [`Error::SessionExpired`] or
-    /// [`Error::ConnectionLoss`] when the session failed, [`Error::WouldDeadlock`] where the
-    /// recipe refuses (a second acquire of a non-reentrant handle, a read -> write upgrade).
-    pub fn lock(&self) -> Result<Guard<'_, R>> {
-        self.take(Deadline::Forever)?.ok_or(Error::Timeout)
+    /// As [`Lockable::acquire`].
+    pub fn lock(&self) -> Result<Guard<'_, Self>> {
+        let token = self.acquire(Deadline::Forever)?.ok_or(Error::Timeout)?;
+        Ok(Guard::new(self, token))
     }
 
     /// One attempt that never waits for another holder: `Ok(None)` if the lock is busy (no node
     /// is left behind).
-    pub fn try_lock(&self) -> Result<Option<Guard<'_, R>>> {
-        self.take(Deadline::TryOnce)
+    pub fn try_lock(&self) -> Result<Option<Guard<'_, Self>>> {
+        Ok(self
+            .acquire(Deadline::TryOnce)?
+            .map(|t| Guard::new(self, t)))
     }
 
     /// Waits at most `timeout` in all: `Ok(None)` if not acquired by then (no node is left).
-    pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<Guard<'_, R>>> {
-        self.take(Deadline::after(timeout))
+    pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<Guard<'_, Self>>> {
+        Ok(self
+            .acquire(Deadline::after(timeout))?
+            .map(|t| Guard::new(self, t)))
     }
 
     /// Waits until `deadline` at most (one total deadline, however many predecessors leave).
-    pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<Guard<'_, R>>> {
-        self.take(Deadline::At(deadline))
-    }
-
-    /// Releases one hold of the calling participant (for holds whose guard was forgotten, or
-    /// taken through [`Lockable::acquire`]); see [`Lockable::release`].
-    pub fn release(&self) -> Result<()> {
-        self.raw.release()
-    }
-
-    /// Whether the calling participant holds it and may act on it.
-    pub fn is_held(&self) -> bool {
-        self.raw.is_held()
-    }
-
-    /// What the calling participant may believe about its hold.
-    pub fn hold_state(&self) -> HoldState {
-        self.raw.hold_state()
-    }
-
-    /// The calling participant's fencing token, if it holds the lock.
-    pub fn fencing_token(&self) -> Option<i64> {
-        self.raw.fencing_token().ok()
-    }
-
-    /// How long the calling participant's hold stays provably valid if the server went silent
-    /// now; `None` if it holds nothing. See [`Lockable::lease_remaining`].
-    pub fn lease_remaining(&self) -> Option<Duration> {
-        self.raw.lease_remaining()
-    }
-
-    /// Cancels the acquires waiting on this lock now (from any thread).
-    pub fn cancel(&self) {
-        self.raw.cancel()
-    }
-
-    /// The lock path.
-    pub fn path(&self) -> &str {
-        self.raw.path()
-    }
-
-    /// This handle's statistics ([`Lockable::stats`]).
-    pub fn stats(&self) -> crate::LockStats {
-        self.raw.stats()
-    }
-
-    /// The queue, in order, with each participant's holder id; `is_holder` marks the holders.
-    pub fn participants(&self) -> Result<Vec<Participant>> {
-        self.raw.participants()
-    }
-
-    /// The holder id of a current holder, if any.
-    pub fn holder(&self) -> Result<Option<String>> {
+    pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<Guard<'_, Self>>> {
         Ok(self
-            .raw
-            .participants()?
-            .into_iter()
-            .find(|p| p.is_holder)
-            .map(|p| p.holder_id))
+            .acquire(Deadline::At(deadline))?
+            .map(|t| Guard::new(self, t)))
+    }
+
+    /// How many times the calling participant holds it: the reentrant count of a mutex or a
+    /// read-write half, the leases a semaphore handle keeps, 0 or 1 otherwise.
+    pub fn hold_count(&self) -> usize {
+        self.holds.count()
+    }
+
+    /// A token that cancels this handle's waiting acquires from any thread.
+    pub fn cancel_token(&self) -> CancelToken {
+        self.cancel.clone()
     }
 }
 
-/// The front is itself a lock of its recipe (so a `Mutex` goes into a multi-lock or a
-/// `Box<dyn Lockable>`).
-impl<R: Lockable> Lockable for Lock<R> {
+impl<R: Recipe> Lockable for Lock<R> {
     fn path(&self) -> &str {
         self.raw.path()
     }
-    fn stats(&self) -> crate::LockStats {
-        self.raw.stats()
-    }
-    fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) -> Result<()> {
-        self.raw.make_revocable(f)
-    }
-    fn wait_revoke_request(&self, t: Option<Duration>) -> Result<bool> {
-        self.raw.wait_revoke_request(t)
-    }
-    fn request_revoke(&self, node: &str) -> Result<bool> {
-        self.raw.request_revoke(node)
-    }
+
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
-        self.raw.acquire(d)
+        self.holds.stats.attempt(|| match self.holds.begin()? {
+            Begin::Reentered(token) => Ok(Some(token)),
+            Begin::Fresh(ticket) => Ok(self
+                .raw
+                .attempt(d, &self.cancel)?
+                .map(|hold| ticket.complete(hold))),
+        })
     }
+
     fn release(&self) -> Result<()> {
-        self.raw.release()
+        self.holds.release(None)
     }
+
     fn hold_state(&self) -> HoldState {
-        self.raw.hold_state()
+        self.holds
+            .hold(None)
+            .map_or(HoldState::NotHeld, |h| h.state())
     }
+
     fn fencing_token(&self) -> Result<i64> {
-        self.raw.fencing_token()
+        self.holds
+            .hold(None)
+            .filter(|h| h.state() != HoldState::Lost)
+            .map(|h| h.token)
+            .ok_or(Error::NotHeld)
     }
+
     fn lease_remaining(&self) -> Option<Duration> {
-        self.raw.lease_remaining()
+        self.holds.hold(None).map(|h| h.session.lease_remaining())
     }
+
     fn cancel(&self) {
-        self.raw.cancel()
+        self.cancel.cancel()
     }
+
     fn participants(&self) -> Result<Vec<Participant>> {
         self.raw.participants()
     }
-    fn wait_lost(&self, t: Option<Duration>) -> bool {
-        self.raw.wait_lost(t)
+
+    fn wait_lost(&self, timeout: Option<Duration>) -> bool {
+        self.holds.hold(None).map_or(true, |h| h.wait_lost(timeout))
     }
+
     fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
-        self.raw.on_lost(f)
+        match self.holds.hold(None) {
+            Some(h) => h.on_lost(f),
+            None => f(),
+        }
     }
-    fn order_rank(&self) -> u8 {
-        self.raw.order_rank()
+
+    fn stats(&self) -> LockStats {
+        self.holds.stats.snapshot()
     }
+
+    fn make_revocable(&self, on_request: Box<dyn Fn() + Send + Sync>) -> Result<()> {
+        if !self.raw.revocable() {
+            return Err(Error::invalid(format!(
+                "the lock at {} is not revocable (the mutex, semaphore mutex, read-write halves and simple lock are)",
+                self.path()
+            )));
+        }
+        self.holds.make_revocable(on_request);
+        Ok(())
+    }
+
+    fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool> {
+        self.holds.wait_revoke_request(timeout)
+    }
+
+    fn revoke_holders(&self) -> Result<Vec<String>> {
+        let mut asked = Vec::new();
+        for p in self.participants()? {
+            if !p.is_holder || p.node.is_empty() {
+                continue;
+            }
+            let node = format!("{}/{}", self.queue_path(), p.node);
+            if self.raw.client().request_revoke(&node)? {
+                asked.push(node);
+            }
+        }
+        Ok(asked)
+    }
+
     fn queue_path(&self) -> String {
         self.raw.queue_path()
     }
+
+    fn order_rank(&self) -> u8 {
+        self.raw.order_rank()
+    }
 }
 
-/// One hold of a lock; released on drop (on the thread that took it: a guard is not `Send`,
-/// since the Rust `Mutex` and read-write halves keep one participant per thread). To release
-/// from another thread, forget the guard and call `release` on a handle whose participant is
-/// the handle ([`SemaphoreMutex`](crate::SemaphoreMutex), [`SimpleLock`](crate::SimpleLock)).
+/// What a [`Guard`] needs of its lock: the answers about one hold, named by its fencing token.
+/// Sealed: implemented by [`Lock`] and [`MultiLock`](crate::MultiLock) only.
+pub trait Guarded: Lockable {
+    /// `()` if the guard may go to another thread, `*const ()` if not.
+    #[doc(hidden)]
+    type GuardSend;
+    /// Releases the hold with this token.
+    #[doc(hidden)]
+    fn release_hold(&self, token: i64) -> Result<()>;
+    /// The state of the hold with this token.
+    #[doc(hidden)]
+    fn hold_state_of(&self, token: i64) -> HoldState;
+    /// How long the hold with this token stays provably valid.
+    #[doc(hidden)]
+    fn lease_remaining_of(&self, token: i64) -> Option<Duration>;
+    /// Waits until the hold with this token is lost.
+    #[doc(hidden)]
+    fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool;
+    /// Calls `f` when the hold with this token is lost.
+    #[doc(hidden)]
+    fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>);
+    /// The node of the hold with this token.
+    #[doc(hidden)]
+    fn node_of(&self, token: i64) -> Option<String>;
+}
+
+impl<R: Recipe> Guarded for Lock<R> {
+    type GuardSend = R::GuardSend;
+    fn release_hold(&self, token: i64) -> Result<()> {
+        self.holds.release(Some(token))
+    }
+    fn hold_state_of(&self, token: i64) -> HoldState {
+        self.holds
+            .hold(Some(token))
+            .map_or(HoldState::NotHeld, |h| h.state())
+    }
+    fn lease_remaining_of(&self, token: i64) -> Option<Duration> {
+        self.holds
+            .hold(Some(token))
+            .map(|h| h.session.lease_remaining())
+    }
+    fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool {
+        self.holds
+            .hold(Some(token))
+            .map_or(true, |h| h.wait_lost(timeout))
+    }
+    fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>) {
+        match self.holds.hold(Some(token)) {
+            Some(h) => h.on_lost(f),
+            None => f(),
+        }
+    }
+    fn node_of(&self, token: i64) -> Option<String> {
+        self.holds.hold(Some(token)).map(|h| h.node)
+    }
+}
+
+/// One hold of a lock; released on drop. The guard knows *its* hold (by its fencing token): with
+/// several holds on one handle (a semaphore's leases) it answers for, and releases, its own.
+/// A guard of a lock whose participant may be the thread (the Rust `Mutex`, the read-write
+/// halves) is not `Send`; a semaphore's lease is. To release from another thread, forget the
+/// guard and call `release` on a handle whose participant is the handle
+/// ([`SemaphoreMutex`](crate::SemaphoreMutex), [`SimpleLock`](crate::SimpleLock)).
 #[must_use = "the lock is released when the guard is dropped"]
-pub struct Guard<'a, R: Lockable + ?Sized> {
-    lock: &'a R,
+pub struct Guard<'a, L: Guarded + ?Sized> {
+    lock: &'a L,
     token: i64,
-    _not_send: PhantomData<*const ()>,
+    _send: PhantomData<L::GuardSend>,
 }
 
-impl<'a, R: Lockable + ?Sized> Guard<'a, R> {
-    pub(crate) fn new(lock: &'a R, token: i64) -> Guard<'a, R> {
+impl<'a, L: Guarded + ?Sized> Guard<'a, L> {
+    pub(crate) fn new(lock: &'a L, token: i64) -> Guard<'a, L> {
         Guard {
             lock,
             token,
-            _not_send: PhantomData,
+            _send: PhantomData,
         }
     }
 
@@ -413,41 +472,48 @@ impl<'a, R: Lockable + ?Sized> Guard<'a, R> {
         self.token
     }
 
-    /// Whether the lock is still held and may be acted on.
+    /// The path of this hold's node (a multi-lock's: none, empty).
+    pub fn node(&self) -> String {
+        self.lock.node_of(self.token).unwrap_or_default()
+    }
+
+    /// Whether this hold is still held and may be acted on.
     pub fn is_held(&self) -> bool {
-        self.lock.is_held()
+        self.hold_state() == HoldState::Held
     }
 
     /// Held, uncertain (cut off from the server), or lost.
     pub fn hold_state(&self) -> HoldState {
-        self.lock.hold_state()
+        self.lock.hold_state_of(self.token)
     }
 
-    /// Blocks until the lock is no longer believed (its lease ran out or its session ended) or
-    /// `timeout` (None: forever); true if so.
+    /// Blocks until this hold is no longer believed (its lease ran out or its session ended)
+    /// or `timeout` (None: forever); true if so.
     pub fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        self.lock.wait_lost(timeout)
+        self.lock.wait_lost_of(self.token, timeout)
     }
 
-    /// How long this hold stays provably valid if the server went silent now.
-    pub fn lease_remaining(&self) -> Duration {
-        self.lock.lease_remaining().unwrap_or_default()
+    /// How long this hold stays provably valid if the server went silent now; `None` once it
+    /// is not held.
+    pub fn lease_remaining(&self) -> Option<Duration> {
+        self.lock.lease_remaining_of(self.token)
     }
 
-    /// Calls `f` once, on another thread, when the lock is lost.
+    /// Calls `f` once, on another thread, when this hold is lost.
     pub fn on_lost(&self, f: impl FnOnce() + Send + 'static) {
-        self.lock.on_lost(Box::new(f))
+        self.lock.on_lost_of(self.token, Box::new(f))
     }
 
-    /// Releases now and reports how it went (`Err(LockLost)` if it was lost meanwhile).
+    /// Releases now and reports how it went (`Err(LockLost)` if it was lost meanwhile; on
+    /// `Err(ConnectionLoss)` the node is deleted in the background).
     pub fn unlock(self) -> Result<()> {
-        let r = self.lock.release();
+        let r = self.lock.release_hold(self.token);
         std::mem::forget(self);
         r
     }
 }
 
-impl<R: Lockable + ?Sized> std::fmt::Debug for Guard<'_, R> {
+impl<L: Guarded + ?Sized> std::fmt::Debug for Guard<'_, L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Guard")
             .field("path", &self.lock.path())
@@ -456,9 +522,9 @@ impl<R: Lockable + ?Sized> std::fmt::Debug for Guard<'_, R> {
     }
 }
 
-impl<R: Lockable + ?Sized> Drop for Guard<'_, R> {
+impl<L: Guarded + ?Sized> Drop for Guard<'_, L> {
     fn drop(&mut self) {
-        if let Err(e) = self.lock.release() {
+        if let Err(e) = self.lock.release_hold(self.token) {
             log::warn!("releasing {} on drop: {e}", self.lock.path());
         }
     }

@@ -1,13 +1,11 @@
-//! The hold model (`docs/hold-model.md`), decided once for every recipe: a hold is a
-//! participant's node with its count and fencing token; [`Holds`] keeps a participant's holds
-//! (per handle, or per thread for the Rust `Mutex` and read-write halves); and every node that
-//! stops being wanted goes away through one path, [`Hold::release`] / [`remove_node`].
+//! The hold model (`docs/hold-model.md`), decided once for every recipe: a hold is a node one
+//! of the participant's own attempts made, with its fencing token, believed while its session's
+//! lease runs ([`HoldState`]); and every node that stops being wanted goes away through one
+//! path, [`Hold::release`] / [`remove_node`]. Who holds is the `holds` module's.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
@@ -30,19 +28,22 @@ pub enum HoldState {
 }
 
 /// A node this participant holds a lock with: made by one of its own attempts, never adopted
-/// because of its session.
+/// because of its session. (Public in name only: what a recipe's sealed attempt returns.)
 #[derive(Clone)]
-pub(crate) struct Hold {
+pub struct Hold {
     pub(crate) session: Arc<Session>,
     pub(crate) node: String,
     pub(crate) token: i64,
     /// The node's path is shared by every holder in turn (the simple lock): it is ours only
     /// while its czxid is `token`, so a retried delete checks that first.
-    shared_path: bool,
+    pub(crate) shared_path: bool,
     /// When it was acquired (for the log line of its release, and the hold-time statistics).
     pub(crate) acquired: Instant,
     /// Alive while any copy of this hold exists: lock-lost callbacks of released holds lapse.
     alive: Arc<()>,
+    /// Whether its attempt had to wait for another holder (the semaphore's short way is only
+    /// for an acquirer that found its guarding mutex free).
+    pub(crate) waited: bool,
 }
 
 impl std::fmt::Debug for Hold {
@@ -63,6 +64,7 @@ impl Hold {
             shared_path: false,
             acquired: Instant::now(),
             alive: Arc::new(()),
+            waited: false,
         }
     }
 
@@ -375,275 +377,6 @@ pub(crate) fn background_forget(
             }
         }
     });
-}
-
-/// Whose holds a table keeps apart: one participant per handle (C handles, the semaphore mutex,
-/// the simple lock) or one per thread (the Rust `Mutex` and read-write halves, as Curator's
-/// `InterProcessMutex`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Owner {
-    Handle,
-    Thread,
-}
-
-enum Slot {
-    /// An attempt of this participant is under way.
-    Acquiring,
-    Held {
-        hold: Hold,
-        count: usize,
-    },
-}
-
-/// The holds of one lock handle's participants, and the rules every recipe shares: a second
-/// acquire while an attempt is under way is refused (never two nodes for one participant),
-/// a reentrant acquire counts, a release removes only the hold it released.
-pub(crate) struct Holds {
-    owner: Owner,
-    reentrant: bool,
-    /// The lock, in words, for errors ("the mutex at /locks/a").
-    what: String,
-    slots: parking_lot::Mutex<HashMap<Option<ThreadId>, Slot>>,
-    /// The handle's statistics (its acquires are counted by the recipe's `acquire`).
-    pub(crate) stats: crate::stats::Stats,
-    /// Whether its holds are revocable, and the requests seen.
-    revocation: Arc<super::revoke::Revocation>,
-}
-
-/// How an acquire starts.
-pub(crate) enum Begin<'a> {
-    /// The participant already held it (reentrant): the count went up; this is the token.
-    Reentered(i64),
-    /// A fresh attempt: complete it with the hold it makes, or drop it.
-    Fresh(Ticket<'a>),
-}
-
-/// A participant's attempt under way. Dropped without a hold, it lets the next attempt start.
-pub(crate) struct Ticket<'a> {
-    holds: &'a Holds,
-    key: Option<ThreadId>,
-    started: Instant,
-    done: bool,
-}
-
-impl Ticket<'_> {
-    /// Records the attempt's hold; returns its fencing token.
-    pub(crate) fn complete(mut self, hold: Hold) -> i64 {
-        let token = hold.token;
-        log::debug!(
-            "acquired {} after waiting {:?} (fencing token {token})",
-            hold.node,
-            self.started.elapsed()
-        );
-        let watch = self.holds.revocation.enabled().then(|| {
-            (
-                hold.session.clone(),
-                hold.node.clone(),
-                hold.token,
-                hold.shared_path,
-            )
-        });
-        self.holds
-            .slots
-            .lock()
-            .insert(self.key, Slot::Held { hold, count: 1 });
-        self.done = true;
-        if let Some((session, node, token, shared)) = watch {
-            self.holds.revocation.watch(&session, &node, token, shared);
-        }
-        token
-    }
-}
-
-impl Drop for Ticket<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            let mut slots = self.holds.slots.lock();
-            if matches!(slots.get(&self.key), Some(Slot::Acquiring)) {
-                slots.remove(&self.key);
-            }
-        }
-    }
-}
-
-impl Holds {
-    pub(crate) fn new(owner: Owner, reentrant: bool, what: String) -> Holds {
-        Holds {
-            owner,
-            reentrant,
-            what,
-            slots: parking_lot::Mutex::new(HashMap::new()),
-            stats: Default::default(),
-            revocation: Default::default(),
-        }
-    }
-
-    fn key(&self) -> Option<ThreadId> {
-        match self.owner {
-            Owner::Handle => None,
-            Owner::Thread => Some(std::thread::current().id()),
-        }
-    }
-
-    /// Starts an acquire of the calling participant.
-    pub(crate) fn begin(&self) -> Result<Begin<'_>> {
-        let what = &self.what;
-        let key = self.key();
-        let mut slots = self.slots.lock();
-        match slots.get_mut(&key) {
-            None => {
-                slots.insert(key, Slot::Acquiring);
-                Ok(Begin::Fresh(Ticket {
-                    holds: self,
-                    key,
-                    started: Instant::now(),
-                    done: false,
-                }))
-            }
-            Some(Slot::Acquiring) => Err(Error::WouldDeadlock(format!(
-                "an acquire of {what} is already under way for this participant"
-            ))),
-            Some(Slot::Held { hold, count }) => {
-                if !self.reentrant {
-                    return Err(Error::WouldDeadlock(format!(
-                        "{what} is already held by this handle and is not reentrant"
-                    )));
-                }
-                if hold.state() == HoldState::Lost {
-                    return Err(Error::LockLost);
-                }
-                *count += 1;
-                Ok(Begin::Reentered(hold.token))
-            }
-        }
-    }
-
-    /// Releases one hold of the calling participant (the last of a reentrant count deletes the
-    /// node through the one release path). `NotHeld` if it holds nothing.
-    pub(crate) fn release(&self) -> Result<()> {
-        let hold = {
-            let key = self.key();
-            let mut slots = self.slots.lock();
-            match slots.get_mut(&key) {
-                Some(Slot::Held { count, .. }) if *count > 1 => {
-                    *count -= 1;
-                    return Ok(());
-                }
-                Some(Slot::Held { .. }) => match slots.remove(&key) {
-                    Some(Slot::Held { hold, .. }) => hold,
-                    _ => unreachable!("checked above"),
-                },
-                _ => return Err(Error::NotHeld),
-            }
-        };
-        let acquired = hold.acquired;
-        let r = hold.release();
-        self.stats.hold_ended(acquired.elapsed(), &r);
-        self.revocation.notify();
-        r
-    }
-
-    /// Makes the participants' holds revocable from now on (the current hold too); `f` is called
-    /// on each request, on a thread of its own.
-    pub(crate) fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) -> Result<()> {
-        let first = !self.revocation.enabled();
-        self.revocation.enable(Arc::from(f));
-        if first {
-            let held: Vec<Hold> = self
-                .slots
-                .lock()
-                .values()
-                .filter_map(|s| match s {
-                    Slot::Held { hold, .. } => Some(hold.clone()),
-                    _ => None,
-                })
-                .collect();
-            for h in held {
-                self.revocation
-                    .watch(&h.session, &h.node, h.token, h.shared_path);
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits until someone asks the calling participant's hold to be given up: `Ok(true)` if
-    /// asked, `Ok(false)` at the timeout; `NotHeld` if it holds nothing (or let go meanwhile).
-    pub(crate) fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool> {
-        if !self.revocation.enabled() {
-            return Err(Error::invalid(format!(
-                "{} was not made revocable: nobody can ask it to let go",
-                self.what
-            )));
-        }
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        match self
-            .revocation
-            .wait(|| self.current().map(|h| (h.node, h.token)), deadline)
-        {
-            Some(true) => Ok(true),
-            Some(false) => Err(Error::NotHeld),
-            None => Ok(false),
-        }
-    }
-
-    /// The calling participant's hold (a copy: never wait while holding the table).
-    pub(crate) fn current(&self) -> Option<Hold> {
-        match self.slots.lock().get(&self.key()) {
-            Some(Slot::Held { hold, .. }) => Some(hold.clone()),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn state(&self) -> HoldState {
-        self.current().map_or(HoldState::NotHeld, |h| h.state())
-    }
-
-    pub(crate) fn token(&self) -> Option<i64> {
-        self.current()
-            .filter(|h| h.state() != HoldState::Lost)
-            .map(|h| h.token)
-    }
-
-    pub(crate) fn fencing_token(&self) -> Result<i64> {
-        self.token().ok_or(Error::NotHeld)
-    }
-
-    /// How long the calling participant's hold stays provably valid if the server went silent
-    /// now; `None` if it holds nothing.
-    pub(crate) fn lease_remaining(&self) -> Option<Duration> {
-        self.current().map(|h| h.session.lease_remaining())
-    }
-
-    /// Waits (never holding the table) until the calling participant's hold is lost; true if
-    /// lost or nothing is held.
-    pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        self.current().map_or(true, |h| h.wait_lost(timeout))
-    }
-
-    /// Calls `f` when the calling participant's hold is lost (at once if nothing is held).
-    pub(crate) fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
-        match self.current() {
-            Some(h) => h.on_lost(f),
-            None => f(),
-        }
-    }
-
-    pub(crate) fn count(&self) -> usize {
-        match self.slots.lock().get(&self.key()) {
-            Some(Slot::Held { count, .. }) => *count,
-            _ => 0,
-        }
-    }
-}
-
-impl Drop for Holds {
-    fn drop(&mut self) {
-        for (_, slot) in self.slots.get_mut().drain() {
-            if let Slot::Held { hold, .. } = slot {
-                let _ = hold.release();
-            }
-        }
-    }
 }
 
 #[cfg(all(test, feature = "testing"))]

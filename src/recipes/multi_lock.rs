@@ -4,9 +4,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Guard, HoldState, Lock, Lockable, Participant};
+use super::front::{Guard, Guarded, Lockable};
+use super::hold::HoldState;
+use super::raw::Participant;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
+use crate::stats::{LockStats, Stats};
 
 /// Why a [`MultiLock`] acquire did not take every lock: which lock stopped it, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,19 +56,30 @@ impl std::fmt::Display for MultiLockFailure {
 /// }
 /// # Ok::<(), zklock::Error>(())
 /// ```
-pub type MultiLock<'a> = Lock<RawMultiLock<'a>>;
-
-/// Holds every lock of a [`MultiLock`]; releases them (in reverse order) on drop.
-pub type MultiLockGuard<'m, 'a> = Guard<'m, RawMultiLock<'a>>;
-
-/// The recipe of [`MultiLock`]: its locks in the canonical order.
-pub struct RawMultiLock<'a> {
+pub struct MultiLock<'a> {
+    /// The locks, in the canonical order.
     locks: Vec<Box<dyn Lockable + 'a>>,
     last_failure: parking_lot::Mutex<Option<MultiLockFailure>>,
     cancel: parking_lot::Mutex<Vec<Arc<AtomicUsize>>>,
     /// The multi-lock's own statistics (each lock keeps its own too), and when it was taken.
-    stats: crate::stats::Stats,
+    stats: Stats,
     acquired: parking_lot::Mutex<Option<Instant>>,
+}
+
+/// Holds every lock of a [`MultiLock`]; releases them (in reverse order) on drop.
+pub type MultiLockGuard<'m, 'a> = Guard<'m, MultiLock<'a>>;
+
+/// The multi-lock's former raw half: the multi-lock itself now.
+#[deprecated(since = "0.3.0", note = "use `MultiLock`")]
+pub type RawMultiLock<'a> = MultiLock<'a>;
+
+impl std::fmt::Debug for MultiLock<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiLock")
+            .field("paths", &self.paths())
+            .field("state", &self.hold_state())
+            .finish()
+    }
 }
 
 /// In the acquire-progress word: this bit says cancelled, the rest is the index of the lock
@@ -90,27 +104,57 @@ impl<'a> MultiLock<'a> {
                 .cmp(b.path())
                 .then(a.order_rank().cmp(&b.order_rank()))
         });
-        Lock::from_raw(RawMultiLock {
+        MultiLock {
             locks,
             last_failure: parking_lot::Mutex::new(None),
             cancel: parking_lot::Mutex::new(Vec::new()),
             stats: Default::default(),
             acquired: parking_lot::Mutex::new(None),
-        })
+        }
+    }
+
+    /// Blocks until every lock is held.
+    ///
+    /// # Errors
+    /// As [`Lockable::acquire`]; [`MultiLock::last_failure`] says which lock failed.
+    pub fn lock(&self) -> Result<MultiLockGuard<'_, 'a>> {
+        let token = self.acquire(Deadline::Forever)?.ok_or(Error::Timeout)?;
+        Ok(Guard::new(self, token))
+    }
+
+    /// Takes every lock if each is free now: `Ok(None)` otherwise (none is kept).
+    pub fn try_lock(&self) -> Result<Option<MultiLockGuard<'_, 'a>>> {
+        Ok(self
+            .acquire(Deadline::TryOnce)?
+            .map(|t| Guard::new(self, t)))
+    }
+
+    /// Waits at most `timeout` in all for every lock.
+    pub fn try_lock_for(&self, timeout: Duration) -> Result<Option<MultiLockGuard<'_, 'a>>> {
+        Ok(self
+            .acquire(Deadline::after(timeout))?
+            .map(|t| Guard::new(self, t)))
+    }
+
+    /// Waits until `deadline` at most for every lock (one deadline for all).
+    pub fn try_lock_until(&self, deadline: Instant) -> Result<Option<MultiLockGuard<'_, 'a>>> {
+        Ok(self
+            .acquire(Deadline::At(deadline))?
+            .map(|t| Guard::new(self, t)))
     }
 
     /// The paths, in the canonical order the locks are taken.
     pub fn paths(&self) -> Vec<&str> {
-        self.raw.locks.iter().map(|l| l.path()).collect()
+        self.locks.iter().map(|l| l.path()).collect()
     }
 
     /// Which lock stopped the most recent failed acquire, and how (cleared by a success).
     pub fn last_failure(&self) -> Option<MultiLockFailure> {
-        self.raw.last_failure.lock().clone()
+        self.last_failure.lock().clone()
     }
 }
 
-impl RawMultiLock<'_> {
+impl MultiLock<'_> {
     fn acquire_all(&self, d: Deadline, progress: &AtomicUsize) -> Result<bool> {
         for (i, l) in self.locks.iter().enumerate() {
             let cancelled = progress.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |p| {
@@ -169,7 +213,7 @@ impl RawMultiLock<'_> {
     }
 }
 
-impl Lockable for RawMultiLock<'_> {
+impl Lockable for MultiLock<'_> {
     fn path(&self) -> &str {
         self.locks.first().map_or("", |l| l.path())
     }
@@ -195,7 +239,7 @@ impl Lockable for RawMultiLock<'_> {
         })
     }
 
-    fn stats(&self) -> crate::LockStats {
+    fn stats(&self) -> LockStats {
         self.stats.snapshot()
     }
 
@@ -219,10 +263,15 @@ impl Lockable for RawMultiLock<'_> {
             .unwrap_or(HoldState::Held)
     }
 
+    /// The largest of the locks' tokens (what its acquire returned), while every lock is held.
     fn fencing_token(&self) -> Result<i64> {
-        Err(Error::invalid(
-            "a multi-lock has no single fencing token (each of its locks has its own)",
-        ))
+        self.locks
+            .iter()
+            .map(|l| l.fencing_token())
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .max()
+            .ok_or(Error::NotHeld)
     }
 
     /// The shortest of the locks' leases (`None` unless every lock is held).
@@ -318,8 +367,47 @@ impl Lockable for RawMultiLock<'_> {
         }
     }
 
-    fn order_rank(&self) -> u8 {
-        1
+    /// Not revocable as one (make its locks revocable one by one).
+    fn make_revocable(&self, _: Box<dyn Fn() + Send + Sync>) -> Result<()> {
+        Err(Error::invalid(
+            "a multi-lock is not revocable as one (make each of its locks revocable)",
+        ))
+    }
+
+    fn wait_revoke_request(&self, _: Option<Duration>) -> Result<bool> {
+        Err(Error::invalid("a multi-lock was not made revocable"))
+    }
+
+    /// Asks the holders of every lock to let go.
+    fn revoke_holders(&self) -> Result<Vec<String>> {
+        let mut asked = Vec::new();
+        for l in &self.locks {
+            asked.extend(l.revoke_holders()?);
+        }
+        Ok(asked)
+    }
+}
+
+/// A multi-lock's guard answers for the multi-lock (it has one hold of all its locks).
+impl Guarded for MultiLock<'_> {
+    type GuardSend = *const ();
+    fn release_hold(&self, _: i64) -> Result<()> {
+        self.release()
+    }
+    fn hold_state_of(&self, _: i64) -> HoldState {
+        self.hold_state()
+    }
+    fn lease_remaining_of(&self, _: i64) -> Option<Duration> {
+        self.lease_remaining()
+    }
+    fn wait_lost_of(&self, _: i64, timeout: Option<Duration>) -> bool {
+        self.wait_lost(timeout)
+    }
+    fn on_lost_of(&self, _: i64, f: Box<dyn FnOnce() + Send>) {
+        self.on_lost(f)
+    }
+    fn node_of(&self, _: i64) -> Option<String> {
+        None
     }
 }
 

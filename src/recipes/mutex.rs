@@ -1,37 +1,65 @@
-//! The fair, herd-free, reentrant mutex (Curator's `InterProcessMutex` semantics).
+//! The fair, herd-free mutex (Curator's `InterProcessMutex`, reentrant) and the same protocol
+//! with one participant per handle and no reentrancy (Curator's `InterProcessSemaphoreMutex`).
 
-use super::{exclusive_blocker, queue_lockable, Guard, Lock, Owner, Queue, QueueLock};
+use std::marker::PhantomData;
+
+use super::front::{Guard, Lock};
+use super::hold::Hold;
+use super::holds::{Owner, Policy};
+use super::queue::{Queue, Rules};
+use super::raw::{Participant, Recipe};
 use crate::client::Client;
 use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::node::{Kind, Protocol};
+use crate::node::Protocol;
 use crate::wait::CancelToken;
 
-/// The recipe of [`Mutex`]: ephemeral-sequential nodes, first in sequence holds, each waiter
-/// watches only its immediate predecessor.
-pub struct RawMutex {
-    q: QueueLock,
+/// Marks the reentrant mutex's type ([`Mutex`]).
+pub enum Reentrant {}
+
+/// Marks the semaphore mutex's type ([`SemaphoreMutex`]).
+pub enum NonReentrant {}
+
+/// The protocol of [`Mutex`] and [`SemaphoreMutex`]: ephemeral-sequential nodes, first in
+/// sequence holds, each waiter watches only its immediate predecessor. Who may take it again is
+/// the front's policy (`P` only tells the two fronts apart).
+pub struct RawMutex<P = Reentrant> {
+    queue: Queue,
+    _policy: PhantomData<fn() -> P>,
 }
 
-impl RawMutex {
-    pub(crate) fn new(
-        client: &Client,
-        path: &str,
-        protocol: Protocol,
-        owner: Owner,
-    ) -> Result<RawMutex> {
-        let queue = Queue::new(client, path, protocol, Kind::Lock, exclusive_blocker, true)?;
+/// The protocol of [`SemaphoreMutex`].
+pub type RawSemaphoreMutex = RawMutex<NonReentrant>;
+
+impl<P> RawMutex<P> {
+    fn new(client: &Client, path: &str, protocol: Protocol) -> Result<RawMutex<P>> {
         Ok(RawMutex {
-            q: QueueLock::new(queue, owner, true, "mutex"),
+            queue: Queue::new(client, path, protocol)?,
+            _policy: PhantomData,
         })
     }
-
-    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
-        self.q.acquire(d)
-    }
 }
 
-queue_lockable!(RawMutex, q, acquire, 1);
+impl<P> Recipe for RawMutex<P> {
+    type GuardSend = *const ();
+
+    fn path(&self) -> &str {
+        &self.queue.path
+    }
+
+    fn client(&self) -> &Client {
+        &self.queue.client
+    }
+
+    /// The mutex is the queue under the exclusive rules.
+    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+        self.queue.acquire(&Rules::EXCLUSIVE, d, cancel)
+    }
+
+    fn participants(&self) -> Result<Vec<Participant>> {
+        self.queue.participants()
+    }
+}
 
 /// A fair (FIFO), herd-free, reentrant distributed mutex.
 ///
@@ -53,7 +81,7 @@ queue_lockable!(RawMutex, q, acquire, 1);
 pub type Mutex = Lock<RawMutex>;
 
 /// Holds a [`Mutex`]; releases on drop (on the thread that acquired it).
-pub type MutexGuard<'a> = Guard<'a, RawMutex>;
+pub type MutexGuard<'a> = Guard<'a, Mutex>;
 
 impl Mutex {
     /// A mutex at `path`, named with the client's protocol. Holds nothing yet.
@@ -66,32 +94,65 @@ impl Mutex {
 
     /// A mutex at `path` whose nodes are named per `protocol`.
     pub fn with_protocol(client: &Client, path: &str, protocol: Protocol) -> Result<Mutex> {
-        Ok(Lock::from_raw(RawMutex::new(
-            client,
-            path,
-            protocol,
+        let raw = RawMutex::new(client, path, protocol)?;
+        Ok(Lock::from_raw(
+            raw,
             Owner::Thread,
-        )?))
+            Policy::Reentrant,
+            "mutex",
+        ))
     }
 
     /// A mutex whose participant is this handle, not the calling thread: any thread may release
     /// what another acquired through it, and reentrancy counts per handle (the C API's rule).
     pub fn per_handle(client: &Client, path: &str) -> Result<Mutex> {
-        Ok(Lock::from_raw(RawMutex::new(
-            client,
-            path,
-            client.protocol(),
+        let raw = RawMutex::new(client, path, client.protocol())?;
+        Ok(Lock::from_raw(
+            raw,
             Owner::Handle,
-        )?))
+            Policy::Reentrant,
+            "mutex",
+        ))
+    }
+}
+
+/// A fair distributed mutex that is **not** reentrant and that **any** thread may release:
+/// the hold belongs to the handle, not to a thread. A second acquire through a handle that
+/// already holds (or is acquiring) fails with [`Error::WouldDeadlock`](crate::Error::WouldDeadlock)
+/// instead of hanging.
+///
+/// ```no_run
+/// use zklock::{Client, Lockable, Options, SemaphoreMutex};
+/// let client = Client::connect("127.0.0.1:2181", Options::default())?;
+/// let m = std::sync::Arc::new(SemaphoreMutex::new(&client, "/locks/job")?);
+/// std::mem::forget(m.lock()?); // keep the hold past the guard
+/// let m2 = m.clone();
+/// std::thread::spawn(move || m2.release()).join().unwrap()?;
+/// # Ok::<(), zklock::Error>(())
+/// ```
+pub type SemaphoreMutex = Lock<RawSemaphoreMutex>;
+
+/// Holds a [`SemaphoreMutex`]; releases on drop.
+pub type SemaphoreMutexGuard<'a> = Guard<'a, SemaphoreMutex>;
+
+impl SemaphoreMutex {
+    /// A semaphore mutex at `path`, named with the client's protocol.
+    pub fn new(client: &Client, path: &str) -> Result<SemaphoreMutex> {
+        SemaphoreMutex::with_protocol(client, path, client.protocol())
     }
 
-    /// How many times the calling participant holds it (reentrancy count).
-    pub fn hold_count(&self) -> usize {
-        self.raw.q.holds.count()
-    }
-
-    /// A token that cancels this mutex's waiting acquires from any thread.
-    pub fn cancel_token(&self) -> CancelToken {
-        self.raw.q.cancel.clone()
+    /// A semaphore mutex at `path` named per `protocol`.
+    pub fn with_protocol(
+        client: &Client,
+        path: &str,
+        protocol: Protocol,
+    ) -> Result<SemaphoreMutex> {
+        let raw = RawMutex::new(client, path, protocol)?;
+        Ok(Lock::from_raw(
+            raw,
+            Owner::Handle,
+            Policy::Once,
+            "semaphore mutex",
+        ))
     }
 }

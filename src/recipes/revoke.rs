@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
+use super::hold::Hold;
 use crate::client::Session;
 use crate::error::Result;
 
@@ -49,16 +50,11 @@ impl Revocation {
     /// Starts watching `node` (a hold just taken, or held when revocation was enabled) for
     /// requests, until the node goes or the session ends. The watch runs on the executor; the
     /// callbacks run on a thread of their own.
-    /// `shared`: the node's path is used by successive holders (the simple lock): it is this
-    /// hold's only while its czxid is `token`.
-    pub(crate) fn watch(
-        self: &Arc<Self>,
-        session: &Arc<Session>,
-        node: &str,
-        token: i64,
-        shared: bool,
-    ) {
-        let (zk, node, rev) = (session.zk.clone(), node.to_string(), Arc::clone(self));
+    /// At a shared path (the simple lock's, used by successive holders) the node is this hold's
+    /// only while its czxid is the hold's token.
+    pub(crate) fn watch(self: &Arc<Self>, hold: &Hold) {
+        let (zk, node, rev) = (hold.session.zk.clone(), hold.node.clone(), Arc::clone(self));
+        let (token, shared) = (hold.token, hold.shared_path);
         crate::runtime::spawn(async move {
             loop {
                 match zk.get_and_watch_data(&node).await {

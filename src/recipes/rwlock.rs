@@ -1,59 +1,41 @@
 //! The fair, herd-free, reentrant read-write lock (Curator's `InterProcessReadWriteLock`
-//! semantics, kazoo's `ReadLock`/`WriteLock` names in kazoo mode).
+//! semantics, kazoo's `ReadLock`/`WriteLock` names in kazoo mode): one queue, two halves, each
+//! a [`Lock`] with its own holds; each half looks at the other's holds only to downgrade
+//! (write -> read) or to refuse an upgrade.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use super::{
-    queue_lockable, Begin, Guard, Hold, HoldState, Lock, Owner, Participant, Queue, QueueLock,
-};
+use super::front::{Guard, Lock, Lockable};
+use super::hold::{Hold, HoldState};
+use super::holds::{Holds, Owner, Policy};
+use super::protected;
+use super::queue::{Queue, Rules};
+use super::raw::{Participant, Recipe};
 use crate::client::Client;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::node::{self, AttemptId, Contender, Kind, Protocol};
+use crate::node::{self, Protocol};
 use crate::wait::CancelToken;
 
-/// Reader: blocked by the **nearest** earlier writer (any contender that is not a reader, with a
-/// lower sequence number); it is the only blocker iff no other writer precedes it. A reader that
-/// arrives behind a waiting writer therefore waits too (FIFO: writers never starve).
-pub(crate) fn reader_blocker(queue: &[Contender], idx: usize) -> Option<(usize, bool)> {
-    let seq = queue[idx].seq;
-    let mut writers = queue[..idx]
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| node::seq_before(c.seq, seq) && !node::is_reader(&c.name))
-        .map(|(i, _)| i);
-    let nearest = writers.next_back()?;
-    Some((nearest, writers.next().is_none()))
-}
-
-/// Writer: blocked by its immediate predecessor, reader or writer. Contenders with the *same*
-/// number (a downgrade read node made by this writer's holder) do not block it.
-pub(crate) fn writer_blocker(queue: &[Contender], idx: usize) -> Option<(usize, bool)> {
-    let seq = queue[idx].seq;
-    let pred = queue[..idx]
-        .iter()
-        .rposition(|c| node::seq_before(c.seq, seq))?;
-    Some((pred, pred == 0))
-}
-
+/// The queue both halves join.
 struct Core {
-    path: String,
-    protocol: Protocol,
-    client: Client,
-    read: QueueLock,
-    write: QueueLock,
+    queue: Queue,
 }
 
-/// The recipe of [`ReadLock`]: the shared half (readers wait for the nearest earlier writer).
+/// The protocol of [`ReadLock`]: the shared half (readers wait for the nearest earlier writer).
 #[derive(Clone)]
 pub struct RawReadLock {
     core: Arc<Core>,
+    /// The write half's holds: a participant holding the write lock reads by downgrading.
+    write: Weak<Holds>,
 }
 
-/// The recipe of [`WriteLock`]: the exclusive half (writers wait for their predecessor).
+/// The protocol of [`WriteLock`]: the exclusive half (writers wait for their predecessor).
 #[derive(Clone)]
 pub struct RawWriteLock {
     core: Arc<Core>,
+    /// The read half's holds: a participant holding only the read lock cannot upgrade.
+    read: Weak<Holds>,
 }
 
 /// A fair (FIFO by sequence), herd-free, reentrant distributed read-write lock.
@@ -113,10 +95,10 @@ pub type ReadLock = Lock<RawReadLock>;
 pub type WriteLock = Lock<RawWriteLock>;
 
 /// Holds the read lock; releases on drop (on the thread that acquired it).
-pub type ReadGuard<'a> = Guard<'a, RawReadLock>;
+pub type ReadGuard<'a> = Guard<'a, ReadLock>;
 
 /// Holds the write lock; releases on drop (on the thread that acquired it).
-pub type WriteGuard<'a> = Guard<'a, RawWriteLock>;
+pub type WriteGuard<'a> = Guard<'a, WriteLock>;
 
 impl ReadWriteLock {
     /// A read-write lock at `path`, named with the client's protocol. Holds nothing yet.
@@ -145,28 +127,34 @@ impl ReadWriteLock {
         protocol: Protocol,
         owner: Owner,
     ) -> Result<ReadWriteLock> {
-        // Fast handoff (held on the watched node's deletion without listing again) is safe for a
-        // reader whose watched writer was the only earlier writer: writers are always sequential,
-        // so none can appear below us later. It is off for writers: a downgrade read node gets an
-        // earlier writer's number, i.e. it can appear *below* a queued writer.
-        let read_q = Queue::new(client, path, protocol, Kind::Read, reader_blocker, true)?;
-        let write_q = Queue::new(client, path, protocol, Kind::Write, writer_blocker, false)?;
         let core = Arc::new(Core {
-            path: path.to_string(),
-            protocol,
-            client: client.clone(),
-            read: QueueLock::new(read_q, owner, true, "read lock"),
-            write: QueueLock::new(write_q, owner, true, "write lock"),
+            queue: Queue::new(client, path, protocol)?,
         });
+        let holds = |what| {
+            Arc::new(Holds::new(
+                owner,
+                Policy::Reentrant,
+                format!("the {what} at {path}"),
+            ))
+        };
+        let (read_holds, write_holds) = (holds("read lock"), holds("write lock"));
+        let read = RawReadLock {
+            core: core.clone(),
+            write: Arc::downgrade(&write_holds),
+        };
+        let write = RawWriteLock {
+            core,
+            read: Arc::downgrade(&read_holds),
+        };
         Ok(ReadWriteLock {
-            read: Lock::from_raw(RawReadLock { core: core.clone() }),
-            write: Lock::from_raw(RawWriteLock { core }),
+            read: Lock::with_holds(read, read_holds),
+            write: Lock::with_holds(write, write_holds),
         })
     }
 
     /// The lock path.
     pub fn path(&self) -> &str {
-        &self.read.raw.core.path
+        &self.read.raw.core.queue.path
     }
 
     /// The shared (read) half.
@@ -202,51 +190,69 @@ impl ReadWriteLock {
     }
 }
 
-impl RawReadLock {
-    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
-        let core = &self.core;
-        let ticket = match core.read.begin()? {
-            Begin::Reentered(token) => return Ok(Some(token)),
-            Begin::Fresh(t) => t,
-        };
-        if let Some(w) = core.write.holds.current() {
+impl Recipe for RawReadLock {
+    type GuardSend = *const ();
+
+    fn path(&self) -> &str {
+        &self.core.queue.path
+    }
+
+    fn client(&self) -> &Client {
+        &self.core.queue.client
+    }
+
+    /// A participant holding the write lock downgrades; any other queues as a reader.
+    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+        if let Some(w) = self.write.upgrade().and_then(|h| h.hold(None)) {
             if w.state() == HoldState::Lost {
                 return Err(Error::LockLost);
             }
-            return Ok(Some(ticket.complete(core.downgrade(&w, d)?)));
+            return self.core.downgrade(&w, d).map(Some);
         }
-        Ok(core
-            .read
-            .queue
-            .acquire(d, &core.read.cancel)?
-            .map(|h| ticket.complete(h)))
+        self.core.queue.acquire(&Rules::READ, d, cancel)
+    }
+
+    fn participants(&self) -> Result<Vec<Participant>> {
+        self.core.queue.participants()
+    }
+
+    fn order_rank(&self) -> u8 {
+        2
     }
 }
 
-impl RawWriteLock {
-    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
-        let core = &self.core;
-        let ticket = match core.write.begin()? {
-            Begin::Reentered(token) => return Ok(Some(token)),
-            Begin::Fresh(t) => t,
-        };
-        if core.read.holds.count() > 0 {
+impl Recipe for RawWriteLock {
+    type GuardSend = *const ();
+
+    fn path(&self) -> &str {
+        &self.core.queue.path
+    }
+
+    fn client(&self) -> &Client {
+        &self.core.queue.client
+    }
+
+    /// Refuses an upgrade (the write lock would wait for the participant's own read lock);
+    /// queues as a writer otherwise.
+    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+        if self.read.upgrade().is_some_and(|h| h.count() > 0) {
             return Err(Error::WouldDeadlock(format!(
                 "this participant holds the read lock of {}; a read lock cannot be upgraded to the write lock \
                  (the write lock would wait for this very read lock forever): release the read lock first",
-                core.path
+                self.core.queue.path
             )));
         }
-        Ok(core
-            .write
-            .queue
-            .acquire(d, &core.write.cancel)?
-            .map(|h| ticket.complete(h)))
+        self.core.queue.acquire(&Rules::WRITE, d, cancel)
+    }
+
+    fn participants(&self) -> Result<Vec<Participant>> {
+        self.core.queue.participants()
+    }
+
+    fn order_rank(&self) -> u8 {
+        0
     }
 }
-
-queue_lockable!(RawReadLock, core.read, acquire, 2);
-queue_lockable!(RawWriteLock, core.write, acquire, 0);
 
 impl Core {
     /// Write -> read downgrade: a non-sequential read node carrying the held write node's
@@ -255,27 +261,16 @@ impl Core {
     /// hold keeps the write hold's fencing token: the read node's own czxid is newer than writers
     /// queued behind, who must get larger tokens than this holder.
     fn downgrade(&self, write: &Hold, d: Deadline) -> Result<Hold> {
-        let marker = match self.protocol {
-            Protocol::Curator => "__WRIT__",
-            Protocol::Kazoo => "__lock__",
-        };
+        let q = &self.queue;
         let name = crate::path::name(&write.node);
-        let seq = name
-            .rfind(marker)
-            .map(|i| &name[i + marker.len()..])
-            .filter(|s| node::sequence(&format!("x{s}")).is_some())
-            .ok_or_else(|| {
-                Error::ZooKeeper(format!("write lock node {name} has no sequence number"))
-            })?;
-        let read_name = format!(
-            "{}{seq}",
-            AttemptId::new().prefix(self.protocol, Kind::Read)
-        );
-        let data = self.client.holder_id().as_bytes();
-        let (made, _) = super::protected::create_ephemeral(
-            &self.client,
+        let read_name = node::downgrade_name(name, q.protocol).ok_or_else(|| {
+            Error::ZooKeeper(format!("write lock node {name} has no sequence number"))
+        })?;
+        let data = q.client.holder_id().as_bytes();
+        let (made, _) = protected::create_ephemeral(
+            &q.client,
             &write.session,
-            &self.path,
+            &q.path,
             &read_name,
             data,
             false,
@@ -284,92 +279,8 @@ impl Core {
         log::debug!("downgraded {} to the read node {made}", write.node);
         Ok(Hold::new(
             write.session.clone(),
-            format!("{}/{made}", self.path),
+            format!("{}/{made}", q.path),
             write.token,
         ))
-    }
-}
-
-macro_rules! half_extras {
-    ($lock:ident, $half:ident) => {
-        impl $lock {
-            /// How many times the calling participant holds this half (reentrancy count).
-            pub fn hold_count(&self) -> usize {
-                self.raw.core.$half.holds.count()
-            }
-
-            /// A token that cancels this half's waiting acquires from any thread.
-            pub fn cancel_token(&self) -> CancelToken {
-                self.raw.core.$half.cancel.clone()
-            }
-        }
-    };
-}
-half_extras!(ReadLock, read);
-half_extras!(WriteLock, write);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn q(names: &[&str]) -> Vec<Contender> {
-        node::contenders(names.iter().map(|s| s.to_string()).collect())
-    }
-
-    #[test]
-    fn readers_wait_for_the_nearest_earlier_writer_only() {
-        let queue = q(&[
-            "_c_a-__READ__0000000001",
-            "_c_b-__WRIT__0000000002",
-            "_c_c-__READ__0000000003",
-            "_c_d-__WRIT__0000000004",
-            "_c_e-__READ__0000000005",
-        ]);
-        assert_eq!(reader_blocker(&queue, 0), None);
-        assert_eq!(reader_blocker(&queue, 2), Some((1, true)));
-        // Nearest writer (4), not the first (2); not the sole one.
-        assert_eq!(reader_blocker(&queue, 4), Some((3, false)));
-        // A kazoo writer or a plain mutex node blocks readers too (superset rule).
-        let mixed = q(&["k__lock__0000000007", "x__rlock__0000000008"]);
-        assert_eq!(reader_blocker(&mixed, 1), Some((0, true)));
-    }
-
-    #[test]
-    fn writers_wait_for_the_immediate_predecessor() {
-        let queue = q(&[
-            "_c_a-__READ__0000000001",
-            "_c_b-__READ__0000000002",
-            "_c_c-__WRIT__0000000003",
-        ]);
-        assert_eq!(writer_blocker(&queue, 0), None);
-        assert_eq!(writer_blocker(&queue, 2), Some((1, false)));
-        assert_eq!(writer_blocker(&queue, 1), Some((0, true)));
-    }
-
-    #[test]
-    fn a_downgrade_node_blocks_later_writers_but_not_its_writer_or_readers() {
-        // Writer 5 holds and downgraded (read node with number 5); writer 6 queued; reader 7.
-        let queue = q(&[
-            "_c_w-__WRIT__0000000005",
-            "_c_r-__READ__0000000005",
-            "_c_v-__WRIT__0000000006",
-            "_c_s-__READ__0000000007",
-        ]);
-        let w = queue
-            .iter()
-            .position(|c| c.name.starts_with("_c_w"))
-            .unwrap();
-        let r = queue
-            .iter()
-            .position(|c| c.name.starts_with("_c_r"))
-            .unwrap();
-        assert_eq!(writer_blocker(&queue, w), None);
-        assert_eq!(reader_blocker(&queue, r), None);
-        assert_eq!(writer_blocker(&queue, 2).map(|b| b.0), Some(1));
-        assert_eq!(reader_blocker(&queue, 3), Some((2, false)));
-        // Once the writer released, the downgrade node still holds and blocks writer 6.
-        let after = q(&["_c_r-__READ__0000000005", "_c_v-__WRIT__0000000006"]);
-        assert_eq!(reader_blocker(&after, 0), None);
-        assert_eq!(writer_blocker(&after, 1), Some((0, true)));
     }
 }

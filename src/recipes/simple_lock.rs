@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use zookeeper_client as zk;
 
-use super::hold::{background_forget, Begin};
-use super::{Guard, Hold, Holds, Lock, Owner, Participant};
+use super::front::{Guard, Lock};
+use super::hold::{background_forget, Hold};
+use super::holds::{Owner, Policy};
+use super::raw::{Participant, Recipe};
 use crate::client::{is_retriable, Client, Session};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -21,8 +23,6 @@ const ATTEMPT_MARK: &str = "\nzklock-attempt:";
 pub struct RawSimpleLock {
     client: Client,
     path: String,
-    holds: Holds,
-    cancel: CancelToken,
 }
 
 /// The cheapest lock: one ephemeral node at the path itself, holding the holder id.
@@ -40,18 +40,22 @@ pub struct RawSimpleLock {
 pub type SimpleLock = Lock<RawSimpleLock>;
 
 /// Holds a [`SimpleLock`]; releases on drop.
-pub type SimpleLockGuard<'a> = Guard<'a, RawSimpleLock>;
+pub type SimpleLockGuard<'a> = Guard<'a, SimpleLock>;
 
 impl SimpleLock {
     /// A simple lock at `path`.
     pub fn new(client: &Client, path: &str) -> Result<SimpleLock> {
         crate::path::validate_path(path)?;
-        Ok(Lock::from_raw(RawSimpleLock {
+        let raw = RawSimpleLock {
             client: client.clone(),
             path: path.to_string(),
-            holds: Holds::new(Owner::Handle, false, format!("the simple lock at {path}")),
-            cancel: CancelToken::new(),
-        }))
+        };
+        Ok(Lock::from_raw(
+            raw,
+            Owner::Handle,
+            Policy::Once,
+            "simple lock",
+        ))
     }
 }
 
@@ -132,16 +136,23 @@ impl RawSimpleLock {
             }
         }
     }
+}
 
-    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+impl Recipe for RawSimpleLock {
+    type GuardSend = *const ();
+
+    fn path(&self) -> &str {
+        &self.path
+    }
+    fn client(&self) -> &Client {
+        &self.client
+    }
+    /// Creates the node at the path, or waits for it to go and tries again.
+    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
         // This thread waits for every request it sends here (see `runtime::Caller`).
         let _caller = crate::runtime::Caller::enter();
-        let ticket = match self.holds.begin()? {
-            Begin::Fresh(t) => t,
-            Begin::Reentered(t) => return Ok(Some(t)),
-        };
         // Registered first: a cancel from here on is heard, even while a fresh session opens.
-        let reg = self.cancel.register();
+        let reg = cancel.register();
         // A try-once attempt still needs its requests answered: one session timeout in all.
         let (try_once, d) = d.pinned(self.client.session_timeout());
         let session = self.client.session_for(d, Some(&reg.signal))?;
@@ -154,7 +165,7 @@ impl RawSimpleLock {
                     let _ = h.release();
                     return Err(session.ended_error().unwrap_or(Error::Cancelled));
                 }
-                return Ok(Some(ticket.complete(h)));
+                return Ok(Some(h));
             }
             if try_once {
                 return Ok(None);
@@ -181,19 +192,7 @@ impl RawSimpleLock {
             }
         }
     }
-}
 
-impl super::Lockable for RawSimpleLock {
-    fn path(&self) -> &str {
-        &self.path
-    }
-    fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
-        self.holds.stats.attempt(|| RawSimpleLock::acquire(self, d))
-    }
-    super::holds_methods!(holds, cancel);
-    fn request_revoke(&self, node: &str) -> Result<bool> {
-        self.client.request_revoke(node)
-    }
     /// The parent: its children change when the lock's node comes and goes.
     fn queue_path(&self) -> String {
         crate::path::parent(&self.path).to_string()

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use zklock::testing::TestingServer;
-use zklock::{Client, Options};
+use zklock::{Client, Lockable, Options};
 
 pub fn server() -> TestingServer {
     TestingServer::start()

@@ -1,0 +1,277 @@
+//! Who holds: a lock handle's participants and their holds, and the rules every recipe shares
+//! (`docs/hold-model.md`): a second acquire while an attempt is under way is refused (never two
+//! nodes for one participant), a reentrant acquire counts, a release removes only the hold it
+//! releases. The front ([`Lock`](super::front::Lock)) keeps one table per handle.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use super::hold::{Hold, HoldState};
+use super::revoke::Revocation;
+use crate::error::{Error, Result};
+use crate::stats::Stats;
+
+/// Whose holds a table keeps apart: one participant per handle (C handles, the semaphore mutex,
+/// the simple lock, the semaphore) or one per thread (the Rust `Mutex` and read-write halves,
+/// as Curator's `InterProcessMutex`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Handle,
+    Thread,
+}
+
+/// How many holds one participant may keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Policy {
+    /// One hold, taken again by counting (the mutex, the read-write halves).
+    Reentrant,
+    /// One hold; a second acquire is refused (the semaphore mutex, the simple lock).
+    Once,
+    /// Up to this many holds at once, each its own (the semaphore's leases): one more than that
+    /// could only wait for the participant itself.
+    Leases(usize),
+}
+
+/// One participant's holds (most recent last) and its attempts under way.
+#[derive(Default)]
+struct Entry {
+    held: Vec<Hold>,
+    /// The reentrant count of the one hold (`Policy::Reentrant`).
+    depth: usize,
+    acquiring: usize,
+}
+
+/// The holds of one lock handle's participants.
+pub(crate) struct Holds {
+    owner: Owner,
+    policy: Policy,
+    /// The lock, in words, for errors ("the mutex at /locks/a").
+    what: String,
+    entries: parking_lot::Mutex<HashMap<Option<ThreadId>, Entry>>,
+    /// The handle's statistics (counted by the front's acquire and by every release).
+    pub(crate) stats: Stats,
+    /// Whether its holds are revocable, and the requests seen.
+    revocation: Arc<Revocation>,
+}
+
+/// How an acquire starts.
+pub(crate) enum Begin<'a> {
+    /// The participant already held it (reentrant): the count went up; this is the token.
+    Reentered(i64),
+    /// A fresh attempt: complete it with the hold it makes, or drop it.
+    Fresh(Ticket<'a>),
+}
+
+/// A participant's attempt under way. Dropped without a hold, it lets the next attempt start.
+pub(crate) struct Ticket<'a> {
+    holds: &'a Holds,
+    key: Option<ThreadId>,
+    started: Instant,
+    done: bool,
+}
+
+impl Ticket<'_> {
+    /// Records the attempt's hold; returns its fencing token.
+    pub(crate) fn complete(mut self, hold: Hold) -> i64 {
+        let token = hold.token;
+        log::debug!(
+            "acquired {} after waiting {:?} (fencing token {token})",
+            hold.node,
+            self.started.elapsed()
+        );
+        let watch = self.holds.revocation.enabled().then(|| hold.clone());
+        {
+            let mut entries = self.holds.entries.lock();
+            let e = entries.entry(self.key).or_default();
+            e.acquiring -= 1;
+            e.held.push(hold);
+            e.depth = 1;
+        }
+        self.done = true;
+        if let Some(h) = watch {
+            self.holds.revocation.watch(&h);
+        }
+        token
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let mut entries = self.holds.entries.lock();
+            if let Some(e) = entries.get_mut(&self.key) {
+                e.acquiring -= 1;
+                if e.acquiring == 0 && e.held.is_empty() {
+                    entries.remove(&self.key);
+                }
+            }
+        }
+    }
+}
+
+impl Holds {
+    pub(crate) fn new(owner: Owner, policy: Policy, what: String) -> Holds {
+        Holds {
+            owner,
+            policy,
+            what,
+            entries: parking_lot::Mutex::new(HashMap::new()),
+            stats: Default::default(),
+            revocation: Default::default(),
+        }
+    }
+
+    fn key(&self) -> Option<ThreadId> {
+        match self.owner {
+            Owner::Handle => None,
+            Owner::Thread => Some(std::thread::current().id()),
+        }
+    }
+
+    /// Starts an acquire of the calling participant, by the table's policy.
+    pub(crate) fn begin(&self) -> Result<Begin<'_>> {
+        let what = &self.what;
+        let key = self.key();
+        let mut entries = self.entries.lock();
+        let e = entries.entry(key).or_default();
+        match self.policy {
+            Policy::Leases(max) if e.held.len() + e.acquiring >= max => {
+                return Err(Error::WouldDeadlock(format!(
+                    "this handle's own leases (and acquires under way) already fill all {max} of \
+                     {what}: the acquire could only wait for itself"
+                )));
+            }
+            Policy::Leases(_) => {}
+            _ if e.acquiring > 0 => {
+                return Err(Error::WouldDeadlock(format!(
+                    "an acquire of {what} is already under way for this participant"
+                )));
+            }
+            Policy::Once if !e.held.is_empty() => {
+                return Err(Error::WouldDeadlock(format!(
+                    "{what} is already held by this handle and is not reentrant"
+                )));
+            }
+            Policy::Reentrant if !e.held.is_empty() => {
+                let hold = &e.held[0];
+                if hold.state() == HoldState::Lost {
+                    return Err(Error::LockLost);
+                }
+                e.depth += 1;
+                return Ok(Begin::Reentered(hold.token));
+            }
+            _ => {}
+        }
+        e.acquiring += 1;
+        Ok(Begin::Fresh(Ticket {
+            holds: self,
+            key,
+            started: Instant::now(),
+            done: false,
+        }))
+    }
+
+    /// Releases one hold of the calling participant: the one with fencing token `token`, or
+    /// its most recent (None). The last of a reentrant count deletes the node through the one
+    /// release path. `NotHeld` if there is no such hold.
+    pub(crate) fn release(&self, token: Option<i64>) -> Result<()> {
+        let hold = {
+            let key = self.key();
+            let mut entries = self.entries.lock();
+            let Some(e) = entries.get_mut(&key) else {
+                return Err(Error::NotHeld);
+            };
+            let Some(i) = (match token {
+                None => e.held.len().checked_sub(1),
+                Some(t) => e.held.iter().rposition(|h| h.token == t),
+            }) else {
+                return Err(Error::NotHeld);
+            };
+            if self.policy == Policy::Reentrant && e.depth > 1 {
+                e.depth -= 1;
+                return Ok(());
+            }
+            let hold = e.held.remove(i);
+            if e.held.is_empty() && e.acquiring == 0 {
+                entries.remove(&key);
+            }
+            hold
+        };
+        let acquired = hold.acquired;
+        let r = hold.release();
+        self.stats.hold_ended(acquired.elapsed(), &r);
+        self.revocation.notify();
+        r
+    }
+
+    /// Makes the participants' holds revocable from now on (the current holds too); `f` is
+    /// called on each request, on a thread of its own.
+    pub(crate) fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let first = !self.revocation.enabled();
+        self.revocation.enable(Arc::from(f));
+        if first {
+            let held: Vec<Hold> = self
+                .entries
+                .lock()
+                .values()
+                .flat_map(|e| e.held.iter().cloned())
+                .collect();
+            for h in held {
+                self.revocation.watch(&h);
+            }
+        }
+    }
+
+    /// Waits until someone asks the calling participant's hold to be given up: `Ok(true)` if
+    /// asked, `Ok(false)` at the timeout; `NotHeld` if it holds nothing (or let go meanwhile).
+    pub(crate) fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool> {
+        if !self.revocation.enabled() {
+            return Err(Error::invalid(format!(
+                "{} was not made revocable: nobody can ask it to let go",
+                self.what
+            )));
+        }
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        match self
+            .revocation
+            .wait(|| self.hold(None).map(|h| (h.node, h.token)), deadline)
+        {
+            Some(true) => Ok(true),
+            Some(false) => Err(Error::NotHeld),
+            None => Ok(false),
+        }
+    }
+
+    /// The calling participant's hold with fencing token `token`, or its most recent (a copy:
+    /// never wait while holding the table).
+    pub(crate) fn hold(&self, token: Option<i64>) -> Option<Hold> {
+        let entries = self.entries.lock();
+        let held = &entries.get(&self.key())?.held;
+        match token {
+            None => held.last().cloned(),
+            Some(t) => held.iter().rev().find(|h| h.token == t).cloned(),
+        }
+    }
+
+    /// How many times the calling participant holds it: the reentrant count, or its holds.
+    pub(crate) fn count(&self) -> usize {
+        match self.entries.lock().get(&self.key()) {
+            Some(e) if e.held.is_empty() => 0,
+            Some(e) if self.policy == Policy::Reentrant => e.depth,
+            Some(e) => e.held.len(),
+            None => 0,
+        }
+    }
+}
+
+impl Drop for Holds {
+    fn drop(&mut self) {
+        for (_, e) in self.entries.get_mut().drain() {
+            for hold in e.held.into_iter().rev() {
+                let _ = hold.release();
+            }
+        }
+    }
+}

@@ -1,0 +1,383 @@
+//! The queue engine of the mutex, the semaphore mutex, the read-write halves and the
+//! semaphore's guarding mutex: a participant's ephemeral-sequential node in a lock's queue, and
+//! the acquire loop (create, list, watch the one node that blocks us, wait). Which node blocks
+//! which is a recipe's [`Rules`].
+
+use std::sync::Arc;
+
+use zookeeper_client as zk;
+
+use super::hold::{self, Hold};
+use super::protected;
+use super::raw::Participant;
+use crate::client::{Client, Session};
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::node::{self, AttemptId, Contender, Kind, Protocol};
+use crate::runtime::Outcome;
+use crate::wait::CancelToken;
+
+/// The earlier contender a participant must wait for, if any, and whether it is the only
+/// contender ahead that blocks it.
+pub(crate) type Blocker = fn(&[Contender], usize) -> Option<(usize, bool)>;
+
+/// How one kind of participant queues: its node kind, who blocks it, and whether the deletion
+/// of a sole blocker may mean "held" without listing again (only where the listing proves that
+/// no node can appear ahead of ours: hold-model.md).
+pub(crate) struct Rules {
+    pub(crate) kind: Kind,
+    pub(crate) blocker: Blocker,
+    pub(crate) fast_handoff: bool,
+}
+
+impl Rules {
+    /// The mutex (and the semaphore's guarding mutex): first in sequence holds.
+    pub(crate) const EXCLUSIVE: Rules = Rules {
+        kind: Kind::Lock,
+        blocker: exclusive_blocker,
+        fast_handoff: true,
+    };
+    /// A reader: the fast handoff is safe when its watched writer was the only earlier writer
+    /// (writers are always sequential, so none can appear below it later).
+    pub(crate) const READ: Rules = Rules {
+        kind: Kind::Read,
+        blocker: reader_blocker,
+        fast_handoff: true,
+    };
+    /// A writer: no fast handoff (a downgrade read node gets an earlier writer's number, i.e.
+    /// it can appear below a queued writer).
+    pub(crate) const WRITE: Rules = Rules {
+        kind: Kind::Write,
+        blocker: writer_blocker,
+        fast_handoff: false,
+    };
+}
+
+/// Exclusive: blocked by the immediate predecessor; it is the only blocker iff it is first.
+fn exclusive_blocker(_: &[Contender], idx: usize) -> Option<(usize, bool)> {
+    if idx == 0 {
+        None
+    } else {
+        Some((idx - 1, idx == 1))
+    }
+}
+
+/// Reader: blocked by the **nearest** earlier writer (any contender that is not a reader, with a
+/// lower sequence number); it is the only blocker iff no other writer precedes it. A reader that
+/// arrives behind a waiting writer therefore waits too (FIFO: writers never starve).
+pub(crate) fn reader_blocker(queue: &[Contender], idx: usize) -> Option<(usize, bool)> {
+    let seq = queue[idx].seq;
+    let mut writers = queue[..idx]
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| node::seq_before(c.seq, seq) && !node::is_reader(&c.name))
+        .map(|(i, _)| i);
+    let nearest = writers.next_back()?;
+    Some((nearest, writers.next().is_none()))
+}
+
+/// Writer: blocked by its immediate predecessor, reader or writer. Contenders with the *same*
+/// number (a downgrade read node made by this writer's holder) do not block it.
+pub(crate) fn writer_blocker(queue: &[Contender], idx: usize) -> Option<(usize, bool)> {
+    let seq = queue[idx].seq;
+    let pred = queue[..idx]
+        .iter()
+        .rposition(|c| node::seq_before(c.seq, seq))?;
+    Some((pred, pred == 0))
+}
+
+/// A lock's queue at one path: where the contenders' nodes go and how they are named.
+#[derive(Clone)]
+pub(crate) struct Queue {
+    pub(crate) client: Client,
+    pub(crate) path: String,
+    pub(crate) protocol: Protocol,
+}
+
+impl Queue {
+    pub(crate) fn new(client: &Client, path: &str, protocol: Protocol) -> Result<Queue> {
+        crate::path::validate_path(path)?;
+        Ok(Queue {
+            client: client.clone(),
+            path: path.to_string(),
+            protocol,
+        })
+    }
+
+    fn child(&self, name: &str) -> String {
+        format!("{}/{}", self.path, name)
+    }
+
+    /// Creates our node and lists the queue, pipelined: both requests leave before we wait for
+    /// either, so this costs one round trip. Returns (our node name, czxid, children).
+    fn create_and_list(
+        &self,
+        session: &Arc<Session>,
+        prefix: &str,
+        d: Deadline,
+    ) -> Result<(String, i64, Vec<String>)> {
+        let full_prefix = self.child(prefix);
+        let data = self.client.holder_id().as_bytes();
+        let opts = self
+            .client
+            .create_options(zk::CreateMode::EphemeralSequential);
+        let mut parents_made = false;
+        loop {
+            let create = session.zk.create(&full_prefix, data, &opts);
+            let list = session.zk.list_children(&self.path);
+            // Replies come in request order: wait for the listing's first, and the create's is
+            // then already in (this thread is woken once per round trip, not twice).
+            let listed = session.call(list, d);
+            let (name, czxid) = match session.call(create, d) {
+                Ok((stat, seq)) => {
+                    let name = format!("{prefix}{seq}");
+                    if let Ok(children) = listed {
+                        return Ok((name, stat.czxid, children));
+                    }
+                    (name, stat.czxid)
+                }
+                Err(zk::Error::NoNode) if !parents_made => {
+                    self.client.create_parents(
+                        session,
+                        &self.path,
+                        session.cap(d),
+                        self.protocol,
+                    )?;
+                    parents_made = true;
+                    continue;
+                }
+                Err(e) if crate::client::is_retriable(&e) => {
+                    // The create may have been applied although its reply was lost: find our node
+                    // by its unique id before creating again (never two nodes for one attempt).
+                    match protected::recover(session, &self.path, prefix, true, d)? {
+                        Some(found) => found,
+                        None => continue,
+                    }
+                }
+                Err(e) => return Err(session.map_err(e)),
+            };
+            return match self.list(session, d) {
+                Ok(children) => Ok((name, czxid, children)),
+                Err(e) => {
+                    self.cleanup(session, &name);
+                    Err(e)
+                }
+            };
+        }
+    }
+
+    fn list(&self, session: &Session, d: Deadline) -> Result<Vec<String>> {
+        match session.retry(d, || session.zk.list_children(&self.path)) {
+            Ok(c) => Ok(c),
+            Err(zk::Error::NoNode) => Ok(Vec::new()),
+            Err(e) => Err(session.map_err(e)),
+        }
+    }
+
+    /// One attempt through the queue by `rules`: `Ok(None)` when not acquired by `d` (nothing
+    /// left). The hold says whether the attempt had to wait for another holder.
+    pub(crate) fn acquire(
+        &self,
+        rules: &Rules,
+        d: Deadline,
+        cancel: &CancelToken,
+    ) -> Result<Option<Hold>> {
+        // This thread waits for every request it sends here (see `runtime::Caller`).
+        let _caller = crate::runtime::Caller::enter();
+        // Registered first: a cancel from here on is heard, even while a fresh session opens.
+        let reg = cancel.register();
+        // A try-once attempt has one instant for every step.
+        let (try_once, d) = d.pinned(self.client.session_timeout());
+        let session = self.client.session_for(d, Some(&reg.signal))?;
+        let prefix = AttemptId::new().prefix(self.protocol, rules.kind);
+        let (mut name, mut token, mut children) = self.create_and_list(&session, &prefix, d)?;
+        let mut waited = false;
+        // Held, unless a cancel came meanwhile (then the node goes: cancel works at any time).
+        let held = |name: &str, token: i64, waited: bool| {
+            if reg.signal.is_cancelled() {
+                self.cleanup(&session, name);
+                return Err(session.ended_error().unwrap_or(Error::Cancelled));
+            }
+            let mut hold = Hold::new(session.clone(), self.child(name), token);
+            hold.waited = waited;
+            Ok(Some(hold))
+        };
+        loop {
+            let queue = node::contenders(children);
+            let Some(idx) = queue.iter().position(|c| c.name == name) else {
+                // Our node is gone although the session lives (deleted by hand): queue again.
+                if let Some(e) = session.ended_error() {
+                    return Err(e);
+                }
+                log::warn!("lock node {name} vanished; queueing again");
+                (name, token, children) = self.create_and_list(&session, &prefix, d)?;
+                continue;
+            };
+            let Some((w, sole)) = (rules.blocker)(&queue, idx) else {
+                return held(&name, token, waited);
+            };
+            if try_once {
+                self.cleanup(&session, &name);
+                return Ok(None);
+            }
+            // The no-relist handoff is safe only if nothing can appear ahead of us: a downgrade
+            // read node (non-sequential, carrying an earlier writer's number) can, so it is off
+            // when a node ahead could be a writer that downgrades. Readers are not blocked by
+            // read nodes, so for them it always holds.
+            let fast = rules.fast_handoff
+                && sole
+                && (rules.kind == Kind::Read
+                    || !queue[..idx].iter().any(|c| node::may_downgrade(&c.name)));
+            let target = self.child(&queue[w].name);
+            // Keep nothing of the listing while we wait: it is O(queue length) per waiter, so
+            // O(n²) memory for n waiters in one process.
+            drop(queue);
+            let watched = match session.call(session.zk.check_and_watch_stat(&target), d) {
+                Ok((Some(_), watcher)) => Some(watcher),
+                // Any connection trouble (the crate fails a request on a reset socket with the
+                // socket's error, not ConnectionLoss): look again once reconnected.
+                Ok((None, _)) => None,
+                Err(e) if crate::client::is_retriable(&e) => None,
+                Err(e) => {
+                    self.cleanup(&session, &name);
+                    return Err(session.map_err(e));
+                }
+            };
+            if let Some(watcher) = watched {
+                match session.wait_watch(watcher, d.instant(), &reg.signal) {
+                    Outcome::Ready(ev) => match ev.event_type {
+                        zk::EventType::NodeDeleted if fast => return held(&name, token, true),
+                        zk::EventType::Session if ev.session_state.is_terminated() => {
+                            return Err(session.ended_error().unwrap_or(Error::SessionExpired));
+                        }
+                        _ => {}
+                    },
+                    Outcome::TimedOut => {
+                        self.cleanup(&session, &name);
+                        return Ok(None);
+                    }
+                    Outcome::Cancelled => {
+                        self.cleanup(&session, &name);
+                        return Err(session.ended_error().unwrap_or(Error::Cancelled));
+                    }
+                }
+            } else if d.passed() {
+                self.cleanup(&session, &name);
+                return Ok(None);
+            }
+            waited = true;
+            children = match self.list(&session, d) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.cleanup(&session, &name);
+                    return Err(e);
+                }
+            };
+        }
+    }
+
+    /// Deletes our node of a failed attempt: now if possible, else in the background.
+    fn cleanup(&self, session: &Arc<Session>, name: &str) {
+        let _ = hold::remove_node(session, &self.child(name), false);
+    }
+
+    /// The queue: every contender with its holder id, in order.
+    pub(crate) fn participants(&self) -> Result<Vec<Participant>> {
+        let session = self.client.session()?;
+        let queue = node::contenders(self.list(&session, Deadline::Forever)?);
+        let d = session.call_deadline();
+        let futs: Vec<_> = queue
+            .iter()
+            .map(|c| session.zk.get_data(&self.child(&c.name)))
+            .collect();
+        let mut out = Vec::with_capacity(queue.len());
+        for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
+            let (holder_id, created_ms) = match session.wait_raw(f, d) {
+                Ok((data, stat)) => (String::from_utf8(data).unwrap_or_default(), stat.ctime),
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(session.map_err(e)),
+            };
+            let is_reader = node::is_reader(&c.name);
+            let is_holder = if is_reader {
+                reader_blocker(&queue, i).is_none()
+            } else {
+                writer_blocker(&queue, i).is_none()
+            };
+            out.push(Participant {
+                node: c.name.clone(),
+                sequence: c.seq,
+                holder_id,
+                is_holder,
+                is_reader,
+                created_ms,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(names: &[&str]) -> Vec<Contender> {
+        node::contenders(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn readers_wait_for_the_nearest_earlier_writer_only() {
+        let queue = q(&[
+            "_c_a-__READ__0000000001",
+            "_c_b-__WRIT__0000000002",
+            "_c_c-__READ__0000000003",
+            "_c_d-__WRIT__0000000004",
+            "_c_e-__READ__0000000005",
+        ]);
+        assert_eq!(reader_blocker(&queue, 0), None);
+        assert_eq!(reader_blocker(&queue, 2), Some((1, true)));
+        // Nearest writer (4), not the first (2); not the sole one.
+        assert_eq!(reader_blocker(&queue, 4), Some((3, false)));
+        // A kazoo writer or a plain mutex node blocks readers too (superset rule).
+        let mixed = q(&["k__lock__0000000007", "x__rlock__0000000008"]);
+        assert_eq!(reader_blocker(&mixed, 1), Some((0, true)));
+    }
+
+    #[test]
+    fn writers_wait_for_the_immediate_predecessor() {
+        let queue = q(&[
+            "_c_a-__READ__0000000001",
+            "_c_b-__READ__0000000002",
+            "_c_c-__WRIT__0000000003",
+        ]);
+        assert_eq!(writer_blocker(&queue, 0), None);
+        assert_eq!(writer_blocker(&queue, 2), Some((1, false)));
+        assert_eq!(writer_blocker(&queue, 1), Some((0, true)));
+    }
+
+    #[test]
+    fn a_downgrade_node_blocks_later_writers_but_not_its_writer_or_readers() {
+        // Writer 5 holds and downgraded (read node with number 5); writer 6 queued; reader 7.
+        let queue = q(&[
+            "_c_w-__WRIT__0000000005",
+            "_c_r-__READ__0000000005",
+            "_c_v-__WRIT__0000000006",
+            "_c_s-__READ__0000000007",
+        ]);
+        let w = queue
+            .iter()
+            .position(|c| c.name.starts_with("_c_w"))
+            .unwrap();
+        let r = queue
+            .iter()
+            .position(|c| c.name.starts_with("_c_r"))
+            .unwrap();
+        assert_eq!(writer_blocker(&queue, w), None);
+        assert_eq!(reader_blocker(&queue, r), None);
+        assert_eq!(writer_blocker(&queue, 2).map(|b| b.0), Some(1));
+        assert_eq!(reader_blocker(&queue, 3), Some((2, false)));
+        // Once the writer released, the downgrade node still holds and blocks writer 6.
+        let after = q(&["_c_r-__READ__0000000005", "_c_v-__WRIT__0000000006"]);
+        assert_eq!(reader_blocker(&after, 0), None);
+        assert_eq!(writer_blocker(&after, 1), Some((0, true)));
+    }
+}

@@ -1,0 +1,66 @@
+//! What a recipe is to the front: its protocol only (as `lock_api::RawMutex` is to
+//! `lock_api::Mutex`). Who holds, reentrancy, cancel, statistics, revocation and the guard are
+//! the front's ([`Lock`](super::front::Lock)); a recipe makes one attempt and answers who is
+//! queued. The trait is sealed: public in name (the front's bounds name it), reachable by no
+//! user.
+
+use super::hold::Hold;
+use crate::client::Client;
+use crate::deadline::Deadline;
+use crate::error::Result;
+use crate::wait::CancelToken;
+
+/// One contender in a lock's queue, as `participants()` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Participant {
+    /// The node's name (a child of the lock path).
+    pub node: String,
+    /// The sequence number the server gave it (queue order).
+    pub sequence: i64,
+    /// The holder id stored in the node (empty if the node had no UTF-8 data).
+    pub holder_id: String,
+    /// Whether this participant holds the lock now.
+    pub is_holder: bool,
+    /// Whether it is a reader (shared) node of a read-write lock.
+    pub is_reader: bool,
+    /// When its node was created, by the server's clock, in milliseconds since the Unix epoch
+    /// (how long it has been queued or holding: `zklock holders --watch` shows it).
+    pub created_ms: i64,
+}
+
+/// A lock protocol: the raw half of a [`Lock`](super::front::Lock).
+pub trait Recipe: Send + Sync {
+    /// Whether a guard of this recipe may go to another thread: `()` if its participant is the
+    /// handle whatever it was made with (the semaphore), `*const ()` if it may be the thread.
+    #[doc(hidden)]
+    type GuardSend;
+
+    /// The lock path.
+    fn path(&self) -> &str;
+
+    /// The client its sessions come from.
+    fn client(&self) -> &Client;
+
+    /// One attempt of a participant that holds nothing yet: `Ok(Some(hold))` held, `Ok(None)`
+    /// not by `d` (nothing of the attempt is left on the server then, nor on any error). A
+    /// cancel of `cancel` ends it with `Error::Cancelled` at any time.
+    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>>;
+
+    /// The queue, in order, with each participant's holder id.
+    fn participants(&self) -> Result<Vec<Participant>>;
+
+    /// The node whose children change with the queue (the lock path unless said otherwise).
+    fn queue_path(&self) -> String {
+        self.path().to_string()
+    }
+
+    /// The multi-lock's tie-break between locks on one path (write 0, others 1, read 2).
+    fn order_rank(&self) -> u8 {
+        1
+    }
+
+    /// Whether holders may be asked to let go (Curator's revocation).
+    fn revocable(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,177 @@
+//! The semaphore in Curator's layout (`InterProcessSemaphoreV2`): `P/locks/` is a fair mutex
+//! guarding the count, leases are ephemeral-sequential `P/leases/_c_<uuid>-lease-<seq>`; the
+//! mutex holder creates its lease node, then holds the lease once the number of lease nodes is
+//! <= N (watching `P/leases` until it is). An acquirer that found the mutex free sends its lease
+//! create, the listing and the mutex's delete in one round trip (3 a cycle with the release, not
+//! 4); if the count is then over N it removes its lease node and queues for the mutex again, to
+//! wait holding it as Curator does.
+
+use std::sync::Arc;
+
+use zookeeper_client as zk;
+
+use super::leases::{list_watch, wait, Leases};
+use crate::client::Session;
+use crate::deadline::Deadline;
+use crate::error::Result;
+use crate::node::lease_prefix;
+use crate::recipes::hold::{remove_node, Hold};
+use crate::recipes::protected::{self, create_ephemeral};
+use crate::wait::Registration;
+
+/// What [`RawSemaphore::take_curator_at_once`] came to.
+pub(super) enum AtOnce {
+    /// The lease is ours.
+    Held(Hold),
+    /// Every lease was taken (our node is gone again, and so is our hold of the mutex).
+    Full,
+    /// Not learned (parents missing, connection lost); nothing of ours is left.
+    Again,
+}
+
+impl Leases {
+    /// Curator: create our lease node, then hold once there are at most N lease nodes.
+    pub(super) fn take_curator(
+        &self,
+        session: &Arc<Session>,
+        d: Deadline,
+        reg: &Registration<'_>,
+    ) -> Result<Option<Hold>> {
+        let prefix = lease_prefix();
+        let data = self.client.holder_id().as_bytes();
+        // First try: create our lease node and list the leases in one round trip.
+        let (mut made, mut listed) = self.create_and_list(session, &prefix, data, d, None)?;
+        loop {
+            let (name, token) = match &made {
+                Some(m) => m.clone(),
+                None => {
+                    let m =
+                        create_ephemeral(&self.client, session, &self.dir, &prefix, data, true, d)?;
+                    made = Some(m.clone());
+                    m
+                }
+            };
+            let listing = match listed.take() {
+                Some(c) => Ok(Some((c, None))),
+                None => list_watch(session, &self.dir, d).map(|l| l.map(|(c, w)| (c, Some(w)))),
+            };
+            let (children, watcher) = match listing {
+                Ok(Some((c, w))) => (c, w),
+                Ok(None) => (Vec::new(), None),
+                Err(e) => {
+                    let _ = remove_node(session, &self.child(&name), false);
+                    return Err(e);
+                }
+            };
+            if !children.contains(&name) {
+                if let Some(e) = session.ended_error() {
+                    return Err(e);
+                }
+                log::warn!("lease node {name} vanished; creating it again");
+                made = None;
+                continue;
+            }
+            if children.len() <= self.max_leases as usize {
+                return Ok(Some(Hold::new(session.clone(), self.child(&name), token)));
+            }
+            if d.is_try_once() {
+                let _ = remove_node(session, &self.child(&name), false);
+                return Ok(None);
+            }
+            // Listed without a watch (the first time): list again, with one.
+            let Some(watcher) = watcher else { continue };
+            match wait(session, watcher, d, reg) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let _ = remove_node(session, &self.child(&name), false);
+                    return Ok(None);
+                }
+                Err(e) => {
+                    let _ = remove_node(session, &self.child(&name), false);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Curator, while a lease is mostly free: create our lease node, list the leases and release
+    /// the guarding mutex in one round trip (a session's requests are applied in order, so the
+    /// node is made and counted while the mutex is still ours). With at most N lease nodes the
+    /// lease is held; otherwise the node goes away again (`Full`): a lease waiter must keep the
+    /// mutex while it waits (waiters that counted each other's nodes without it could wait for
+    /// ever), so the caller takes the mutex again and waits the ordinary way. The count alone
+    /// keeps leases apart: at most N nodes existed when ours was counted.
+    pub(super) fn take_curator_at_once(
+        &self,
+        session: &Arc<Session>,
+        guard: Hold,
+        d: Deadline,
+    ) -> Result<AtOnce> {
+        let prefix = lease_prefix();
+        let data = self.client.holder_id().as_bytes();
+        let (made, listed) = self.create_and_list(session, &prefix, data, d, Some(guard))?;
+        // The parents are missing (the ordinary way makes them).
+        let Some((name, token)) = made else {
+            return Ok(AtOnce::Again);
+        };
+        match listed {
+            Some(children)
+                if children.contains(&name) && children.len() <= self.max_leases as usize =>
+            {
+                Ok(AtOnce::Held(Hold::new(
+                    session.clone(),
+                    self.child(&name),
+                    token,
+                )))
+            }
+            listed => {
+                remove_node(session, &self.child(&name), false)?;
+                Ok(match listed {
+                    Some(c) if c.contains(&name) => AtOnce::Full,
+                    _ => AtOnce::Again,
+                })
+            }
+        }
+    }
+
+    /// Creates the lease node `prefix<seq>` and lists the leases, pipelined: one round trip;
+    /// `release` (the guarding mutex's hold) is released in that same round trip, after both.
+    /// Returns the node (None if the create must be retried the protected way) and the listing
+    /// (None if it must be taken again). A create whose reply was lost is looked up by its
+    /// attempt id, never sent twice.
+    #[allow(clippy::type_complexity)]
+    fn create_and_list(
+        &self,
+        session: &Arc<Session>,
+        prefix: &str,
+        data: &[u8],
+        d: Deadline,
+        release: Option<Hold>,
+    ) -> Result<(Option<(String, i64)>, Option<Vec<String>>)> {
+        let opts = self
+            .client
+            .create_options(zk::CreateMode::EphemeralSequential);
+        let full = self.child(prefix);
+        let create = session.zk.create(&full, data, &opts);
+        // No watch yet: mostly there is a lease free, and a watch set and dropped unfired
+        // costs the server one more request (the crate removes it); a wait lists again with one.
+        let list = session.zk.list_children(&self.dir);
+        let released = release.map(Hold::release_sent);
+        // Replies come in request order: the listing's after the create's, the delete's last.
+        let listed = session.call(list, d).ok();
+        let created = session.call(create, d);
+        if let Some(Err(e)) = released.map(|r| r.finish()) {
+            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
+        }
+        match created {
+            Ok((stat, seq)) => Ok((Some((format!("{prefix}{seq}"), stat.czxid)), listed)),
+            // The parents are missing: the protected create makes them.
+            Err(zk::Error::NoNode) => Ok((None, None)),
+            Err(e) if crate::client::is_retriable(&e) => Ok((
+                protected::recover(session, &self.dir, prefix, true, d)?,
+                None,
+            )),
+            Err(e) => Err(session.map_err(e)),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! A semaphore's lease directory: where its lease nodes live, how many there may be, and the
+//! waits on it that both layouts share.
+
+use std::sync::atomic::AtomicBool;
+
+use zookeeper_client as zk;
+
+use crate::client::{Client, Session};
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::node::Protocol;
+use crate::runtime::Outcome;
+use crate::wait::Registration;
+
+/// The semaphore's place and size (both layouts work on it).
+pub(super) struct Leases {
+    pub(super) client: Client,
+    /// The semaphore's path.
+    pub(super) path: String,
+    pub(super) protocol: Protocol,
+    pub(super) max_leases: u32,
+    /// Where the lease nodes live (`P/leases` or `P`).
+    pub(super) dir: String,
+    /// kazoo: P exists and its stored count was checked.
+    pub(super) root_checked: AtomicBool,
+}
+
+impl Leases {
+    /// The lease nodes: (name, holder id, creation time in ms), oldest first.
+    pub(super) fn list(&self) -> Result<Vec<(String, String, i64)>> {
+        let session = self.client.session()?;
+        let d = session.call_deadline();
+        let children =
+            match session.retry(Deadline::Forever, || session.zk.list_children(&self.dir)) {
+                Ok(c) => c,
+                Err(zk::Error::NoNode) => return Ok(Vec::new()),
+                Err(e) => return Err(session.map_err(e)),
+            };
+        // kazoo keeps its count in P's data and its guard beside P; every child of the lease
+        // directory is a lease.
+        let futs: Vec<_> = children
+            .iter()
+            .map(|c| session.zk.get_data(&self.child(c)))
+            .collect();
+        let mut out = Vec::with_capacity(children.len());
+        for (name, f) in children.into_iter().zip(futs) {
+            match session.wait_raw(f, d) {
+                Ok((data, stat)) => out.push((
+                    name,
+                    String::from_utf8(data).unwrap_or_default(),
+                    stat.ctime,
+                )),
+                Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(session.map_err(e)),
+            }
+        }
+        out.sort_by_key(|(_, _, created)| *created);
+        Ok(out)
+    }
+
+    pub(super) fn child(&self, name: &str) -> String {
+        format!("{}/{}", self.dir, name)
+    }
+}
+
+/// Waits for a watch of an acquire: Ok(true) woken (look again), Ok(false) deadline passed.
+pub(super) fn wait(
+    session: &Session,
+    watcher: zk::OneshotWatcher,
+    d: Deadline,
+    reg: &Registration<'_>,
+) -> Result<bool> {
+    match session.wait_watch(watcher, d.instant(), &reg.signal) {
+        Outcome::Ready(ev) => {
+            if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
+                return Err(session.ended_error().unwrap_or(Error::SessionExpired));
+            }
+            Ok(true)
+        }
+        Outcome::TimedOut => Ok(false),
+        Outcome::Cancelled => Err(session.ended_error().unwrap_or(Error::Cancelled)),
+    }
+}
+
+/// Lists `dir`'s children and watches them, retrying on connection loss until `d` or the
+/// session ends. `None` if `dir` does not exist.
+pub(super) fn list_watch(
+    session: &Session,
+    dir: &str,
+    d: Deadline,
+) -> Result<Option<(Vec<String>, zk::OneshotWatcher)>> {
+    match session.retry(d, || session.zk.list_and_watch_children(dir)) {
+        Ok(x) => Ok(Some(x)),
+        Err(zk::Error::NoNode) => Ok(None),
+        Err(e) => Err(session.map_err(e)),
+    }
+}

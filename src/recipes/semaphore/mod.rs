@@ -1,0 +1,281 @@
+//! The counting semaphore: at most N leases at once, in Curator's layout
+//! (`InterProcessSemaphoreV2`, `curator.rs`) or kazoo's (`Semaphore`, `kazoo.rs`), chosen by
+//! the protocol. In both, a fair mutex guards the count and only its holder watches the leases,
+//! so a release wakes one process, not all of them. A lease is a hold of the front: the handle
+//! is the participant, and keeps up to N of them.
+
+mod curator;
+mod kazoo;
+mod leases;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::front::{Guard, Lock};
+use super::hold::Hold;
+use super::holds::{Owner, Policy};
+use super::queue::{Queue, Rules};
+use super::raw::{Participant, Recipe};
+use crate::client::Client;
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::node::{self, Protocol};
+use crate::wait::CancelToken;
+use curator::AtOnce;
+use leases::Leases;
+
+/// How long a try-once acquire may wait for the mutex that guards the lease count (it never
+/// waits for a lease to be returned).
+const TRY_GUARD_WAIT: Duration = Duration::from_millis(500);
+
+/// The protocol of [`Semaphore`]: the guarding mutex and the lease nodes, in one of two layouts.
+pub struct RawSemaphore {
+    /// The fair mutex guarding the lease count (`P/locks` or `P-__lock__`).
+    guard: Queue,
+    leases: Leases,
+}
+
+/// A distributed counting semaphore: at most `max_leases` holders at once, over every process
+/// that uses the same path and protocol (Curator's `InterProcessSemaphoreV2` layout, or kazoo's
+/// `Semaphore`). Each acquire takes one more lease for the handle (a handle may keep several,
+/// each its own [`Lease`]); leases belong to the handle, not to a thread (a `Lease` may be sent
+/// to and dropped on another thread), and vanish with their session (ephemeral nodes). A handle
+/// whose own leases fill the semaphore is refused at once
+/// ([`Error::WouldDeadlock`]): it could only wait for itself.
+///
+/// A failed, timed-out or cancelled acquire leaves no lease node behind. A try-once acquire
+/// never waits for a lease to be returned (it may wait up to half a second for the mutex that
+/// guards the count, held briefly by other acquirers).
+///
+/// ```no_run
+/// use zklock::{Client, Options, Semaphore};
+/// let client = Client::connect("127.0.0.1:2181", Options::default())?;
+/// let pool = Semaphore::new(&client, "/semaphores/db", 3)?;
+/// let lease = pool.lock()?; // one of at most 3
+/// println!("lease node {} token {}", lease.node(), lease.fencing_token());
+/// drop(lease); // returned
+/// # Ok::<(), zklock::Error>(())
+/// ```
+pub type Semaphore = Lock<RawSemaphore>;
+
+/// One lease of a [`Semaphore`]; returned (its node deleted) on drop. May be sent to and dropped
+/// on another thread.
+pub type Lease<'a> = Guard<'a, Semaphore>;
+
+impl std::fmt::Debug for RawSemaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("path", &self.leases.path)
+            .field("max_leases", &self.leases.max_leases)
+            .field("protocol", &self.leases.protocol)
+            .finish()
+    }
+}
+
+impl Semaphore {
+    /// A semaphore of `max_leases` leases at `path`, laid out per the client's protocol.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed path or `max_leases == 0`.
+    pub fn new(client: &Client, path: &str, max_leases: u32) -> Result<Semaphore> {
+        Semaphore::with_protocol(client, path, max_leases, client.protocol())
+    }
+
+    /// A semaphore at `path` laid out per `protocol` (Curator: `P/locks` + `P/leases`; kazoo:
+    /// `P-__lock__` + `P/<hex>`, N stored in P).
+    pub fn with_protocol(
+        client: &Client,
+        path: &str,
+        max_leases: u32,
+        protocol: Protocol,
+    ) -> Result<Semaphore> {
+        crate::path::validate_path(path)?;
+        if max_leases == 0 {
+            return Err(Error::invalid(
+                "a semaphore needs at least one lease (max_leases = 0)",
+            ));
+        }
+        let (guard_path, leases_dir) = node::semaphore_layout(path, protocol);
+        let raw = RawSemaphore {
+            guard: Queue::new(client, &guard_path, protocol)?,
+            leases: Leases {
+                client: client.clone(),
+                path: path.to_string(),
+                protocol,
+                max_leases,
+                dir: leases_dir,
+                root_checked: AtomicBool::new(false),
+            },
+        };
+        let policy = Policy::Leases(max_leases as usize);
+        Ok(Lock::from_raw(raw, Owner::Handle, policy, "semaphore"))
+    }
+
+    /// The number of leases.
+    pub fn max_leases(&self) -> u32 {
+        self.raw.leases.max_leases
+    }
+
+    /// The holder ids stored in the current lease nodes (oldest lease first; empty text for a
+    /// holder without UTF-8 data), like kazoo's `lease_holders()`.
+    pub fn lease_holders(&self) -> Result<Vec<String>> {
+        Ok(self
+            .raw
+            .leases
+            .list()?
+            .into_iter()
+            .map(|(_, id, _)| id)
+            .collect())
+    }
+
+    /// Blocks until a lease is available, and takes it.
+    #[deprecated(since = "0.3.0", note = "use `lock()`, the acquire of every lock")]
+    pub fn acquire(&self) -> Result<Lease<'_>> {
+        self.lock()
+    }
+
+    /// Takes a lease if one is free now.
+    #[deprecated(since = "0.3.0", note = "use `try_lock()`")]
+    pub fn try_acquire(&self) -> Result<Option<Lease<'_>>> {
+        self.try_lock()
+    }
+
+    /// Waits at most `timeout` in all for a lease.
+    #[deprecated(since = "0.3.0", note = "use `try_lock_for()`")]
+    pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease<'_>>> {
+        self.try_lock_for(timeout)
+    }
+
+    /// Waits until `deadline` at most for a lease.
+    #[deprecated(since = "0.3.0", note = "use `try_lock_until()`")]
+    pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<Lease<'_>>> {
+        self.try_lock_until(deadline)
+    }
+
+    /// How many leases this handle keeps.
+    #[deprecated(since = "0.3.0", note = "use `hold_count()`")]
+    pub fn held_leases(&self) -> usize {
+        self.hold_count()
+    }
+}
+
+impl Lease<'_> {
+    /// Returns the lease now and reports how it went.
+    #[deprecated(since = "0.3.0", note = "use `unlock()`, as every guard")]
+    pub fn release(self) -> Result<()> {
+        self.unlock()
+    }
+}
+
+impl Recipe for RawSemaphore {
+    /// A lease is the handle's, whatever thread took it.
+    type GuardSend = ();
+
+    fn path(&self) -> &str {
+        &self.leases.path
+    }
+
+    fn client(&self) -> &Client {
+        &self.leases.client
+    }
+
+    /// Takes the guarding mutex, then a lease by the protocol's layout; the mutex is given back
+    /// either way.
+    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+        // This thread waits for every request it sends here (see `runtime::Caller`).
+        let _caller = crate::runtime::Caller::enter();
+        // Registered first (before a fresh session opens, the guarding mutex's wait and the
+        // lease wait) and kept until the lease wait ends, so no cancel in between is lost.
+        let reg = cancel.register();
+        let session = self.leases.client.session_for(d, Some(&reg.signal))?;
+        if self.leases.protocol == Protocol::Kazoo
+            && !self.leases.root_checked.load(Ordering::Acquire)
+        {
+            self.leases.ensure_kazoo_root(&session, d)?;
+        }
+        let guard_d = if d.is_try_once() {
+            Deadline::At(d.capped(TRY_GUARD_WAIT))
+        } else {
+            d
+        };
+        let mut at_once = self.leases.protocol == Protocol::Curator;
+        let guard = loop {
+            let Some(guard) = self.guard.acquire(&Rules::EXCLUSIVE, guard_d, cancel)? else {
+                return Ok(None);
+            };
+            // Only an acquirer that found the mutex free tries the short way: one that queued
+            // for it has company, and would mostly find the leases taken too.
+            if !at_once || guard.waited || reg.signal.is_cancelled() {
+                break guard;
+            }
+            at_once = false;
+            match self
+                .leases
+                .take_curator_at_once(&guard.session.clone(), guard, d)?
+            {
+                AtOnce::Held(hold) if reg.signal.is_cancelled() => {
+                    // Cancel works at any time: what was taken is given back.
+                    let _ = hold.release();
+                    return Err(Error::Cancelled);
+                }
+                AtOnce::Held(hold) => return Ok(Some(hold)),
+                // Every lease is taken (a try ends here; an acquire queues for the mutex again).
+                AtOnce::Full if d.is_try_once() => return Ok(None),
+                AtOnce::Full | AtOnce::Again => {}
+            }
+        };
+        let r = if reg.signal.is_cancelled() {
+            Err(Error::Cancelled)
+        } else {
+            match self.leases.protocol {
+                Protocol::Curator => self.leases.take_curator(&guard.session, d, &reg),
+                Protocol::Kazoo => self.leases.take_kazoo(&guard.session, d, &reg),
+            }
+        };
+        let r = match r {
+            // Cancel works at any time: what was taken is given back.
+            Ok(Some(hold)) if reg.signal.is_cancelled() => {
+                let _ = hold.release();
+                Err(Error::Cancelled)
+            }
+            r => r,
+        };
+        // Waited for, not sent and forgotten: a process that exits right after a failed acquire
+        // would otherwise leave the guard's node, blocking every acquirer until its session
+        // expires.
+        if let Err(e) = guard.release() {
+            log::warn!(
+                "releasing the mutex of the semaphore {}: {e}",
+                self.leases.path
+            );
+        }
+        r
+    }
+
+    /// The lease holders, oldest lease first, each a holder (nodes of the lease directory).
+    fn participants(&self) -> Result<Vec<Participant>> {
+        Ok(self
+            .leases
+            .list()?
+            .into_iter()
+            .map(|(node, holder_id, created_ms)| Participant {
+                sequence: node::sequence(&node).unwrap_or(0),
+                node,
+                holder_id,
+                is_holder: true,
+                is_reader: false,
+                created_ms,
+            })
+            .collect())
+    }
+
+    /// The lease directory.
+    fn queue_path(&self) -> String {
+        self.leases.dir.clone()
+    }
+
+    /// Curator's semaphore has no revocation.
+    fn revocable(&self) -> bool {
+        false
+    }
+}
