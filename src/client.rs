@@ -670,9 +670,29 @@ impl Session {
         e
     }
 
-    /// Waits for a one-shot watch to fire, the session to end, `signal` to be cancelled, or
-    /// `deadline`. Disconnection alone does not wake: the crate re-arms watches on reconnect.
+    /// The one wait of every acquire for a one-shot watch: `Ok(Some(event))` when it fired
+    /// (look again), `Ok(None)` at `deadline`; the session's end (or `Error::Cancelled` when
+    /// `signal` was cancelled) as an error. Disconnection alone does not wake: the crate re-arms
+    /// watches on reconnect.
     pub(crate) fn wait_watch(
+        &self,
+        watcher: zk::OneshotWatcher,
+        deadline: Option<Instant>,
+        signal: &Arc<Signal>,
+    ) -> Result<Option<zk::EventType>> {
+        match self.wait_watch_raw(watcher, deadline, signal) {
+            Outcome::Ready(ev)
+                if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() =>
+            {
+                Err(self.ended_error().unwrap_or(Error::SessionExpired))
+            }
+            Outcome::Ready(ev) => Ok(Some(ev.event_type)),
+            Outcome::TimedOut => Ok(None),
+            Outcome::Cancelled => Err(self.ended_error().unwrap_or(Error::Cancelled)),
+        }
+    }
+
+    fn wait_watch_raw(
         &self,
         watcher: zk::OneshotWatcher,
         deadline: Option<Instant>,
@@ -1192,7 +1212,13 @@ impl Client {
     pub fn request_revoke(&self, node_path: &str) -> Result<bool> {
         crate::path::validate_path(node_path)?;
         let s = self.session()?;
-        crate::recipes::request_revoke(&s, node_path)
+        match s.retry(Deadline::Forever, || {
+            s.zk.set_data(node_path, crate::node::REVOKE_MESSAGE, None)
+        }) {
+            Ok(_) => Ok(true),
+            Err(zk::Error::NoNode) => Ok(false),
+            Err(e) => Err(s.map_err(e)),
+        }
     }
 
     /// The kind of lock at `path`, read from its node and its children's names (Curator's and

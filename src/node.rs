@@ -145,6 +145,9 @@ pub(crate) fn downgrade_name(write_name: &str, protocol: Protocol) -> Option<Str
     ))
 }
 
+/// What a revocation request writes into the holder's node (Curator's `REVOKE_MESSAGE`).
+pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
 /// The name prefix of a new lease node of a semaphore in Curator's layout (`_c_<uuid>-lease-`).
 pub(crate) fn lease_prefix() -> String {
     format!("_c_{}-lease-", AttemptId::new().text(Protocol::Curator))

@@ -248,3 +248,33 @@ fn a_holder_cut_off_with_its_follower_stops_believing_before_another_acquires() 
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A guard answers for its own hold. A handle whose participant is the handle may be released
+/// through the handle (from any thread) and take the lock again; the first hold's guard,
+/// dropped later, must not release the second hold, or another process gets in while the
+/// second hold's owner believes it holds.
+#[test]
+fn a_stale_guard_never_releases_the_next_hold_of_its_handle() {
+    let server = TestingServer::shared();
+    let hosts = server.connect_string();
+    let (a, b) = (
+        Client::connect(&hosts, opts(4000)).unwrap(),
+        Client::connect(&hosts, opts(4000)).unwrap(),
+    );
+    let path = unique_path("exclusion-stale-guard");
+    let m = SemaphoreMutex::new(&a, &path).unwrap();
+    let first = m.lock().unwrap();
+    // Released through the handle (any thread may), then taken again by the same handle.
+    m.release().unwrap();
+    let second = m.lock().unwrap();
+    assert!(second.fencing_token() > first.fencing_token());
+    drop(first);
+    let other = SemaphoreMutex::new(&b, &path).unwrap();
+    assert!(
+        other.try_lock().unwrap().is_none(),
+        "dropping the first hold's guard released the second hold: two holders"
+    );
+    assert!(second.is_held());
+    drop(second);
+    assert!(other.try_lock().unwrap().is_some());
+}

@@ -117,8 +117,11 @@ fn holder_stays_held_through_the_failover_of_its_member() {
         "is_held dipped during a survivable failover"
     );
     assert!(g.is_held());
+    // Renewed on the new member (more than T/2 left; polled: a loaded machine may renew late).
     assert!(
-        g.lease_remaining().unwrap() > Duration::from_millis(3000),
+        zklock::testing::eventually(Duration::from_secs(5), || g
+            .lease_remaining()
+            .is_some_and(|l| l > Duration::from_millis(3000))),
         "{:?}",
         g.lease_remaining()
     );

@@ -30,5 +30,3 @@ pub use rwlock::{
 };
 pub use semaphore::{Lease, RawSemaphore, Semaphore};
 pub use simple_lock::{RawSimpleLock, SimpleLock, SimpleLockGuard};
-
-pub(crate) use revoke::request as request_revoke;

@@ -14,7 +14,6 @@ use crate::client::{Client, Session};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Contender, Kind, Protocol};
-use crate::runtime::Outcome;
 use crate::wait::CancelToken;
 
 /// The earlier contender a participant must wait for, if any, and whether it is the only
@@ -245,20 +244,17 @@ impl Queue {
             };
             if let Some(watcher) = watched {
                 match session.wait_watch(watcher, d.instant(), &reg.signal) {
-                    Outcome::Ready(ev) => match ev.event_type {
-                        zk::EventType::NodeDeleted if fast => return held(&name, token, true),
-                        zk::EventType::Session if ev.session_state.is_terminated() => {
-                            return Err(session.ended_error().unwrap_or(Error::SessionExpired));
-                        }
-                        _ => {}
-                    },
-                    Outcome::TimedOut => {
+                    Ok(Some(zk::EventType::NodeDeleted)) if fast => {
+                        return held(&name, token, true)
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
                         self.cleanup(&session, &name);
                         return Ok(None);
                     }
-                    Outcome::Cancelled => {
+                    Err(e) => {
                         self.cleanup(&session, &name);
-                        return Err(session.ended_error().unwrap_or(Error::Cancelled));
+                        return Err(e);
                     }
                 }
             } else if d.passed() {

@@ -10,11 +10,6 @@ use std::time::{Duration, Instant};
 use zookeeper_client as zk;
 
 use super::hold::Hold;
-use crate::client::Session;
-use crate::error::Result;
-
-/// What a revocation request writes into the holder's node (Curator's `REVOKE_MESSAGE`).
-pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 type Callback = Arc<dyn Fn() + Send + Sync>;
 
@@ -62,7 +57,7 @@ impl Revocation {
                         if shared && stat.czxid != token {
                             return; // another holder's node at a shared path
                         }
-                        if data == REVOKE_MESSAGE {
+                        if data == crate::node::REVOKE_MESSAGE {
                             rev.requested(&node, token);
                         }
                         let event = watcher.changed().await;
@@ -126,17 +121,5 @@ impl Revocation {
                 None => self.cv.wait(&mut st),
             }
         }
-    }
-}
-
-/// Asks the holder of `node` (a lock node's full path) to let go: writes [`REVOKE_MESSAGE`]
-/// into it, as Curator's `Revoker.attemptRevoke` does. `Ok(false)` if the node is gone.
-pub(crate) fn request(session: &Session, node: &str) -> Result<bool> {
-    match session.retry(crate::Deadline::Forever, || {
-        session.zk.set_data(node, REVOKE_MESSAGE, None)
-    }) {
-        Ok(_) => Ok(true),
-        Err(zk::Error::NoNode) => Ok(false),
-        Err(e) => Err(session.map_err(e)),
     }
 }

@@ -12,7 +12,6 @@ use crate::client::{is_retriable, Client, Session};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{AttemptId, Protocol};
-use crate::runtime::Outcome;
 use crate::wait::CancelToken;
 
 /// Between the holder id and the attempt id in the node's data.
@@ -177,18 +176,11 @@ impl Recipe for RawSimpleLock {
                 Err(e) if is_retriable(&e) => return Ok(None),
                 Err(e) => return Err(session.map_err(e)),
             };
-            match session.wait_watch(watcher, d.instant(), &reg.signal) {
-                Outcome::Ready(ev)
-                    if ev.event_type == zk::EventType::Session
-                        && ev.session_state.is_terminated() =>
-                {
-                    return Err(session.ended_error().unwrap_or(Error::SessionExpired))
-                }
-                Outcome::Ready(_) => {}
-                Outcome::TimedOut => return Ok(None),
-                Outcome::Cancelled => {
-                    return Err(session.ended_error().unwrap_or(Error::Cancelled))
-                }
+            if session
+                .wait_watch(watcher, d.instant(), &reg.signal)?
+                .is_none()
+            {
+                return Ok(None);
             }
         }
     }

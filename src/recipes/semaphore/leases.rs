@@ -7,9 +7,8 @@ use zookeeper_client as zk;
 
 use crate::client::{Client, Session};
 use crate::deadline::Deadline;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::node::Protocol;
-use crate::runtime::Outcome;
 use crate::wait::Registration;
 
 /// The semaphore's place and size (both layouts work on it).
@@ -70,16 +69,9 @@ pub(super) fn wait(
     d: Deadline,
     reg: &Registration<'_>,
 ) -> Result<bool> {
-    match session.wait_watch(watcher, d.instant(), &reg.signal) {
-        Outcome::Ready(ev) => {
-            if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
-                return Err(session.ended_error().unwrap_or(Error::SessionExpired));
-            }
-            Ok(true)
-        }
-        Outcome::TimedOut => Ok(false),
-        Outcome::Cancelled => Err(session.ended_error().unwrap_or(Error::Cancelled)),
-    }
+    Ok(session
+        .wait_watch(watcher, d.instant(), &reg.signal)?
+        .is_some())
 }
 
 /// Lists `dir`'s children and watches them, retrying on connection loss until `d` or the
