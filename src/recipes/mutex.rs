@@ -1,18 +1,12 @@
 //! The fair, herd-free mutex (Curator's `InterProcessMutex`, reentrant) and the same protocol
 //! with one participant per handle and no reentrancy (Curator's `InterProcessSemaphoreMutex`).
 
-use std::marker::PhantomData;
-
 use super::front::{Guard, Lock};
-use super::hold::Hold;
 use super::holds::{Owner, Policy};
-use super::queue::{Queue, Rules};
-use super::raw::{Participant, Recipe};
+use super::queue::{Queue, QueueKind, Rules};
 use crate::client::Client;
-use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::node::Protocol;
-use crate::wait::CancelToken;
 
 /// Marks the reentrant mutex's type ([`Mutex`]).
 pub enum Reentrant {}
@@ -20,46 +14,22 @@ pub enum Reentrant {}
 /// Marks the semaphore mutex's type ([`SemaphoreMutex`]).
 pub enum NonReentrant {}
 
-/// The protocol of [`Mutex`] and [`SemaphoreMutex`]: ephemeral-sequential nodes, first in
-/// sequence holds, each waiter watches only its immediate predecessor. Who may take it again is
-/// the front's policy (`P` only tells the two fronts apart).
-pub struct RawMutex<P = Reentrant> {
-    queue: Queue,
-    _policy: PhantomData<fn() -> P>,
+/// Both mutexes queue under the exclusive rules: first in sequence holds, each waiter watches
+/// only its immediate predecessor. Who may take it again is the front's policy.
+impl QueueKind for Reentrant {
+    const RULES: Rules = Rules::EXCLUSIVE;
 }
+
+impl QueueKind for NonReentrant {
+    const RULES: Rules = Rules::EXCLUSIVE;
+}
+
+/// The protocol of [`Mutex`] and [`SemaphoreMutex`]: the queue under the exclusive rules
+/// (`P` tells the two fronts apart).
+pub type RawMutex<P = Reentrant> = Queue<P>;
 
 /// The protocol of [`SemaphoreMutex`].
 pub type RawSemaphoreMutex = RawMutex<NonReentrant>;
-
-impl<P> RawMutex<P> {
-    fn new(client: &Client, path: &str, protocol: Protocol) -> Result<RawMutex<P>> {
-        Ok(RawMutex {
-            queue: Queue::new(client, path, protocol)?,
-            _policy: PhantomData,
-        })
-    }
-}
-
-impl<P> Recipe for RawMutex<P> {
-    type GuardSend = *const ();
-
-    fn path(&self) -> &str {
-        &self.queue.path
-    }
-
-    fn client(&self) -> &Client {
-        &self.queue.client
-    }
-
-    /// The mutex is the queue under the exclusive rules.
-    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
-        self.queue.acquire(&Rules::EXCLUSIVE, d, cancel)
-    }
-
-    fn participants(&self) -> Result<Vec<Participant>> {
-        self.queue.participants()
-    }
-}
 
 /// A fair (FIFO), herd-free, reentrant distributed mutex.
 ///
@@ -94,7 +64,7 @@ impl Mutex {
 
     /// A mutex at `path` whose nodes are named per `protocol`.
     pub fn with_protocol(client: &Client, path: &str, protocol: Protocol) -> Result<Mutex> {
-        let raw = RawMutex::new(client, path, protocol)?;
+        let raw = Queue::new(client, path, protocol)?;
         Ok(Lock::from_raw(
             raw,
             Owner::Thread,
@@ -106,7 +76,7 @@ impl Mutex {
     /// A mutex whose participant is this handle, not the calling thread: any thread may release
     /// what another acquired through it, and reentrancy counts per handle (the C API's rule).
     pub fn per_handle(client: &Client, path: &str) -> Result<Mutex> {
-        let raw = RawMutex::new(client, path, client.protocol())?;
+        let raw = Queue::new(client, path, client.protocol())?;
         Ok(Lock::from_raw(
             raw,
             Owner::Handle,
@@ -147,7 +117,7 @@ impl SemaphoreMutex {
         path: &str,
         protocol: Protocol,
     ) -> Result<SemaphoreMutex> {
-        let raw = RawMutex::new(client, path, protocol)?;
+        let raw = Queue::new(client, path, protocol)?;
         Ok(Lock::from_raw(
             raw,
             Owner::Handle,

@@ -3,13 +3,14 @@
 //! the acquire loop (create, list, watch the one node that blocks us, wait). Which node blocks
 //! which is a recipe's [`Rules`].
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use zookeeper_client as zk;
 
 use super::hold::{self, Hold};
 use super::protected;
-use super::raw::Participant;
+use super::raw::{Participant, Recipe};
 use crate::client::{Client, Session};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -22,8 +23,8 @@ pub(crate) type Blocker = fn(&[Contender], usize) -> Option<(usize, bool)>;
 
 /// How one kind of participant queues: its node kind, who blocks it, and whether the deletion
 /// of a sole blocker may mean "held" without listing again (only where the listing proves that
-/// no node can appear ahead of ours: hold-model.md).
-pub(crate) struct Rules {
+/// no node can appear ahead of ours: hold-model.md). Public in name only (sealed).
+pub struct Rules {
     pub(crate) kind: Kind,
     pub(crate) blocker: Blocker,
     pub(crate) fast_handoff: bool,
@@ -50,6 +51,34 @@ impl Rules {
         blocker: writer_blocker,
         fast_handoff: false,
     };
+}
+
+/// The rules of a queue's participants, as a type: what makes `Queue<K>` a recipe.
+pub trait QueueKind {
+    /// How this kind queues.
+    #[doc(hidden)]
+    const RULES: Rules;
+}
+
+/// An exclusive participant (the semaphore's guarding mutex).
+pub enum Exclusive {}
+
+/// A reader of a read-write lock.
+pub enum Reader {}
+
+/// A writer of a read-write lock.
+pub enum Writer {}
+
+impl QueueKind for Exclusive {
+    const RULES: Rules = Rules::EXCLUSIVE;
+}
+
+impl QueueKind for Reader {
+    const RULES: Rules = Rules::READ;
+}
+
+impl QueueKind for Writer {
+    const RULES: Rules = Rules::WRITE;
 }
 
 /// Exclusive: blocked by the immediate predecessor; it is the only blocker iff it is first.
@@ -85,21 +114,35 @@ pub(crate) fn writer_blocker(queue: &[Contender], idx: usize) -> Option<(usize, 
     Some((pred, pred == 0))
 }
 
-/// A lock's queue at one path: where the contenders' nodes go and how they are named.
-#[derive(Clone)]
-pub(crate) struct Queue {
+/// A lock's queue at one path, for participants of kind `K`: where their nodes go and how they
+/// are named. With the kind's rules it is a recipe (the mutex is `Queue` under the exclusive
+/// rules).
+pub struct Queue<K> {
     pub(crate) client: Client,
     pub(crate) path: String,
     pub(crate) protocol: Protocol,
+    _kind: PhantomData<fn() -> K>,
 }
 
-impl Queue {
-    pub(crate) fn new(client: &Client, path: &str, protocol: Protocol) -> Result<Queue> {
+impl<K> Clone for Queue<K> {
+    fn clone(&self) -> Self {
+        Queue {
+            client: self.client.clone(),
+            path: self.path.clone(),
+            protocol: self.protocol,
+            _kind: PhantomData,
+        }
+    }
+}
+
+impl<K> Queue<K> {
+    pub(crate) fn new(client: &Client, path: &str, protocol: Protocol) -> Result<Queue<K>> {
         crate::path::validate_path(path)?;
         Ok(Queue {
             client: client.clone(),
             path: path.to_string(),
             protocol,
+            _kind: PhantomData,
         })
     }
 
@@ -173,14 +216,62 @@ impl Queue {
         }
     }
 
-    /// One attempt through the queue by `rules`: `Ok(None)` when not acquired by `d` (nothing
-    /// left). The hold says whether the attempt had to wait for another holder.
-    pub(crate) fn acquire(
-        &self,
-        rules: &Rules,
-        d: Deadline,
-        cancel: &CancelToken,
-    ) -> Result<Option<Hold>> {
+    /// Deletes our node of a failed attempt: now if possible, else in the background.
+    fn cleanup(&self, session: &Arc<Session>, name: &str) {
+        let _ = hold::remove_node(session, &self.child(name), false);
+    }
+
+    /// The queue: every contender with its holder id, in order.
+    fn all_participants(&self) -> Result<Vec<Participant>> {
+        let session = self.client.session()?;
+        let queue = node::contenders(self.list(&session, Deadline::Forever)?);
+        let d = session.call_deadline();
+        let futs: Vec<_> = queue
+            .iter()
+            .map(|c| session.zk.get_data(&self.child(&c.name)))
+            .collect();
+        let mut out = Vec::with_capacity(queue.len());
+        for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
+            let (holder_id, created_ms) = match session.wait_raw(f, d) {
+                Ok((data, stat)) => (String::from_utf8(data).unwrap_or_default(), stat.ctime),
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(session.map_err(e)),
+            };
+            let is_reader = node::is_reader(&c.name);
+            let is_holder = if is_reader {
+                reader_blocker(&queue, i).is_none()
+            } else {
+                writer_blocker(&queue, i).is_none()
+            };
+            out.push(Participant {
+                node: c.name.clone(),
+                sequence: c.seq,
+                holder_id,
+                is_holder,
+                is_reader,
+                created_ms,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl<K: QueueKind> Recipe for Queue<K> {
+    type GuardSend = *const ();
+
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The acquire loop: create our node, list, watch the one node that blocks us (by the
+    /// kind's rules), wait, look again. The hold says whether the attempt had to wait for
+    /// another holder.
+    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+        let rules = &K::RULES;
         // This thread waits for every request it sends here (see `runtime::Caller`).
         let _caller = crate::runtime::Caller::enter();
         // Registered first: a cancel from here on is heard, even while a fresh session opens.
@@ -272,43 +363,8 @@ impl Queue {
         }
     }
 
-    /// Deletes our node of a failed attempt: now if possible, else in the background.
-    fn cleanup(&self, session: &Arc<Session>, name: &str) {
-        let _ = hold::remove_node(session, &self.child(name), false);
-    }
-
-    /// The queue: every contender with its holder id, in order.
-    pub(crate) fn participants(&self) -> Result<Vec<Participant>> {
-        let session = self.client.session()?;
-        let queue = node::contenders(self.list(&session, Deadline::Forever)?);
-        let d = session.call_deadline();
-        let futs: Vec<_> = queue
-            .iter()
-            .map(|c| session.zk.get_data(&self.child(&c.name)))
-            .collect();
-        let mut out = Vec::with_capacity(queue.len());
-        for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
-            let (holder_id, created_ms) = match session.wait_raw(f, d) {
-                Ok((data, stat)) => (String::from_utf8(data).unwrap_or_default(), stat.ctime),
-                Err(zk::Error::NoNode) => continue,
-                Err(e) => return Err(session.map_err(e)),
-            };
-            let is_reader = node::is_reader(&c.name);
-            let is_holder = if is_reader {
-                reader_blocker(&queue, i).is_none()
-            } else {
-                writer_blocker(&queue, i).is_none()
-            };
-            out.push(Participant {
-                node: c.name.clone(),
-                sequence: c.seq,
-                holder_id,
-                is_holder,
-                is_reader,
-                created_ms,
-            });
-        }
-        Ok(out)
+    fn participants(&self) -> Result<Vec<Participant>> {
+        self.all_participants()
     }
 }
 

@@ -9,7 +9,7 @@ use super::front::{Guard, Lock, Lockable};
 use super::hold::{Hold, HoldState};
 use super::holds::{Holds, Owner, Policy};
 use super::protected;
-use super::queue::{Queue, Rules};
+use super::queue::{Queue, Reader, Writer};
 use super::raw::{Participant, Recipe};
 use crate::client::Client;
 use crate::deadline::Deadline;
@@ -17,9 +17,10 @@ use crate::error::{Error, Result};
 use crate::node::{self, Protocol};
 use crate::wait::CancelToken;
 
-/// The queue both halves join.
+/// The queue both halves join, as each half queues in it.
 struct Core {
-    queue: Queue,
+    read: Queue<Reader>,
+    write: Queue<Writer>,
 }
 
 /// The protocol of [`ReadLock`]: the shared half (readers wait for the nearest earlier writer).
@@ -128,7 +129,8 @@ impl ReadWriteLock {
         owner: Owner,
     ) -> Result<ReadWriteLock> {
         let core = Arc::new(Core {
-            queue: Queue::new(client, path, protocol)?,
+            read: Queue::new(client, path, protocol)?,
+            write: Queue::new(client, path, protocol)?,
         });
         let holds = |what| {
             Arc::new(Holds::new(
@@ -154,7 +156,7 @@ impl ReadWriteLock {
 
     /// The lock path.
     pub fn path(&self) -> &str {
-        &self.read.raw.core.queue.path
+        &self.read.raw.core.read.path
     }
 
     /// The shared (read) half.
@@ -194,11 +196,11 @@ impl Recipe for RawReadLock {
     type GuardSend = *const ();
 
     fn path(&self) -> &str {
-        &self.core.queue.path
+        &self.core.read.path
     }
 
     fn client(&self) -> &Client {
-        &self.core.queue.client
+        &self.core.read.client
     }
 
     /// A participant holding the write lock downgrades; any other queues as a reader.
@@ -209,11 +211,11 @@ impl Recipe for RawReadLock {
             }
             return self.core.downgrade(&w, d).map(Some);
         }
-        self.core.queue.acquire(&Rules::READ, d, cancel)
+        self.core.read.attempt(d, cancel)
     }
 
     fn participants(&self) -> Result<Vec<Participant>> {
-        self.core.queue.participants()
+        self.core.read.participants()
     }
 
     fn order_rank(&self) -> u8 {
@@ -225,11 +227,11 @@ impl Recipe for RawWriteLock {
     type GuardSend = *const ();
 
     fn path(&self) -> &str {
-        &self.core.queue.path
+        &self.core.read.path
     }
 
     fn client(&self) -> &Client {
-        &self.core.queue.client
+        &self.core.read.client
     }
 
     /// Refuses an upgrade (the write lock would wait for the participant's own read lock);
@@ -239,14 +241,14 @@ impl Recipe for RawWriteLock {
             return Err(Error::WouldDeadlock(format!(
                 "this participant holds the read lock of {}; a read lock cannot be upgraded to the write lock \
                  (the write lock would wait for this very read lock forever): release the read lock first",
-                self.core.queue.path
+                self.core.read.path
             )));
         }
-        self.core.queue.acquire(&Rules::WRITE, d, cancel)
+        self.core.write.attempt(d, cancel)
     }
 
     fn participants(&self) -> Result<Vec<Participant>> {
-        self.core.queue.participants()
+        self.core.read.participants()
     }
 
     fn order_rank(&self) -> u8 {
@@ -261,7 +263,7 @@ impl Core {
     /// hold keeps the write hold's fencing token: the read node's own czxid is newer than writers
     /// queued behind, who must get larger tokens than this holder.
     fn downgrade(&self, write: &Hold, d: Deadline) -> Result<Hold> {
-        let q = &self.queue;
+        let q = &self.read;
         let name = crate::path::name(&write.node);
         let read_name = node::downgrade_name(name, q.protocol).ok_or_else(|| {
             Error::ZooKeeper(format!("write lock node {name} has no sequence number"))

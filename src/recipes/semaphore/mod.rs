@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::front::{Guard, Lock};
 use super::hold::Hold;
 use super::holds::{Owner, Policy};
-use super::queue::{Queue, Rules};
+use super::queue::{Exclusive, Queue};
 use super::raw::{Participant, Recipe};
 use crate::client::Client;
 use crate::deadline::Deadline;
@@ -31,7 +31,7 @@ const TRY_GUARD_WAIT: Duration = Duration::from_millis(500);
 /// The protocol of [`Semaphore`]: the guarding mutex and the lease nodes, in one of two layouts.
 pub struct RawSemaphore {
     /// The fair mutex guarding the lease count (`P/locks` or `P-__lock__`).
-    guard: Queue,
+    guard: Queue<Exclusive>,
     leases: Leases,
 }
 
@@ -200,7 +200,7 @@ impl Recipe for RawSemaphore {
         };
         let mut at_once = self.leases.protocol == Protocol::Curator;
         let guard = loop {
-            let Some(guard) = self.guard.acquire(&Rules::EXCLUSIVE, guard_d, cancel)? else {
+            let Some(guard) = self.guard.attempt(guard_d, cancel)? else {
                 return Ok(None);
             };
             // Only an acquirer that found the mutex free tries the short way: one that queued
