@@ -4,7 +4,8 @@
 use std::env;
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/ffi");
+    // cbindgen reads the whole crate (its `mod` lines too), not only src/ffi.
+    println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
     // The SONAME changes with every ABI break: with the major version, or while it is 0 with the

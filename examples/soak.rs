@@ -690,14 +690,14 @@ impl Run {
             .stdin(Stdio::piped())
             .stdout(Stdio::from(stderr.try_clone()?))
             .stderr(Stdio::from(stderr));
-        zklock::process::die_with_parent(&mut cmd);
+        zklock::testing::die_with_parent(&mut cmd);
         slot.child = Some(cmd.spawn()?);
         Ok(())
     }
 }
 
 fn signal(pid: u32, sig: i32) {
-    zklock::process::send_signal(pid, sig);
+    zklock::testing::send_signal(pid, sig);
 }
 
 /// The ops a lock acquire or release sends (create, create2, delete, exists, getData,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # zklock side by side with the raw floor, Curator and kazoo, in one interleaved run:
 #   1. installs what the peers need if it is missing (Curator jars, netcat, javac, kazoo),
-#   2. builds zklock's benchmark driver (examples/peerbench.rs) in release,
+#   2. builds zklock's benchmark driver (benches/peerbench, a workspace member) in release,
 #   3. runs REPEATS (3) interleaved repeats: peers/run-all.sh (W1, W2 C=2/8/32, W3, W4, W5) over
 #      zklock + raw-java + curator:lock + kazoo:lock, then in the same repeat the zklock-only
 #      rows: W1 through the C ABI and of Semaphore(1) against the Rust API's mutex (mirrored),
@@ -14,7 +14,7 @@
 # and W5 instead of the harness's 10, to finish in about 15 minutes on 2 cores), BENCH_SKIP_INSTALL=1,
 # CARGO_TARGET_DIR (honoured), BENCH_W6_SIZES ("10 100 1000").
 #
-# Before/after: BENCH_BASELINE_REV=<git rev> also builds examples/peerbench of that revision (in a
+# Before/after: BENCH_BASELINE_REV=<git rev> also builds the benchmark driver of that revision (in a
 # detached worktree <target>/bench-baseline/<short>, with its own CARGO_TARGET_DIR
 # <target>/bench-baseline/target; the binary is kept in <target>/bench-baseline/zklock@<short>/ and
 # reused on later runs) and runs it as one more harness impl, zklock@<short>, in the same repeats as
@@ -59,11 +59,11 @@ install_prereqs() {
 if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then install_prereqs; fi
 
 # ---------------------------------------------------------------- 2. build
-say "building examples/peerbench and the cdylib in release"
-(cd "$ROOT" && cargo build --release --lib --example peerbench >&2)
+say "building the benchmark driver (benches/peerbench) and the cdylib in release"
+(cd "$ROOT" && cargo build --release --lib && cargo build --release -p zklock-peerbench >&2)
 TD=${CARGO_TARGET_DIR:-$ROOT/target}
 case "$TD" in /*) ;; *) TD=$ROOT/$TD ;; esac
-export ZKLOCK_BENCH_BIN=$TD/release/examples/peerbench
+export ZKLOCK_BENCH_BIN=$TD/release/zklock-peerbench
 export ZKLOCK_LIBRARY=$TD/release/libzklock.so
 ZKB=$ROOT/benches/zklock-bench
 ZKPY=$ROOT/benches/zklock-py/bench
@@ -73,8 +73,14 @@ BASE_BENCH="" TAG=""
 if [ -n "$BASE_REV" ]; then
   BASE_SHA=$(git -C "$ROOT" rev-parse --verify -q "$BASE_REV^{commit}") \
     || { say "BENCH_BASELINE_REV=$BASE_REV is not a commit"; exit 2; }
-  git -C "$ROOT" cat-file -e "$BASE_SHA:examples/peerbench.rs" 2>/dev/null \
-    || { say "$BASE_REV has no examples/peerbench.rs"; exit 2; }
+  # The driver was examples/peerbench.rs before it became the workspace member benches/peerbench.
+  if git -C "$ROOT" cat-file -e "$BASE_SHA:benches/peerbench/Cargo.toml" 2>/dev/null; then
+    BASE_BUILD=(cargo build --release -p zklock-peerbench) BASE_BIN=release/zklock-peerbench
+  elif git -C "$ROOT" cat-file -e "$BASE_SHA:examples/peerbench.rs" 2>/dev/null; then
+    BASE_BUILD=(cargo build --release --example peerbench) BASE_BIN=release/examples/peerbench
+  else
+    say "$BASE_REV has no benchmark driver"; exit 2
+  fi
   BASE_SHORT=$(git -C "$ROOT" rev-parse --short "$BASE_SHA")
   BASE_LABEL=zklock@$BASE_SHORT
   BDIR=$TD/bench-baseline
@@ -83,15 +89,15 @@ if [ -n "$BASE_REV" ]; then
   if [ -x "$BOUT/peerbench" ] && [ "$(cat "$BOUT/rev" 2>/dev/null)" = "$BASE_SHA" ]; then
     say "baseline $BASE_LABEL: reusing $BOUT/peerbench"
   else
-    say "baseline $BASE_LABEL: building examples/peerbench of $BASE_SHA in $BWT"
+    say "baseline $BASE_LABEL: building the benchmark driver of $BASE_SHA in $BWT"
     mkdir -p "$BDIR" "$BOUT"
     if [ ! -f "$BWT/.git" ] || [ "$(git -C "$BWT" rev-parse HEAD)" != "$BASE_SHA" ]; then
       git -C "$ROOT" worktree prune
       [ ! -e "$BWT" ] || git -C "$ROOT" worktree remove --force "$BWT" 2>/dev/null || rm -rf "$BWT"
       git -C "$ROOT" worktree add -q --detach "$BWT" "$BASE_SHA" >&2
     fi
-    (cd "$BWT" && CARGO_TARGET_DIR=$BDIR/target cargo build --release --example peerbench >&2)
-    cp "$BDIR/target/release/examples/peerbench" "$BOUT/peerbench.tmp"
+    (cd "$BWT" && CARGO_TARGET_DIR=$BDIR/target "${BASE_BUILD[@]}" >&2)
+    cp "$BDIR/target/$BASE_BIN" "$BOUT/peerbench.tmp"
     mv "$BOUT/peerbench.tmp" "$BOUT/peerbench"
     echo "$BASE_SHA" > "$BOUT/rev"
   fi

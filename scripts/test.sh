@@ -12,8 +12,10 @@ export CARGO_TERM_COLOR=never
 mkdir -p target
 scripts/install-cargo-c.sh --debug > target/install-cargo-c.log 2>&1 &
 cargo_c=$!
-cargo fmt --check
+cargo fmt --all --check
 cargo clippy --all-targets --features testing,cli,header -- -D warnings
+# The benchmark driver, a workspace member of its own.
+cargo clippy -p zklock-peerbench --all-targets -- -D warnings
 # Builds the library (cdylib + staticlib), the examples and the command the tests run.
 cargo build --all-targets --features testing,cli,header
 # The checked-in header must be what build.rs generates now.

@@ -41,40 +41,29 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("zklock runs on Linux only (eventfd, ppoll, CLOCK_BOOTTIME, /proc)");
 
-mod client;
 mod deadline;
 mod error;
 mod node;
 mod path;
 mod recipes;
 mod runtime;
+mod session;
 mod stats;
 #[allow(unsafe_code)]
 mod sys;
 mod wait;
 
-/// The C API (`include/zklock.h`). Not part of the Rust API: it is public only so that the
-/// crate's own tests can call the C entry points.
-#[doc(hidden)]
+// The C API (`include/zklock.h`): the cdylib's and staticlib's exports. Not part of the Rust
+// API: `testing::ffi` re-exports the entry points so that the crate's own tests and benchmark
+// call them as a C program does. (One declaration: cbindgen reads every `mod` line, whatever
+// its `cfg`, and a second one would write the header twice.)
 #[allow(unsafe_code)]
-pub mod ffi;
+mod ffi;
 
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
-/// Process rules of the `zklock` command. Not part of the API.
-#[doc(hidden)]
-pub mod process {
-    #[cfg(feature = "testing")]
-    pub use crate::sys::{controlling_terminal_on_stdin, open_pty};
-    pub use crate::sys::{
-        die_with_parent, in_my_process_group, process_cpu_time, send_signal, CaughtSignals,
-        SignalOrigin,
-    };
-}
-
-pub use client::{Acl, ChildrenWatch, Client, Options, SessionEvent, SessionState};
 pub use deadline::Deadline;
 pub use error::{Error, Result};
 pub use node::{LockKind, Protocol};
@@ -87,5 +76,6 @@ pub use recipes::{
     RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, Semaphore, SemaphoreMutex,
     SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard, WriteLock,
 };
+pub use session::{Acl, ChildrenWatch, Client, Options, SessionEvent, SessionState};
 pub use stats::{LockStats, Percentiles};
 pub use wait::CancelToken;

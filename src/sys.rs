@@ -125,44 +125,6 @@ pub fn nodelay_to(server: SocketAddr) -> Vec<bool> {
     out
 }
 
-/// Makes the child that `cmd` starts die (SIGKILL) when the thread that starts it, i.e. its
-/// parent, dies, however it dies (SIGKILL, OOM): `PR_SET_PDEATHSIG`, set in the child before
-/// `exec`. If the parent died before that took effect, the child ends itself at once.
-pub fn die_with_parent(cmd: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt;
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the child between fork and exec; it only calls prctl, getppid
-    // and _exit, which are async-signal-safe, and touches no memory of the parent's threads.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The race after fork: a parent that died before prctl left us to init.
-            if libc::getppid() != parent {
-                libc::_exit(128 + libc::SIGKILL);
-            }
-            Ok(())
-        });
-    }
-}
-
-/// Sends signal `sig` to process `pid`; false if it could not be sent.
-pub fn send_signal(pid: u32, sig: i32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    unsafe { libc::kill(pid, sig) == 0 }
-}
-
 /// Time since boot on CLOCK_BOOTTIME. Unlike `Instant` (CLOCK_MONOTONIC) it keeps counting
 /// while the machine is suspended, as the servers' clocks do: a lease reckoned on it ends on
 /// time across a suspend.
@@ -178,21 +140,6 @@ pub(crate) fn boot_time() -> std::time::Duration {
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     }
     std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-/// CPU time used by this process so far (user + system, all threads); for benchmarks.
-pub fn process_cpu_time() -> std::time::Duration {
-    // SAFETY: an all-zero rusage is a valid value of that plain C struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: ru is valid for writing one rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return std::time::Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| {
-        std::time::Duration::from_secs(t.tv_sec as u64)
-            + std::time::Duration::from_micros(t.tv_usec as u64)
-    };
-    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// An eventfd: a counter that another thread bumps to wake a [`wait_readable`].
@@ -338,187 +285,251 @@ pub(crate) fn server_sockets_in(
     )
 }
 
-/// How a caught signal came (see [`CaughtSignals`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SignalOrigin {
-    /// The signal number.
-    pub signal: i32,
-    /// Sent by the kernel itself (`si_code` SI_KERNEL), not by a process: a Ctrl-C or Ctrl-\
-    /// typed at the terminal or its hangup, which go to the terminal's foreground process
-    /// group as a whole.
-    pub from_kernel: bool,
-    /// The sending process (`si_pid`; 0 when the kernel sent it).
-    pub sender: u32,
-}
-
-/// The write end of the pipe the signal handler writes to (-1: none).
-static SIGNAL_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
-
-type Handler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
-
-/// The handler: one 12-byte record (signal, si_code, si_pid) per signal, written to the pipe.
-extern "C" fn on_caught_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo_t (SA_SIGINFO); si_pid is read only for a
-    // signal sent by a process (SI_USER, SI_QUEUE, SI_TKILL: si_code <= 0), where it is set.
-    // write(2) and errno access are async-signal-safe; errno is restored for the code the
-    // signal interrupted.
-    unsafe {
-        let errno = *libc::__errno_location();
-        let code = (*info).si_code;
-        let pid = if code <= 0 { (*info).si_pid() } else { 0 };
-        let rec: [i32; 3] = [sig, code, pid];
-        let fd = SIGNAL_PIPE.load(std::sync::atomic::Ordering::Relaxed);
-        if fd >= 0 {
-            // Non-blocking: a full pipe drops the record (thousands of signals unread).
-            let _ = libc::write(fd, rec.as_ptr().cast(), std::mem::size_of_val(&rec));
+/// The process rules of the `zklock` command (signals it catches and forwards, the child that
+/// dies with it, process groups), a CPU clock for the benchmark, and a terminal for the
+/// command's tests. The command compiles this file in as its own module (src/bin/zklock.rs);
+/// the library calls none of it, and exports only the test helpers (`zklock::testing`).
+#[allow(dead_code)]
+pub(crate) mod process {
+    /// Makes the child that `cmd` starts die (SIGKILL) when the thread that starts it, i.e. its
+    /// parent, dies, however it dies (SIGKILL, OOM): `PR_SET_PDEATHSIG`, set in the child before
+    /// `exec`. If the parent died before that took effect, the child ends itself at once.
+    pub fn die_with_parent(cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the child between fork and exec; it only calls prctl, getppid
+        // and _exit, which are async-signal-safe, and touches no memory of the parent's threads.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The race after fork: a parent that died before prctl left us to init.
+                if libc::getppid() != parent {
+                    libc::_exit(128 + libc::SIGKILL);
+                }
+                Ok(())
+            });
         }
-        *libc::__errno_location() = errno;
     }
-}
 
-/// Signals caught with where each one came from (the `zklock` command tells a Ctrl-C its
-/// command got too from one sent to it alone). Dispositions set by [`CaughtSignals::catch`]
-/// stay for the rest of the process (a program's own signals are reset to their defaults by
-/// `exec`, so a command it starts begins with them).
-pub struct CaughtSignals(std::fs::File);
+    /// Sends signal `sig` to process `pid`; false if it could not be sent.
+    pub fn send_signal(pid: u32, sig: i32) -> bool {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe { libc::kill(pid, sig) == 0 }
+    }
 
-impl CaughtSignals {
-    /// Catches `signals` from now on (once per process: a second call takes them over).
-    pub fn catch(signals: &[i32]) -> std::io::Result<CaughtSignals> {
+    /// CPU time used by this process so far (user + system, all threads); for benchmarks.
+    pub fn process_cpu_time() -> std::time::Duration {
+        // SAFETY: an all-zero rusage is a valid value of that plain C struct.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: ru is valid for writing one rusage.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+            return std::time::Duration::ZERO;
+        }
+        let tv = |t: libc::timeval| {
+            std::time::Duration::from_secs(t.tv_sec as u64)
+                + std::time::Duration::from_micros(t.tv_usec as u64)
+        };
+        tv(ru.ru_utime) + tv(ru.ru_stime)
+    }
+
+    /// How a caught signal came (see [`CaughtSignals`]).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct SignalOrigin {
+        /// The signal number.
+        pub signal: i32,
+        /// Sent by the kernel itself (`si_code` SI_KERNEL), not by a process: a Ctrl-C or Ctrl-\
+        /// typed at the terminal or its hangup, which go to the terminal's foreground process
+        /// group as a whole.
+        pub from_kernel: bool,
+        /// The sending process (`si_pid`; 0 when the kernel sent it).
+        pub sender: u32,
+    }
+
+    /// The write end of the pipe the signal handler writes to (-1: none).
+    static SIGNAL_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+    type Handler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+
+    /// The handler: one 12-byte record (signal, si_code, si_pid) per signal, written to the pipe.
+    extern "C" fn on_caught_signal(
+        sig: libc::c_int,
+        info: *mut libc::siginfo_t,
+        _: *mut libc::c_void,
+    ) {
+        // SAFETY: the kernel passes a valid siginfo_t (SA_SIGINFO); si_pid is read only for a
+        // signal sent by a process (SI_USER, SI_QUEUE, SI_TKILL: si_code <= 0), where it is set.
+        // write(2) and errno access are async-signal-safe; errno is restored for the code the
+        // signal interrupted.
+        unsafe {
+            let errno = *libc::__errno_location();
+            let code = (*info).si_code;
+            let pid = if code <= 0 { (*info).si_pid() } else { 0 };
+            let rec: [i32; 3] = [sig, code, pid];
+            let fd = SIGNAL_PIPE.load(std::sync::atomic::Ordering::Relaxed);
+            if fd >= 0 {
+                // Non-blocking: a full pipe drops the record (thousands of signals unread).
+                let _ = libc::write(fd, rec.as_ptr().cast(), std::mem::size_of_val(&rec));
+            }
+            *libc::__errno_location() = errno;
+        }
+    }
+
+    /// Signals caught with where each one came from (the `zklock` command tells a Ctrl-C its
+    /// command got too from one sent to it alone). Dispositions set by [`CaughtSignals::catch`]
+    /// stay for the rest of the process (a program's own signals are reset to their defaults by
+    /// `exec`, so a command it starts begins with them).
+    pub struct CaughtSignals(std::fs::File);
+
+    impl CaughtSignals {
+        /// Catches `signals` from now on (once per process: a second call takes them over).
+        pub fn catch(signals: &[i32]) -> std::io::Result<CaughtSignals> {
+            use std::os::fd::FromRawFd;
+            let mut fds = [-1; 2];
+            // SAFETY: fds has room for the two descriptors pipe2 writes.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: fds[0] is a new descriptor that nothing else owns; the write end stays open
+            // for the handler for the rest of the process.
+            let read = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+            let old = SIGNAL_PIPE.swap(fds[1], std::sync::atomic::Ordering::SeqCst);
+            for &sig in signals {
+                // SAFETY: an all-zero sigaction is a valid value of that plain C struct; it is then
+                // filled in and passed to sigaction(2), with a handler that is async-signal-safe.
+                let rc = unsafe {
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    let handler: Handler = on_caught_signal;
+                    sa.sa_sigaction = handler as libc::sighandler_t;
+                    sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+                    libc::sigemptyset(&mut sa.sa_mask);
+                    libc::sigaction(sig, &sa, std::ptr::null_mut())
+                };
+                if rc != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if old >= 0 {
+                // SAFETY: the old write end was ours, and the handler now writes to the new one.
+                unsafe { libc::close(old) };
+            }
+            Ok(CaughtSignals(read))
+        }
+
+        /// Makes a [`CaughtSignals::next`] that waits (or the next one) return None now.
+        pub fn wake(&self) {
+            let rec = [0i32; 3];
+            let fd = SIGNAL_PIPE.load(std::sync::atomic::Ordering::SeqCst);
+            // SAFETY: writes the 12 bytes of `rec` to the pipe (non-blocking; if it is full, a
+            // record is already there to end the wait).
+            let _ = unsafe { libc::write(fd, rec.as_ptr().cast(), std::mem::size_of_val(&rec)) };
+        }
+
+        /// The next signal caught, waiting for one for at most `timeout` (zero: only one already
+        /// caught; None: no limit); None if there was none, or on a [`CaughtSignals::wake`].
+        pub fn next(&self, timeout: Option<std::time::Duration>) -> Option<SignalOrigin> {
+            use std::io::Read;
+            use std::os::fd::AsRawFd;
+            let mut pfd = libc::pollfd {
+                fd: self.0.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as libc::c_int);
+            // SAFETY: pfd is one valid pollfd.
+            if unsafe { libc::poll(&mut pfd, 1, ms) } <= 0 {
+                return None;
+            }
+            // Records are written whole (12 bytes < PIPE_BUF), so a read gets whole ones.
+            let mut buf = [0u8; 12];
+            (&self.0).read_exact(&mut buf).ok()?;
+            let word = |i: usize| i32::from_ne_bytes(buf[i * 4..i * 4 + 4].try_into().unwrap());
+            if word(0) == 0 {
+                return None;
+            }
+            Some(SignalOrigin {
+                signal: word(0),
+                from_kernel: word(1) == libc::SI_KERNEL,
+                sender: word(2).max(0) as u32,
+            })
+        }
+    }
+
+    /// Whether process `pid` is in this process's process group.
+    pub fn in_my_process_group(pid: u32) -> bool {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: getpgid(2) and getpgrp(2) have no memory-safety preconditions.
+        unsafe {
+            let g = libc::getpgid(pid);
+            g >= 0 && g == libc::getpgrp()
+        }
+    }
+
+    /// A new pseudo-terminal: (master, slave), both close-on-exec and neither this process's
+    /// controlling terminal. For tests that type at a program (a Ctrl-C).
+    #[cfg(feature = "testing")]
+    pub fn open_pty() -> std::io::Result<(std::fs::File, std::fs::File)> {
         use std::os::fd::FromRawFd;
-        let mut fds = [-1; 2];
-        // SAFETY: fds has room for the two descriptors pipe2 writes.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        use std::os::unix::fs::OpenOptionsExt;
+        // SAFETY: posix_openpt(3) has no memory-safety preconditions.
+        let fd = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
+        if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: fds[0] is a new descriptor that nothing else owns; the write end stays open
-        // for the handler for the rest of the process.
-        let read = unsafe { std::fs::File::from_raw_fd(fds[0]) };
-        let old = SIGNAL_PIPE.swap(fds[1], std::sync::atomic::Ordering::SeqCst);
-        for &sig in signals {
-            // SAFETY: an all-zero sigaction is a valid value of that plain C struct; it is then
-            // filled in and passed to sigaction(2), with a handler that is async-signal-safe.
-            let rc = unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                let handler: Handler = on_caught_signal;
-                sa.sa_sigaction = handler as libc::sighandler_t;
-                sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-                libc::sigemptyset(&mut sa.sa_mask);
-                libc::sigaction(sig, &sa, std::ptr::null_mut())
-            };
-            if rc != 0 {
-                return Err(std::io::Error::last_os_error());
+        // SAFETY: fd is a new descriptor that nothing else owns.
+        let master = unsafe { std::fs::File::from_raw_fd(fd) };
+        let mut name = [0 as libc::c_char; 128];
+        // SAFETY: fd is a pty master; ptsname_r writes a NUL-terminated name of at most name.len()
+        // bytes into name.
+        let rc = unsafe {
+            if libc::grantpt(fd) != 0 || libc::unlockpt(fd) != 0 {
+                -1
+            } else {
+                libc::ptsname_r(fd, name.as_mut_ptr(), name.len())
             }
-        }
-        if old >= 0 {
-            // SAFETY: the old write end was ours, and the handler now writes to the new one.
-            unsafe { libc::close(old) };
-        }
-        Ok(CaughtSignals(read))
-    }
-
-    /// Makes a [`CaughtSignals::next`] that waits (or the next one) return None now.
-    pub fn wake(&self) {
-        let rec = [0i32; 3];
-        let fd = SIGNAL_PIPE.load(std::sync::atomic::Ordering::SeqCst);
-        // SAFETY: writes the 12 bytes of `rec` to the pipe (non-blocking; if it is full, a
-        // record is already there to end the wait).
-        let _ = unsafe { libc::write(fd, rec.as_ptr().cast(), std::mem::size_of_val(&rec)) };
-    }
-
-    /// The next signal caught, waiting for one for at most `timeout` (zero: only one already
-    /// caught; None: no limit); None if there was none, or on a [`CaughtSignals::wake`].
-    pub fn next(&self, timeout: Option<std::time::Duration>) -> Option<SignalOrigin> {
-        use std::io::Read;
-        use std::os::fd::AsRawFd;
-        let mut pfd = libc::pollfd {
-            fd: self.0.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
         };
-        let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as libc::c_int);
-        // SAFETY: pfd is one valid pollfd.
-        if unsafe { libc::poll(&mut pfd, 1, ms) } <= 0 {
-            return None;
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
         }
-        // Records are written whole (12 bytes < PIPE_BUF), so a read gets whole ones.
-        let mut buf = [0u8; 12];
-        (&self.0).read_exact(&mut buf).ok()?;
-        let word = |i: usize| i32::from_ne_bytes(buf[i * 4..i * 4 + 4].try_into().unwrap());
-        if word(0) == 0 {
-            return None;
+        // SAFETY: ptsname_r succeeded, so name holds a NUL-terminated string.
+        let path = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
+        let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes());
+        let slave = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
+            .open(path)?;
+        Ok((master, slave))
+    }
+
+    /// Makes the child that `cmd` starts lead a new session whose controlling terminal is its
+    /// standard input (a terminal), as a login shell does: the terminal's Ctrl-C then goes to the
+    /// child's process group. For tests.
+    #[cfg(feature = "testing")]
+    pub fn controlling_terminal_on_stdin(cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the child between fork and exec (after its standard input
+        // was set up); setsid and ioctl are async-signal-safe and touch no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
-        Some(SignalOrigin {
-            signal: word(0),
-            from_kernel: word(1) == libc::SI_KERNEL,
-            sender: word(2).max(0) as u32,
-        })
-    }
-}
-
-/// Whether process `pid` is in this process's process group.
-pub fn in_my_process_group(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: getpgid(2) and getpgrp(2) have no memory-safety preconditions.
-    unsafe {
-        let g = libc::getpgid(pid);
-        g >= 0 && g == libc::getpgrp()
-    }
-}
-
-/// A new pseudo-terminal: (master, slave), both close-on-exec and neither this process's
-/// controlling terminal. For tests that type at a program (a Ctrl-C).
-#[cfg(feature = "testing")]
-pub fn open_pty() -> std::io::Result<(std::fs::File, std::fs::File)> {
-    use std::os::fd::FromRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    // SAFETY: posix_openpt(3) has no memory-safety preconditions.
-    let fd = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd is a new descriptor that nothing else owns.
-    let master = unsafe { std::fs::File::from_raw_fd(fd) };
-    let mut name = [0 as libc::c_char; 128];
-    // SAFETY: fd is a pty master; ptsname_r writes a NUL-terminated name of at most name.len()
-    // bytes into name.
-    let rc = unsafe {
-        if libc::grantpt(fd) != 0 || libc::unlockpt(fd) != 0 {
-            -1
-        } else {
-            libc::ptsname_r(fd, name.as_mut_ptr(), name.len())
-        }
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: ptsname_r succeeded, so name holds a NUL-terminated string.
-    let path = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
-    let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes());
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)?;
-    Ok((master, slave))
-}
-
-/// Makes the child that `cmd` starts lead a new session whose controlling terminal is its
-/// standard input (a terminal), as a login shell does: the terminal's Ctrl-C then goes to the
-/// child's process group. For tests.
-#[cfg(feature = "testing")]
-pub fn controlling_terminal_on_stdin(cmd: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the closure runs in the child between fork and exec (after its standard input
-    // was set up); setsid and ioctl are async-signal-safe and touch no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
     }
 }

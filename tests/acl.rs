@@ -83,8 +83,8 @@ fn creator_only_acl_without_authentication_is_an_invalid_argument() {
         assert!(m.try_lock().unwrap().is_some());
     }
     unsafe {
-        use zklock::ffi::zkl_status::*;
-        use zklock::ffi::*;
+        use zklock::testing::ffi::zkl_status::*;
+        use zklock::testing::ffi::*;
         let h = std::ffi::CString::new(hosts).unwrap();
         let mut c = std::ptr::null_mut();
         assert_eq!(zkl_client_connect(h.as_ptr(), 4000, &mut c), ZKL_OK);

@@ -471,7 +471,7 @@ fn sigterm_to_zklock_goes_to_the_command_and_the_lock_outlives_it() {
         l = log.display()
     );
     let (mut z, cmd) = start_command(&h, &p, dir.path(), &script);
-    assert!(zklock::process::send_signal(z.id(), libc::SIGTERM));
+    assert!(zklock::testing::send_signal(z.id(), libc::SIGTERM));
     let zid = z.id();
     let tries = second_tries(&h, &p, cmd, || !alive(zid));
     let status = z.wait().unwrap();
@@ -503,7 +503,7 @@ fn sigkill_to_zklock_kills_the_command_too() {
     let dir = tempfile::tempdir().unwrap();
     let (mut z, cmd) = start_command(&h, &p, dir.path(), "exec sleep 30");
     let t = Instant::now();
-    assert!(zklock::process::send_signal(z.id(), libc::SIGKILL));
+    assert!(zklock::testing::send_signal(z.id(), libc::SIGKILL));
     let _ = z.wait();
     while alive(cmd) && t.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(5));
@@ -596,7 +596,7 @@ fn signal_while_waiting_frees_the_queue_at_once(sig: i32, name: &str) {
         std::thread::sleep(Duration::from_millis(10));
     }
     let t = Instant::now();
-    assert!(zklock::process::send_signal(z.id(), sig));
+    assert!(zklock::testing::send_signal(z.id(), sig));
     while z.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -657,10 +657,10 @@ fn one_ctrl_c_at_the_terminal_reaches_the_command_once() {
     let p = path("ctrl-c");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let (mut master, slave) = zklock::process::open_pty().unwrap();
+    let (mut master, slave) = zklock::testing::open_pty().unwrap();
     let (z, cmd) = start_command_with(&h, &p, dir.path(), &int_counting_script(&log), |c| {
         c.stdin(Stdio::from(slave));
-        zklock::process::controlling_terminal_on_stdin(c);
+        zklock::testing::controlling_terminal_on_stdin(c);
     });
     assert!(alive(cmd));
     master.write_all(b"\x03").unwrap();
@@ -690,7 +690,7 @@ fn sigint_to_zklock_alone_reaches_the_command_once() {
     let log = dir.path().join("log");
     let (z, cmd) = start_command(&h, &p, dir.path(), &int_counting_script(&log));
     assert!(alive(cmd));
-    assert!(zklock::process::send_signal(z.id(), libc::SIGINT));
+    assert!(zklock::testing::send_signal(z.id(), libc::SIGINT));
     let out = z.wait_with_output().unwrap();
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(

@@ -14,8 +14,8 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::time::{Duration, Instant};
 
-use zklock::ffi::zkl_status::*;
-use zklock::ffi::*;
+use zklock::testing::ffi::zkl_status::*;
+use zklock::testing::ffi::*;
 use zklock::testing::{Admin, TcpProxy, TestingServer};
 
 /// One server for the whole file (a JVM per test would be slow on small machines).

@@ -12,9 +12,9 @@ use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 use std::time::{Duration, Instant};
 
-use zklock::ffi::zkl_session_state::*;
-use zklock::ffi::zkl_status::*;
-use zklock::ffi::*;
+use zklock::testing::ffi::zkl_session_state::*;
+use zklock::testing::ffi::zkl_status::*;
+use zklock::testing::ffi::*;
 use zklock::testing::{Admin, TcpProxy, TestingServer};
 
 fn hosts() -> String {

@@ -493,7 +493,7 @@ fn try_lock_after_session_expiry_returns_within_its_own_timeout() {
 mod c_abi {
     use super::*;
     use std::ffi::{c_char, CString};
-    use zklock::ffi::*;
+    use zklock::testing::ffi::*;
 
     /// A handle moved between the test's threads (one call at a time, as the contract says).
     #[derive(Clone, Copy)]
@@ -571,7 +571,7 @@ mod c_abi {
 #[test]
 fn c_lock_handle_is_one_participant_across_threads() {
     use c_abi::{Op::*, *};
-    use zklock::ffi::*;
+    use zklock::testing::ffi::*;
     let c = client(&hosts());
     let (a, b) = (Worker::new(), Worker::new());
     // (thread, call, expected result), in order, on one fresh handle per scenario.

@@ -34,12 +34,12 @@ def crate_manifest() -> str:
 
 
 def library_only(manifest: str) -> str:
-    """The crate's manifest without its command, examples and tests, whose files an sdist
-    does not carry (cargo refuses a manifest naming missing targets)."""
+    """The crate's manifest without its command, examples, tests and workspace, whose files an
+    sdist does not carry (cargo refuses a manifest naming missing targets or members)."""
     out, skip = [], False
     for line in manifest.splitlines():
         if line.startswith("["):
-            skip = line.strip() in ("[[bin]]", "[[example]]", "[[test]]", "[[bench]]")
+            skip = line.strip() in ("[[bin]]", "[[example]]", "[[test]]", "[[bench]]", "[workspace]")
         if not skip:
             out.append(line)
     text = "\n".join(out) + "\n"

@@ -10,6 +10,13 @@
 //! See `zklock --help` (and `zklock holders --help`, `zklock revoke --help`) for the options
 //! and the exit statuses; `man/zklock.1` is the same text as a manual page.
 
+// The command's process rules (signals, the child's death with its parent, process groups) are
+// the OS-facing module's, the one file besides the C layer with `unsafe` in it: the command
+// compiles it in as its own, rather than the library making it public.
+#[path = "../sys.rs"]
+#[allow(unsafe_code, dead_code)]
+mod sys;
+
 use std::io::Write;
 use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +25,7 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use libc::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-use zklock::process::{CaughtSignals, SignalOrigin};
+use sys::process::{CaughtSignals, SignalOrigin};
 use zklock::{
     Client, Deadline, LockKind, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore,
     SessionState, SimpleLock,
@@ -680,7 +687,7 @@ fn run(client: &Client, args: &RunArgs, path: &str, started: std::time::Instant)
         .env("ZKLOCK_PATH", path)
         .env("ZKLOCK_FENCING_TOKEN", token.to_string());
     // If zklock dies uncatchably, COMMAND dies too: never running while the lock is free.
-    zklock::process::die_with_parent(&mut cmd);
+    sys::process::die_with_parent(&mut cmd);
     let child = cmd.spawn();
     let mut child = match child {
         Ok(c) => c,
@@ -754,7 +761,7 @@ const FORWARDED: [i32; 4] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT];
 /// process group. A signal a process sent (kill(2)) is passed on, to zklock alone or to its
 /// group: the two look the same to zklock (same si_code, same sender).
 fn command_got_it_too(o: &SignalOrigin, pid: u32) -> bool {
-    o.from_kernel && zklock::process::in_my_process_group(pid)
+    o.from_kernel && sys::process::in_my_process_group(pid)
 }
 
 /// Waits for the child, passing on the signals zklock receives (but not a terminal's, which
@@ -787,7 +794,7 @@ fn wait_child(
             if args.conn.verbose {
                 eprintln!("zklock: passing signal {sig} on to {pid}");
             }
-            zklock::process::send_signal(pid, sig);
+            sys::process::send_signal(pid, sig);
         }
         if let (Some(t), Some(after)) = (termed_at, args.kill_after) {
             if t.elapsed() >= after {
@@ -806,7 +813,7 @@ fn wait_child(
             match args.on_lost {
                 OnLost::Term => {
                     eprintln!("zklock: lost the lock on {path} ({why}); sending SIGTERM to {pid}");
-                    zklock::process::send_signal(pid, SIGTERM);
+                    sys::process::send_signal(pid, SIGTERM);
                     termed_at = Some(std::time::Instant::now());
                 }
                 OnLost::Kill => {

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-use crate::client::{is_retriable, Session, SessionState};
 use crate::error::{Error, Result};
+use crate::session::{is_retriable, Session, SessionState};
 
 /// What a participant may believe about its hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,8 +211,8 @@ fn remove_node_from(
     mut first: Option<SentDelete>,
     owner: Owned,
 ) -> Result<()> {
-    // This thread waits for every request it sends here (see `runtime::Caller`).
-    let _caller = crate::runtime::Caller::enter();
+    // This thread waits for every request it sends here (`session::waiting_caller`).
+    let _caller = crate::session::waiting_caller();
     match session.state() {
         SessionState::Expired => return Err(Error::LockLost),
         SessionState::Closed => {
@@ -263,7 +263,7 @@ fn remove_node_from(
                     )));
                 }
                 retried = true;
-                crate::runtime::sleep(Duration::from_millis(20));
+                session.pause(Duration::from_millis(20));
             }
             Err(e) => {
                 let e = session.map_err(e);
@@ -309,7 +309,7 @@ impl Drop for SentRelease {
 /// or the session ends.
 pub(crate) fn background_delete(session: Arc<Session>, node: String, owner: Owned) {
     log::warn!("deleting {node} in the background");
-    crate::runtime::spawn(async move {
+    session.clone().spawn(async move {
         loop {
             match delete_again(&session, &node, owner).await {
                 Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
@@ -336,7 +336,7 @@ pub(crate) fn background_forget(
 ) {
     log::warn!("removing the node of an attempt at {path} in the background");
     let session = session.clone();
-    crate::runtime::spawn(async move {
+    session.clone().spawn(async move {
         loop {
             // Read what the leader has confirmed: a follower behind it may not show the node
             // yet (or still show an earlier one).

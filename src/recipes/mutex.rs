@@ -4,9 +4,9 @@
 use super::front::{Guard, Lock};
 use super::holds::{Owner, Policy};
 use super::queue::{Queue, QueueKind, Rules};
-use crate::client::Client;
 use crate::error::Result;
 use crate::node::Protocol;
+use crate::session::Client;
 
 /// Marks the reentrant mutex's type ([`Mutex`]).
 pub enum Reentrant {}

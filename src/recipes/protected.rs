@@ -3,13 +3,15 @@
 //! leaves two nodes, and a failed attempt never leaves one.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use zookeeper_client as zk;
 
 use super::hold::background_forget;
-use crate::client::{is_retriable, Client, Session};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
+use crate::node::Protocol;
+use crate::session::{is_retriable, Client, Session};
 
 /// Creates the ephemeral node `dir/name` (sequential: the server appends the number), creating
 /// missing parents. `name` must hold a fresh unique id of this attempt: after a lost reply the
@@ -46,7 +48,7 @@ pub(crate) fn create_ephemeral(
                 return Ok((made, stat.czxid));
             }
             Err(zk::Error::NoNode) if !parents_made => {
-                client.create_parents(session, dir, session.cap(d), client.protocol())?;
+                create_parents(client, session, dir, session.cap(d), client.protocol())?;
                 parents_made = true;
             }
             Err(zk::Error::NodeExists) if !sequential => {
@@ -133,4 +135,68 @@ pub(crate) fn recover(
         }
     }
     confirmed
+}
+
+/// Creates the missing ancestors of the node `path` (nothing for a child of the root).
+pub(crate) fn create_parents_of(
+    client: &Client,
+    session: &Session,
+    path: &str,
+    deadline: Instant,
+    protocol: Protocol,
+) -> Result<()> {
+    match crate::path::parent(path) {
+        "/" => Ok(()),
+        parent => create_parents(client, session, parent, deadline, protocol),
+    }
+}
+
+/// Creates `path` and its missing ancestors (and a missing chroot node): container nodes
+/// under the Curator protocol, so the server reaps empty lock directories; persistent nodes
+/// under kazoo's, which remembers directories it made and fails if they vanish. All creates
+/// leave at once and are applied in order: one round trip whatever the depth.
+pub(crate) fn create_parents(
+    client: &Client,
+    session: &Session,
+    path: &str,
+    deadline: Instant,
+    protocol: Protocol,
+) -> Result<()> {
+    let mode = match protocol {
+        Protocol::Curator => zk::CreateMode::Container,
+        Protocol::Kazoo => zk::CreateMode::Persistent,
+    };
+    let opts = client.create_options(mode);
+    let prefixes = |p: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut prefix = String::new();
+        for seg in p[1..].split('/') {
+            prefix.push('/');
+            prefix.push_str(seg);
+            out.push(prefix.clone());
+        }
+        out
+    };
+    let chroot = match session.root() {
+        Some(_) => prefixes(session.zk.path()),
+        None => Vec::new(),
+    };
+    let own = prefixes(path);
+    let mut pending = Vec::new();
+    if let Some(root) = session.root() {
+        // A missing chroot node is created too (Curator does the same for its namespace).
+        for p in &chroot {
+            pending.push(root.create(p, &[], &opts));
+        }
+    }
+    for p in &own {
+        pending.push(session.zk.create(p, &[], &opts));
+    }
+    for f in pending {
+        match session.wait(f, deadline) {
+            Ok(_) | Err(Error::ZooKeeper(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

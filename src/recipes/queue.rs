@@ -11,10 +11,10 @@ use zookeeper_client as zk;
 use super::hold::{self, Hold};
 use super::protected;
 use super::raw::{Participant, Recipe};
-use crate::client::{Client, Session};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Contender, Kind, Protocol};
+use crate::session::{Client, Session};
 use crate::wait::CancelToken;
 
 /// The earlier contender a participant must wait for, if any, and whether it is the only
@@ -179,7 +179,8 @@ impl<K> Queue<K> {
                     (name, stat.czxid)
                 }
                 Err(zk::Error::NoNode) if !parents_made => {
-                    self.client.create_parents(
+                    protected::create_parents(
+                        &self.client,
                         session,
                         &self.path,
                         session.cap(d),
@@ -188,7 +189,7 @@ impl<K> Queue<K> {
                     parents_made = true;
                     continue;
                 }
-                Err(e) if crate::client::is_retriable(&e) => {
+                Err(e) if crate::session::is_retriable(&e) => {
                     // The create may have been applied although its reply was lost: find our node
                     // by its unique id before creating again (never two nodes for one attempt).
                     match protected::recover(session, &self.path, prefix, true, d)? {
@@ -272,8 +273,8 @@ impl<K: QueueKind> Recipe for Queue<K> {
     /// another holder.
     fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
         let rules = &K::RULES;
-        // This thread waits for every request it sends here (see `runtime::Caller`).
-        let _caller = crate::runtime::Caller::enter();
+        // This thread waits for every request it sends here (`session::waiting_caller`).
+        let _caller = crate::session::waiting_caller();
         // Registered first: a cancel from here on is heard, even while a fresh session opens.
         let reg = cancel.register();
         // A try-once attempt has one instant for every step.
@@ -327,7 +328,7 @@ impl<K: QueueKind> Recipe for Queue<K> {
                 // Any connection trouble (the crate fails a request on a reset socket with the
                 // socket's error, not ConnectionLoss): look again once reconnected.
                 Ok((None, _)) => None,
-                Err(e) if crate::client::is_retriable(&e) => None,
+                Err(e) if crate::session::is_retriable(&e) => None,
                 Err(e) => {
                     self.cleanup(&session, &name);
                     return Err(session.map_err(e));

@@ -5,9 +5,9 @@
 //! user.
 
 use super::hold::Hold;
-use crate::client::Client;
 use crate::deadline::Deadline;
 use crate::error::Result;
+use crate::session::Client;
 use crate::wait::CancelToken;
 
 /// One contender in a lock's queue, as `participants()` reports it.

@@ -50,7 +50,7 @@ impl Revocation {
     pub(crate) fn watch(self: &Arc<Self>, hold: &Hold) {
         let (zk, node, rev) = (hold.session.zk.clone(), hold.node.clone(), Arc::clone(self));
         let (token, shared) = (hold.token, hold.shared_path);
-        crate::runtime::spawn(async move {
+        hold.session.spawn(async move {
             loop {
                 match zk.get_and_watch_data(&node).await {
                     Ok((data, stat, watcher)) => {
@@ -66,7 +66,7 @@ impl Revocation {
                             return;
                         }
                     }
-                    Err(e) if crate::client::is_retriable(&e) => {
+                    Err(e) if crate::session::is_retriable(&e) => {
                         async_io::Timer::after(Duration::from_millis(200)).await;
                     }
                     Err(_) => return,
@@ -87,7 +87,7 @@ impl Revocation {
             .into_iter()
             .map(|f| Box::new(move || f()) as Box<dyn FnOnce() + Send>)
             .collect();
-        crate::client::run_detached("revoke", calls);
+        crate::session::run_detached("revoke", calls);
     }
 
     /// Wakes waiters (a hold ended).

@@ -11,10 +11,10 @@ use super::holds::{Holds, Owner, Policy};
 use super::protected;
 use super::queue::{Queue, Reader, Writer};
 use super::raw::{Participant, Recipe};
-use crate::client::Client;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, Protocol};
+use crate::session::Client;
 use crate::wait::CancelToken;
 
 /// The queue both halves join, as each half queues in it.

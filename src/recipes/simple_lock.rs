@@ -7,11 +7,12 @@ use zookeeper_client as zk;
 use super::front::{Guard, Lock};
 use super::hold::{background_forget, Hold};
 use super::holds::{Owner, Policy};
+use super::protected::create_parents_of;
 use super::raw::{Participant, Recipe};
-use crate::client::{is_retriable, Client, Session};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{AttemptId, Protocol};
+use crate::session::{is_retriable, Client, Session};
 use crate::wait::CancelToken;
 
 /// Between the holder id and the attempt id in the node's data.
@@ -96,7 +97,8 @@ impl RawSimpleLock {
                 // node that exists.
                 Err(zk::Error::NodeExists) => {}
                 Err(zk::Error::NoNode) if !parents_made => {
-                    self.client.create_parents_of(
+                    create_parents_of(
+                        &self.client,
                         session,
                         &self.path,
                         session.cap(d),
@@ -148,8 +150,8 @@ impl Recipe for RawSimpleLock {
     }
     /// Creates the node at the path, or waits for it to go and tries again.
     fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
-        // This thread waits for every request it sends here (see `runtime::Caller`).
-        let _caller = crate::runtime::Caller::enter();
+        // This thread waits for every request it sends here (`session::waiting_caller`).
+        let _caller = crate::session::waiting_caller();
         // Registered first: a cancel from here on is heard, even while a fresh session opens.
         let reg = cancel.register();
         // A try-once attempt still needs its requests answered: one session timeout in all.

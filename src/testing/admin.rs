@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use crate::client::{Client, Options};
 use crate::error::Result;
+use crate::session::{Client, Options};
 
 /// A session for inspecting and tampering with nodes in tests.
 ///

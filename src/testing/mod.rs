@@ -31,6 +31,21 @@ pub use cluster::TestingCluster;
 pub use proxy::TcpProxy;
 pub use server::TestingServer;
 
+/// The C entry points (`include/zklock.h`), for tests and benchmarks that call them as a C
+/// program does. Not part of the Rust API.
+#[doc(hidden)]
+pub mod ffi {
+    pub use crate::ffi::*;
+}
+
+/// The CPU time this process has used (the benchmark's client-cost column).
+pub use crate::sys::process::process_cpu_time;
+/// A pseudo-terminal and a child on it (the command's tests type Ctrl-C at a real terminal).
+pub use crate::sys::process::{controlling_terminal_on_stdin, open_pty};
+/// Sends a signal to a process; makes a child die with the thread that starts it (the
+/// command's tests and the soak stop and kill clients).
+pub use crate::sys::process::{die_with_parent, send_signal};
+
 /// Polls `f` every 20 ms until it is true or `timeout` passes; returns whether it became true.
 ///
 /// ```

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use zookeeper_client as zk;
 
 use super::leases::{list_watch, wait, Leases};
-use crate::client::Session;
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::node::lease_prefix;
 use crate::recipes::hold::{remove_node, Hold};
 use crate::recipes::protected::{self, create_ephemeral};
+use crate::session::Session;
 use crate::wait::Registration;
 
 /// What [`RawSemaphore::take_curator_at_once`] came to.
@@ -167,7 +167,7 @@ impl Leases {
             Ok((stat, seq)) => Ok((Some((format!("{prefix}{seq}"), stat.czxid)), listed)),
             // The parents are missing: the protected create makes them.
             Err(zk::Error::NoNode) => Ok((None, None)),
-            Err(e) if crate::client::is_retriable(&e) => Ok((
+            Err(e) if crate::session::is_retriable(&e) => Ok((
                 protected::recover(session, &self.dir, prefix, true, d)?,
                 None,
             )),

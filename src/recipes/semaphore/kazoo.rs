@@ -9,12 +9,12 @@ use std::sync::Arc;
 use zookeeper_client as zk;
 
 use super::leases::{list_watch, wait, Leases};
-use crate::client::Session;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{AttemptId, Protocol};
 use crate::recipes::hold::Hold;
-use crate::recipes::protected::create_ephemeral;
+use crate::recipes::protected::{create_ephemeral, create_parents_of};
+use crate::session::Session;
 use crate::wait::Registration;
 
 impl Leases {
@@ -61,7 +61,8 @@ impl Leases {
             match session.retry(d, || session.zk.create(&self.path, n.as_bytes(), &opts)) {
                 Ok(_) => break,
                 Err(zk::Error::NoNode) if !parents_made => {
-                    self.client.create_parents_of(
+                    create_parents_of(
+                        &self.client,
                         session,
                         &self.path,
                         session.cap(d),

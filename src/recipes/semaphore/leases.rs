@@ -5,10 +5,10 @@ use std::sync::atomic::AtomicBool;
 
 use zookeeper_client as zk;
 
-use crate::client::{Client, Session};
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::node::Protocol;
+use crate::session::{Client, Session};
 use crate::wait::Registration;
 
 /// The semaphore's place and size (both layouts work on it).

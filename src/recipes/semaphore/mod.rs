@@ -16,10 +16,10 @@ use super::hold::Hold;
 use super::holds::{Owner, Policy};
 use super::queue::{Exclusive, Queue};
 use super::raw::{Participant, Recipe};
-use crate::client::Client;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, Protocol};
+use crate::session::Client;
 use crate::wait::CancelToken;
 use curator::AtOnce;
 use leases::Leases;
@@ -182,8 +182,8 @@ impl Recipe for RawSemaphore {
     /// Takes the guarding mutex, then a lease by the protocol's layout; the mutex is given back
     /// either way.
     fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
-        // This thread waits for every request it sends here (see `runtime::Caller`).
-        let _caller = crate::runtime::Caller::enter();
+        // This thread waits for every request it sends here (`session::waiting_caller`).
+        let _caller = crate::session::waiting_caller();
         // Registered first (before a fresh session opens, the guarding mutex's wait and the
         // lease wait) and kept until the lease wait ends, so no cancel in between is lost.
         let reg = cancel.register();

@@ -472,7 +472,7 @@ fn w1(b: &Bench) {
         must(m.release(), "release");
     }
     let mut lat = Vec::with_capacity(iters);
-    let cpu_start = zklock::process::process_cpu_time();
+    let cpu_start = zklock::testing::process_cpu_time();
     let t_start = now_ns();
     for _ in 0..iters {
         let t = now_ns();
@@ -481,7 +481,7 @@ fn w1(b: &Bench) {
         lat.push(now_ns() - t);
     }
     let el = (now_ns() - t_start) as f64 / 1e9;
-    let cpu = zklock::process::process_cpu_time() - cpu_start;
+    let cpu = zklock::testing::process_cpu_time() - cpu_start;
     let mut met = Obj::new();
     lat_summary(&mut met, "cycle", &lat);
     met.num("cycles_per_s", r1(iters as f64 / el));
@@ -1167,12 +1167,12 @@ fn w6(b: &Bench, n: usize) {
 // ------------------------------------------------------------------ the C ABI
 
 mod ffi {
-    //! W1–W3 through zklock's C ABI (`zklock::ffi::zkl_*`), called exactly as a C program would:
+    //! W1–W3 through zklock's C ABI (`zklock::testing::ffi::zkl_*`), called exactly as a C program would:
     //! NUL-terminated strings, status codes, out-pointers, opaque handles.
 
     use std::ffi::{CStr, CString};
 
-    use zklock::ffi::{
+    use zklock::testing::ffi::{
         zkl_client, zkl_client_connect, zkl_client_free, zkl_last_error_message, zkl_lock,
         zkl_lock_acquire, zkl_lock_cancel, zkl_lock_free, zkl_lock_release, zkl_mutex_new,
         zkl_status,

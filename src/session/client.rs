@@ -1,0 +1,698 @@
+//! [`Client`]: one ZooKeeper session at a time, shared by any number of threads and locks,
+//! behind a blocking facade over the async `zookeeper-client` crate; a fresh session after
+//! expiry when asked.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use zookeeper_client as zk;
+
+use super::events::{run_detached, Events};
+use super::lease::{boot_now, ping_gap, renew_lease};
+use super::options::{Acl, Options};
+use super::state::{Session, SessionEvent, SessionState};
+use super::watch::ChildrenWatch;
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::node::Protocol;
+use crate::runtime::{self, Outcome, Signal};
+
+pub(crate) struct Inner {
+    hosts: String,
+    servers: Vec<SocketAddr>,
+    pub(crate) options: Options,
+    pub(crate) holder_id: String,
+    protocol: AtomicU8,
+    acl: AtomicU8,
+    current: Mutex<Option<Arc<Session>>>,
+    connect_lock: Mutex<()>,
+    generation: AtomicU64,
+    /// The sessions' state and the listeners.
+    events: Arc<Events>,
+    /// Authentication added after connecting, replayed on every later session too.
+    added_auth: Mutex<Vec<(String, Vec<u8>)>>,
+}
+
+/// One ZooKeeper session, shared by any number of threads and locks (`Send + Sync`, cheap to
+/// clone). Every call blocks the calling thread, never longer than its timeout plus the
+/// session timeout.
+///
+/// ```no_run
+/// use zklock::{Client, Options, SessionState};
+/// let client = Client::connect("127.0.0.1:2181/myapp", Options::default())?;
+/// assert_eq!(client.state(), SessionState::Connected);
+/// client.add_listener(|ev| log::info!("session is now {:?}", ev.state));
+/// # Ok::<(), zklock::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("hosts", &self.inner.hosts)
+            .field("state", &self.state())
+            .field("session_id", &format_args!("{:#x}", self.session_id()))
+            .finish()
+    }
+}
+
+fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
+    let list = match hosts.find('/') {
+        Some(i) => {
+            crate::path::validate_path(&hosts[i..]).map_err(|e| {
+                // The path's own words, without a second "invalid argument: ".
+                let why = match e {
+                    Error::InvalidArgument(m) => m,
+                    other => other.to_string(),
+                };
+                Error::invalid(format!("bad chroot in host list {hosts:?}: {why}"))
+            })?;
+            &hosts[..i]
+        }
+        None => hosts,
+    };
+    if list.trim().is_empty() {
+        return Err(Error::invalid(format!(
+            "host list {hosts:?} names no server"
+        )));
+    }
+    let mut out = Vec::new();
+    for h in list.split(',') {
+        let h = h.trim();
+        let (host, port) = match h.rsplit_once(':') {
+            Some((host, port)) => (host, port),
+            None => (h, "2181"),
+        };
+        let port: u16 = port.parse().map_err(|_| {
+            Error::invalid(format!("bad port in host {h:?} of host list {hosts:?}"))
+        })?;
+        if host.is_empty() {
+            return Err(Error::invalid(format!(
+                "empty host name in host list {hosts:?}"
+            )));
+        }
+        match (host, port).to_socket_addrs() {
+            Ok(addrs) => out.extend(addrs),
+            Err(e) => log::warn!("cannot resolve {h}: {e}"),
+        }
+    }
+    if out.is_empty() {
+        // Nothing to connect to: say so now, not after the connect timeout.
+        return Err(Error::ConnectionLoss(format!(
+            "cannot connect to {hosts}: {}",
+            diagnose(hosts, Duration::ZERO)
+        )));
+    }
+    Ok(out)
+}
+
+/// Why no session could be opened with `hosts`, in words: per server, "cannot resolve host",
+/// "connection refused by", "no answer from" or "accepts connections" (each probed once,
+/// waiting at most `wait` for a TCP answer).
+fn diagnose(hosts: &str, wait: Duration) -> String {
+    let list = hosts.split('/').next().unwrap_or_default();
+    let mut why = Vec::new();
+    for h in list.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        let (host, port) = h.rsplit_once(':').unwrap_or((h, "2181"));
+        let port: u16 = port.parse().unwrap_or(2181);
+        let addrs: Vec<SocketAddr> = match (host, port).to_socket_addrs() {
+            Ok(a) => a.collect(),
+            Err(_) => {
+                why.push(format!("cannot resolve host {host:?}"));
+                continue;
+            }
+        };
+        for a in addrs {
+            if wait.is_zero() {
+                continue;
+            }
+            why.push(match std::net::TcpStream::connect_timeout(&a, wait) {
+                Ok(_) => format!("{a} accepts connections but opened no ZooKeeper session"),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    format!("connection refused by {a}")
+                }
+                Err(_) => format!("no answer from {a}"),
+            });
+        }
+    }
+    why.join("; ")
+}
+
+impl Client {
+    /// Connects to ZooKeeper. `hosts` is `host:port[,host:port...][/chroot]`. Blocks until the
+    /// session is established or the connect timeout passes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed host list; [`Error::ConnectionLoss`] when no
+    /// server answered in time; [`Error::SessionExpired`] when authentication failed.
+    pub fn connect(hosts: &str, options: Options) -> Result<Client> {
+        let servers = parse_hosts(hosts)?;
+        if options.session_timeout < Duration::from_millis(100) {
+            return Err(Error::invalid("session timeout below 100 ms"));
+        }
+        if options.session_timeout > Duration::from_secs(3600) {
+            return Err(Error::invalid(
+                "session timeout above one hour (servers grant at most their maxSessionTimeout)",
+            ));
+        }
+        if options.acl != Acl::Open && options.auth.is_empty() {
+            return Err(Error::invalid(format!(
+                "the ACL {:?} grants rights to the creator's authenticated identity: add authentication (Options::auth)",
+                options.acl
+            )));
+        }
+        let holder_id = options
+            .holder_id
+            .clone()
+            .unwrap_or_else(|| format!("{}:{}", crate::sys::hostname(), std::process::id()));
+        let inner = Arc::new(Inner {
+            hosts: hosts.to_string(),
+            servers,
+            protocol: AtomicU8::new(options.protocol as u8),
+            acl: AtomicU8::new(options.acl as u8),
+            options,
+            holder_id,
+            current: Mutex::new(None),
+            connect_lock: Mutex::new(()),
+            generation: AtomicU64::new(0),
+            events: Arc::new(Events::new()),
+            added_auth: Mutex::new(Vec::new()),
+        });
+        let client = Client { inner };
+        let bound = Instant::now() + client.inner.options.connect_timeout;
+        client.new_session(None, bound, None)?;
+        Ok(client)
+    }
+
+    /// Opens a fresh session (after expiry, or to start over). Locks of the old session are lost.
+    pub fn reconnect(&self) -> Result<()> {
+        let old = self.inner.current.lock().clone();
+        let bound = Instant::now() + self.inner.options.connect_timeout;
+        self.new_session(old.map(|s| s.generation), bound, None)
+    }
+
+    /// Opens a session, waiting for it until `bound` at most, or until `cancel` is cancelled
+    /// (then `Cancelled`).
+    fn new_session(
+        &self,
+        replacing: Option<u64>,
+        bound: Instant,
+        cancel: Option<&Signal>,
+    ) -> Result<()> {
+        let cancelled = || cancel.is_some_and(|c| c.is_cancelled());
+        // Another thread may be opening one: wait for it in slices, so a cancel is heard.
+        let _g = loop {
+            let slice = (Instant::now() + Duration::from_millis(20)).min(bound);
+            if let Some(g) = self.inner.connect_lock.try_lock_until(slice) {
+                break g;
+            }
+            if cancelled() {
+                return Err(Error::Cancelled);
+            }
+            if Instant::now() >= bound {
+                return Err(Error::ConnectionLoss(
+                    "another thread is still opening a new session".into(),
+                ));
+            }
+        };
+        if cancelled() {
+            return Err(Error::Cancelled);
+        }
+        if let Some(gen) = replacing {
+            // Someone else replaced it while we waited.
+            if let Some(cur) = self.inner.current.lock().as_ref() {
+                if cur.generation != gen && !cur.state().is_terminal() {
+                    return Ok(());
+                }
+            }
+        }
+        if self.inner.events.state.lock().0 == SessionState::Closed && replacing.is_some() {
+            return Err(Error::Closed);
+        }
+        let opts = &self.inner.options;
+        let mut connector = zk::Client::connector()
+            .with_session_timeout(opts.session_timeout)
+            .with_connection_timeout(opts.session_timeout.min(opts.connect_timeout));
+        for (scheme, auth) in opts.auth.iter().chain(self.inner.added_auth.lock().iter()) {
+            connector = connector.with_auth(scheme, auth);
+        }
+        let deadline = bound;
+        let hosts = self.inner.hosts.clone();
+        let (list, chroot) = match hosts.find('/') {
+            Some(i) => (hosts[..i].to_string(), Some(hosts[i..].to_string())),
+            None => (hosts.clone(), None),
+        };
+        let started = Instant::now();
+        // The leader creates the session after this instant: the first lease runs from here.
+        let asked = boot_now();
+        // The session's tasks and socket come to be during the connect: kept, so that a caller
+        // waiting on this session wakes on its socket and polls its task itself.
+        let (connected, io) = runtime::SessionIo::connect(&self.inner.servers, |io| {
+            let fut = runtime::enter(|| connector.connect(&list));
+            runtime::enter(|| runtime::block_on(fut, Some(deadline), cancel, Some(io)))
+        });
+        let connected = match connected {
+            Outcome::Ready(r) => Some(r),
+            Outcome::TimedOut => None,
+            Outcome::Cancelled => return Err(Error::Cancelled),
+        };
+        let zk = match connected {
+            Some(Ok(zk)) => zk,
+            Some(Err(zk::Error::BadArguments(m))) => {
+                return Err(Error::invalid(format!("host list {hosts:?}: {m}")))
+            }
+            Some(Err(zk::Error::AuthFailed)) => {
+                return Err(Error::ZooKeeper("authentication failed".into()))
+            }
+            Some(Err(e)) => {
+                return Err(Error::ConnectionLoss(format!(
+                    "cannot connect to {hosts}: {e} ({})",
+                    diagnose(&hosts, Duration::from_millis(250))
+                )))
+            }
+            None => {
+                return Err(Error::ConnectionLoss(format!(
+                    "no ZooKeeper session with {hosts} within {:?}: {}",
+                    opts.connect_timeout
+                        .min(bound.saturating_duration_since(started)),
+                    diagnose(&hosts, Duration::from_millis(250))
+                )))
+            }
+        };
+        if opts.tcp_nodelay {
+            io.set_nodelay(&self.inner.servers);
+        }
+        let generation = match replacing {
+            None => 0,
+            Some(_) => self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1,
+        };
+        let granted = zk.session_timeout();
+        let session = Arc::new(Session {
+            ping_gap: ping_gap(opts.server_tick_time, granted),
+            io,
+            id: zk.session_id().0,
+            generation,
+            state: Mutex::new(SessionState::Connected),
+            cv: Condvar::new(),
+            events: self.inner.events.clone(),
+            waits: Mutex::new(Vec::new()),
+            lost_callbacks: Mutex::new(Vec::new()),
+            lease_anchor: Mutex::new(asked),
+            lapsed: std::sync::atomic::AtomicBool::new(false),
+            root: chroot.as_ref().map(|_| zk.clone()),
+            zk: match chroot {
+                Some(c) => zk.chroot(c).map_err(|_| Error::invalid("bad chroot"))?,
+                None => zk,
+            },
+        });
+        log::info!(
+            "zklock session {:#x} (generation {generation}) connected to {hosts}",
+            session.id
+        );
+        renew_lease(&session);
+        // Follow the session's state in a runtime task (run by whichever thread polls the
+        // tasks, see `runtime`): only flags and notifications happen there; listeners run on
+        // their own thread.
+        let mut watcher = session.zk.state_watcher();
+        let weak = Arc::downgrade(&session);
+        let servers = self.inner.servers.clone();
+        let nodelay = opts.tcp_nodelay;
+        runtime::spawn(async move {
+            loop {
+                let s = watcher.changed().await;
+                let Some(session) = weak.upgrade() else {
+                    return;
+                };
+                let ours = match s {
+                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                        // A reconnect opened a new socket: set the option again and find it,
+                        // on a thread of its own (scanning the process's descriptors must not
+                        // hold up the tasks of every other session).
+                        let (found, servers) = (session.clone(), servers.clone());
+                        run_detached(
+                            "reconnect",
+                            vec![Box::new(move || {
+                                found.io.reconnected(&servers);
+                                if nodelay {
+                                    found.io.set_nodelay(&servers);
+                                }
+                            })],
+                        );
+                        SessionState::Connected
+                    }
+                    zk::SessionState::Disconnected => {
+                        session.io.disconnected();
+                        SessionState::Suspended
+                    }
+                    zk::SessionState::Expired | zk::SessionState::AuthFailed => {
+                        SessionState::Expired
+                    }
+                    zk::SessionState::Closed => SessionState::Closed,
+                };
+                session.events.on_state(&session, ours);
+                if ours.is_terminal() {
+                    return;
+                }
+            }
+        });
+        *self.inner.current.lock() = Some(session.clone());
+        self.inner.events.current_is(&session);
+        Ok(())
+    }
+
+    /// The current session, opening a fresh one first if it expired and the policy says so.
+    pub(crate) fn session(&self) -> Result<Arc<Session>> {
+        self.session_for(Deadline::Forever, None)
+    }
+
+    /// The current session for an operation whose deadline is `d`: a fresh session after expiry
+    /// is waited for until `d` at most (a try-once operation: one session timeout), never the
+    /// whole connect timeout past the caller's deadline, and not past a cancel of `cancel`.
+    pub(crate) fn session_for(&self, d: Deadline, cancel: Option<&Signal>) -> Result<Arc<Session>> {
+        let cur = self.inner.current.lock().clone();
+        match cur {
+            None => Err(Error::Closed),
+            Some(s) => match s.state() {
+                SessionState::Expired if self.inner.options.reconnect_on_expiry => {
+                    let opts = &self.inner.options;
+                    let bound = match d {
+                        Deadline::TryOnce => d.capped(opts.session_timeout),
+                        _ => d.capped(opts.connect_timeout),
+                    };
+                    self.new_session(Some(s.generation), bound, cancel)?;
+                    self.inner.current.lock().clone().ok_or(Error::Closed)
+                }
+                SessionState::Expired => Err(Error::SessionExpired),
+                SessionState::Closed => Err(Error::Closed),
+                _ => Ok(s),
+            },
+        }
+    }
+
+    /// The session state now.
+    pub fn state(&self) -> SessionState {
+        self.inner.events.state.lock().0
+    }
+
+    /// The current session's id (0 before the first session).
+    pub fn session_id(&self) -> i64 {
+        self.inner.events.state.lock().1
+    }
+
+    /// Which session of this client is current (0 for the first).
+    pub fn generation(&self) -> u64 {
+        self.inner.events.state.lock().2
+    }
+
+    /// The holder id stored in this client's lock nodes.
+    pub fn holder_id(&self) -> &str {
+        &self.inner.holder_id
+    }
+
+    /// The default naming protocol of locks made from this client.
+    pub fn protocol(&self) -> Protocol {
+        match self.inner.protocol.load(Ordering::Relaxed) {
+            1 => Protocol::Kazoo,
+            _ => Protocol::Curator,
+        }
+    }
+
+    /// Sets the naming protocol of locks made after this call.
+    pub fn set_protocol(&self, p: Protocol) {
+        self.inner.protocol.store(p as u8, Ordering::Relaxed);
+    }
+
+    /// The ACL of the nodes this client creates.
+    pub fn acl(&self) -> Acl {
+        match self.inner.acl.load(Ordering::Relaxed) {
+            1 => Acl::CreatorAll,
+            2 => Acl::CreatorAllReadAll,
+            _ => Acl::Open,
+        }
+    }
+
+    /// Sets the ACL of the nodes created after this call (lock nodes and the parents the
+    /// library creates).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a creator-only ACL on a client without authentication
+    /// (the server would refuse every create with `InvalidACL`).
+    pub fn set_acl(&self, acl: Acl) -> Result<()> {
+        if acl != Acl::Open
+            && self.inner.options.auth.is_empty()
+            && self.inner.added_auth.lock().is_empty()
+        {
+            return Err(Error::invalid(format!(
+                "the ACL {acl:?} grants rights to the creator's authenticated identity: add authentication first"
+            )));
+        }
+        self.inner.acl.store(acl as u8, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The session timeout asked for.
+    pub fn session_timeout(&self) -> Duration {
+        self.inner.options.session_timeout
+    }
+
+    /// Waits until the state satisfies `pred` or `timeout` passes; returns the state then.
+    pub fn wait_for_state(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(SessionState) -> bool,
+    ) -> SessionState {
+        // A timeout too long for the clock is no timeout.
+        let deadline = Instant::now().checked_add(timeout);
+        let mut st = self.inner.events.state.lock();
+        while !pred(st.0) {
+            match deadline {
+                Some(d) => {
+                    if self
+                        .inner
+                        .events
+                        .state_cv
+                        .wait_until(&mut st, d)
+                        .timed_out()
+                    {
+                        break;
+                    }
+                }
+                None => self.inner.events.state_cv.wait(&mut st),
+            }
+        }
+        st.0
+    }
+
+    /// Calls `f` on every change of session state, on a dedicated thread (never on the I/O
+    /// thread), so `f` may call the client. Returns an id for [`Client::remove_listener`].
+    pub fn add_listener(&self, f: impl Fn(&SessionEvent) + Send + Sync + 'static) -> u64 {
+        self.inner.events.add_listener(Arc::new(f))
+    }
+
+    /// Asks the holder of the lock node `node_path` (a full path, e.g. from a lock's
+    /// participants) to let go, as Curator's `Revoker.attemptRevoke`: writes `__REVOKE__` into
+    /// the node. Holders that made their lock revocable (zklock's
+    /// [`make_revocable`](crate::Lockable::make_revocable), Curator's `makeRevocable`) are told;
+    /// others are not affected. `Ok(false)` if the node is gone.
+    pub fn request_revoke(&self, node_path: &str) -> Result<bool> {
+        crate::path::validate_path(node_path)?;
+        let s = self.session()?;
+        match s.retry(Deadline::Forever, || {
+            s.zk.set_data(node_path, crate::node::REVOKE_MESSAGE, None)
+        }) {
+            Ok(_) => Ok(true),
+            Err(zk::Error::NoNode) => Ok(false),
+            Err(e) => Err(s.map_err(e)),
+        }
+    }
+
+    /// The kind of lock at `path`, read from its node and its children's names (Curator's and
+    /// kazoo's layouts): what to list or revoke there without being told the kind.
+    ///
+    /// ```no_run
+    /// use zklock::{Client, LockKind, Options};
+    /// let client = Client::connect("127.0.0.1:2181", Options::default())?;
+    /// match client.lock_kind("/locks/orders")? {
+    ///     LockKind::Free => println!("nobody holds it"),
+    ///     kind => println!("{kind:?}"),
+    /// }
+    /// # Ok::<(), zklock::Error>(())
+    /// ```
+    pub fn lock_kind(&self, path: &str) -> Result<crate::LockKind> {
+        crate::path::validate_path(path)?;
+        let s = self.session()?;
+        let (data, stat) = match s.retry(Deadline::Forever, || s.zk.get_data(path)) {
+            Ok(x) => x,
+            Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
+            Err(e) => return Err(s.map_err(e)),
+        };
+        let ephemeral = stat.ephemeral_owner != 0;
+        let children = if ephemeral {
+            Vec::new()
+        } else {
+            match s.retry(Deadline::Forever, || s.zk.list_children(path)) {
+                Ok(c) => c,
+                Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
+                Err(e) => return Err(s.map_err(e)),
+            }
+        };
+        Ok(crate::node::classify(&children, ephemeral, &data))
+    }
+
+    /// Removes a listener.
+    pub fn remove_listener(&self, id: u64) {
+        self.inner.events.remove_listener(id);
+    }
+
+    /// Adds authentication to the session now, and to every later session of this client.
+    pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> Result<()> {
+        let s = self.session()?;
+        s.wait(s.zk.auth(scheme, auth), s.call_deadline())?;
+        self.inner
+            .added_auth
+            .lock()
+            .push((scheme.to_string(), auth.to_vec()));
+        Ok(())
+    }
+
+    /// Closes the client: acquires waiting on it return [`Error::Closed`] (deleting their
+    /// nodes), later calls return [`Error::Closed`], and the session ends, its remaining lock
+    /// nodes deleted by the server at once, when the last lock made from this client is dropped.
+    pub fn close(&self) {
+        let s = self.inner.current.lock().take();
+        if let Some(s) = s {
+            self.inner.events.on_state(&s, SessionState::Closed);
+            // Waiting acquires return `Closed` (and delete their nodes on the way out).
+            for w in s.waits.lock().drain(..) {
+                if let Some(sig) = w.upgrade() {
+                    sig.cancel();
+                }
+            }
+        }
+    }
+
+    /// The children of `path` (empty if it does not exist), and a watch that fires on their next
+    /// change: to follow a lock's queue without polling (see [`Lockable::queue_path`](crate::Lockable::queue_path)).
+    ///
+    /// ```no_run
+    /// use zklock::{Client, Lockable, Mutex, Options};
+    /// let client = Client::connect("127.0.0.1:2181", Options::default())?;
+    /// let m = Mutex::new(&client, "/locks/orders")?;
+    /// loop {
+    ///     let (_, mut change) = client.watch_children(&m.queue_path())?;
+    ///     println!("{:?}", m.participants()?);
+    ///     change.wait(None)?;
+    /// }
+    /// # Ok::<(), zklock::Error>(())
+    /// ```
+    pub fn watch_children(&self, path: &str) -> Result<(Vec<String>, ChildrenWatch)> {
+        crate::path::validate_path(path)?;
+        let s = self.session()?;
+        loop {
+            match s.retry(Deadline::Forever, || s.zk.list_and_watch_children(path)) {
+                Ok((children, w)) => return Ok((children, ChildrenWatch::new(s, w))),
+                Err(zk::Error::NoNode) => {
+                    // Not there yet: watch for its creation instead.
+                    match s.retry(Deadline::Forever, || s.zk.check_and_watch_stat(path)) {
+                        Ok((None, w)) => return Ok((Vec::new(), ChildrenWatch::new(s, w))),
+                        Ok((Some(_), _)) => continue,
+                        Err(e) => return Err(s.map_err(e)),
+                    }
+                }
+                Err(e) => return Err(s.map_err(e)),
+            }
+        }
+    }
+
+    /// How many node watch events (not session events) this client's waits have received:
+    /// one per wake-up of a waiter, so a herd-free lock shows one per release.
+    pub fn watch_events(&self) -> u64 {
+        self.inner.events.watch_events.load(Ordering::Relaxed)
+    }
+
+    /// Whether TCP_NODELAY is set on this process's sockets to the servers (one entry per socket).
+    #[doc(hidden)]
+    pub fn socket_nodelay(&self) -> Vec<bool> {
+        self.inner
+            .servers
+            .iter()
+            .flat_map(|s| crate::sys::nodelay_to(*s))
+            .collect()
+    }
+
+    /// The options of a node this client creates in `mode` (with the client's ACL).
+    pub(crate) fn create_options(&self, mode: zk::CreateMode) -> zk::CreateOptions<'static> {
+        mode.with_acls(self.acl().acls())
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod socket_tests {
+    use super::*;
+    use crate::testing::{eventually, TestingServer};
+
+    fn socket_of(c: &Client) -> Option<i32> {
+        let s = c.inner.current.lock().clone()?;
+        s.io.socket()
+    }
+
+    fn peer_port(fd: i32) -> Option<u16> {
+        crate::sys::peer_of(fd).map(|a| a.port())
+    }
+
+    /// A waiting caller sleeps on its session's socket: the session must know which one it
+    /// is, at connect and again after a reconnect (a new socket).
+    #[test]
+    fn a_session_finds_its_socket_at_connect_and_after_the_server_restarts() {
+        let _serial = crate::runtime::tests::SERIAL.lock();
+        let mut server = TestingServer::start().unwrap();
+        let opts = Options::default().session_timeout(Duration::from_secs(30));
+        let c = Client::connect(&server.connect_string(), opts).unwrap();
+        let fd = socket_of(&c).expect("no socket found at connect");
+        assert_eq!(peer_port(fd), Some(server.port()));
+        server.restart().unwrap();
+        assert!(
+            eventually(Duration::from_secs(30), || {
+                c.state() == SessionState::Connected
+                    && socket_of(&c).and_then(peer_port) == Some(server.port())
+            }),
+            "after the restart: state {:?}, socket {:?}",
+            c.state(),
+            socket_of(&c)
+        );
+        // The same session, on its new socket, still answers.
+        let m = crate::Mutex::new(&c, "/socket-test").unwrap();
+        drop(m.lock().unwrap());
+    }
+
+    /// Sessions connecting at the same time never claim one socket between two of them.
+    #[test]
+    fn sessions_connecting_together_never_share_a_claimed_socket() {
+        let _serial = crate::runtime::tests::SERIAL.lock();
+        let server = TestingServer::shared();
+        let clients: Vec<Client> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..6)
+                .map(|_| {
+                    s.spawn(|| {
+                        Client::connect(&server.connect_string(), Options::default()).unwrap()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut seen: Vec<i32> = clients.iter().filter_map(socket_of).collect();
+        let found = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), found, "two sessions claim one socket");
+        for fd in seen {
+            assert_eq!(peer_port(fd), Some(server.port()));
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! One ZooKeeper session: its state machine (connected, suspended, expired, closed), its
+//! requests with their bounds and retries, and the one wait for a watch. Its lease is the
+//! `lease` module's; its state changes go to its event sink.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use zookeeper_client as zk;
+
+use super::events::{run_detached, Events, LostCallback};
+use super::lease::BootTime;
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::runtime::{self, Outcome, Signal};
+
+/// The state of the client's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// Connected: locks held are held.
+    Connected,
+    /// Disconnected, the session may survive: holding is uncertain until it reconnects or expires.
+    Suspended,
+    /// The session expired: every lock it held is lost. A new session may follow.
+    Expired,
+    /// The client was closed.
+    Closed,
+}
+
+impl SessionState {
+    /// Expired or Closed: the session will never come back.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, SessionState::Expired | SessionState::Closed)
+    }
+}
+
+/// A change of session state, as given to listeners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionEvent {
+    /// The new state.
+    pub state: SessionState,
+    /// The session's id.
+    pub session_id: i64,
+    /// Which session of this client (0 for the first, +1 for each fresh session after expiry).
+    pub generation: u64,
+}
+
+/// A failure that says nothing about the server's state: the request may or may not have
+/// been applied, and asking again (on the same session) may succeed.
+pub(crate) fn is_retriable(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::ConnectionLoss
+            | zk::Error::UnexpectedError(_)
+            | zk::Error::Timeout
+            // The connection's own failures ("no response from connection in ...").
+            | zk::Error::Custom(_)
+            | zk::Error::NoHosts
+    )
+}
+
+/// One ZooKeeper session (one `zookeeper-client` client). Locks keep the session they were
+/// taken in, so a lock of an expired session can never be taken for held in a newer one.
+pub(crate) struct Session {
+    pub(crate) zk: zk::Client,
+    /// The session's task and socket, for waiting callers (see `runtime::SessionIo`).
+    pub(super) io: runtime::SessionIo,
+    /// The same session without the chroot (to create a missing chroot node).
+    pub(super) root: Option<zk::Client>,
+    pub(crate) id: i64,
+    pub(crate) generation: u64,
+    pub(super) state: Mutex<SessionState>,
+    pub(super) cv: Condvar,
+    /// Where its state changes are reported.
+    pub(super) events: Arc<Events>,
+    /// The waits in progress on this session's watches.
+    pub(super) waits: Mutex<Vec<Weak<Signal>>>,
+    /// Callbacks of holds that want to hear when the session ends, each alive while its hold is.
+    pub(super) lost_callbacks: Mutex<Vec<LostCallback>>,
+    /// An instant (CLOCK_BOOTTIME) at which the leader provably heard of the session: it cannot
+    /// expire the session before this plus the session timeout.
+    pub(super) lease_anchor: Mutex<BootTime>,
+    /// The longest the leader may take between two pings of a follower (`confirmed`).
+    pub(super) ping_gap: Duration,
+    /// The lease ran out (under the state lock's condvar); cleared when it is renewed.
+    pub(super) lapsed: std::sync::atomic::AtomicBool,
+}
+
+impl Session {
+    pub(crate) fn state(&self) -> SessionState {
+        *self.state.lock()
+    }
+
+    pub(super) fn fire_lost(&self) {
+        let fs = self
+            .lost_callbacks
+            .lock()
+            .drain(..)
+            .filter(|(alive, _)| alive.strong_count() > 0)
+            .map(|(_, f)| f)
+            .collect();
+        run_detached("lost", fs);
+    }
+
+    pub(super) fn set_state(&self, s: SessionState) -> bool {
+        {
+            let mut st = self.state.lock();
+            if *st == s || st.is_terminal() {
+                return false;
+            }
+            *st = s;
+            self.cv.notify_all();
+        }
+        if s.is_terminal() {
+            self.fire_lost();
+        }
+        true
+    }
+
+    /// Calls `f` once, on its own thread, when this session ends, if the hold `alive` stands for
+    /// still exists then (at once if the session has already ended).
+    pub(crate) fn on_end(&self, alive: &Arc<()>, f: Box<dyn FnOnce() + Send>) {
+        let mut callbacks = self.lost_callbacks.lock();
+        if !self.lease_live() {
+            drop(callbacks);
+            run_detached("lost", vec![f]);
+            return;
+        }
+        callbacks.retain(|(a, _)| a.strong_count() > 0);
+        callbacks.push((Arc::downgrade(alive), f));
+    }
+
+    /// The error for a call on a session that has ended.
+    pub(crate) fn ended_error(&self) -> Option<Error> {
+        match self.state() {
+            SessionState::Expired => Some(Error::SessionExpired),
+            SessionState::Closed => Some(Error::Closed),
+            _ => None,
+        }
+    }
+
+    /// The default deadline of one call: the session timeout from now (calls made while
+    /// disconnected are queued by the crate until reconnect or expiry).
+    pub(crate) fn call_deadline(&self) -> Instant {
+        self.cap(Deadline::Forever)
+    }
+
+    /// The bound of one request of an operation whose deadline is `d`: the earlier of `d` and
+    /// one session timeout from now (the per-call cap lives here, not at each call site).
+    pub(crate) fn cap(&self, d: Deadline) -> Instant {
+        d.capped(self.zk.session_timeout().max(Duration::from_millis(500)))
+    }
+
+    /// One request, bounded by [`Session::cap`]; not retried (for requests that must not be
+    /// sent twice, such as creates). A missed bound is `ConnectionLoss`.
+    pub(crate) fn call<T>(
+        &self,
+        fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
+        d: Deadline,
+    ) -> std::result::Result<T, zk::Error> {
+        self.wait_raw(fut, self.cap(d))
+    }
+
+    /// An idempotent request (read, delete), sent again on connection loss until it gets an
+    /// answer, `d` passes (a try-once operation: one session timeout) or the session ends.
+    /// The errors left are the server's answers, `ConnectionLoss` when time ran out, and the
+    /// session's end.
+    pub(crate) fn retry<T, F>(
+        &self,
+        d: Deadline,
+        mut request: impl FnMut() -> F,
+    ) -> std::result::Result<T, zk::Error>
+    where
+        F: std::future::Future<Output = std::result::Result<T, zk::Error>>,
+    {
+        let until = match d {
+            Deadline::TryOnce => Some(self.cap(d)),
+            _ => d.instant(),
+        };
+        loop {
+            match self.wait_raw(request(), self.cap(d)) {
+                Err(e) if is_retriable(&e) => {
+                    if self.state().is_terminal() || until.is_some_and(|u| Instant::now() >= u) {
+                        return Err(e);
+                    }
+                    runtime::sleep(Duration::from_millis(20));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Blocks on one ZooKeeper reply until `deadline`.
+    pub(crate) fn wait<T>(
+        &self,
+        fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
+        deadline: Instant,
+    ) -> Result<T> {
+        self.wait_raw(fut, deadline).map_err(|e| self.map_err(e))
+    }
+
+    /// Like [`Session::wait`] but keeps the crate's error (so recipes can tell `NoNode` from
+    /// `NodeExists`); a missed deadline is `ConnectionLoss`.
+    pub(crate) fn wait_raw<T>(
+        &self,
+        fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
+        deadline: Instant,
+    ) -> std::result::Result<T, zk::Error> {
+        match runtime::call(fut, deadline, Some(&self.io)) {
+            Some(Ok(v)) => Ok(v),
+            Some(Err(e)) => {
+                if matches!(
+                    e,
+                    zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed
+                ) {
+                    self.map_err(e.clone());
+                }
+                Err(e)
+            }
+            None => Err(zk::Error::ConnectionLoss),
+        }
+    }
+
+    pub(crate) fn map_err(&self, e: zk::Error) -> Error {
+        let e = Error::from(e);
+        if e.is_session_end() {
+            // The crate saw the end before our state task: record it now.
+            let s = if e == Error::Closed {
+                SessionState::Closed
+            } else {
+                SessionState::Expired
+            };
+            self.events.on_state(self, s);
+        }
+        e
+    }
+
+    /// The one wait of every acquire for a one-shot watch: `Ok(Some(event))` when it fired
+    /// (look again), `Ok(None)` at `deadline`; the session's end (or `Error::Cancelled` when
+    /// `signal` was cancelled) as an error. Disconnection alone does not wake: the crate re-arms
+    /// watches on reconnect.
+    pub(crate) fn wait_watch(
+        &self,
+        watcher: zk::OneshotWatcher,
+        deadline: Option<Instant>,
+        signal: &Arc<Signal>,
+    ) -> Result<Option<zk::EventType>> {
+        match self.wait_watch_raw(watcher, deadline, signal) {
+            Outcome::Ready(ev)
+                if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() =>
+            {
+                Err(self.ended_error().unwrap_or(Error::SessionExpired))
+            }
+            Outcome::Ready(ev) => Ok(Some(ev.event_type)),
+            Outcome::TimedOut => Ok(None),
+            Outcome::Cancelled => Err(self.ended_error().unwrap_or(Error::Cancelled)),
+        }
+    }
+
+    fn wait_watch_raw(
+        &self,
+        watcher: zk::OneshotWatcher,
+        deadline: Option<Instant>,
+        signal: &Arc<Signal>,
+    ) -> Outcome<zk::WatchedEvent> {
+        // Registered so that `Client::close` can wake this wait.
+        self.waits.lock().push(Arc::downgrade(signal));
+        if self.state() == SessionState::Closed {
+            signal.cancel();
+        }
+        let r = runtime::block_on(watcher.changed(), deadline, Some(signal), Some(&self.io));
+        self.waits
+            .lock()
+            .retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), Arc::as_ptr(signal)));
+        if let Outcome::Ready(ev) = &r {
+            if ev.event_type != zk::EventType::Session {
+                self.events.watch_events.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        r
+    }
+}
+
+/// Marks the calling thread, for as long as the guard lives, as one that waits for what it asks
+/// ZooKeeper (an acquire, a release): a task woken meanwhile is polled by this thread's next
+/// wait instead of waking the executor's own thread. Take it first thing in an operation.
+pub(crate) fn waiting_caller() -> runtime::Caller {
+    runtime::Caller::enter()
+}
+
+impl Session {
+    /// Runs `work` in the background, on the executor that drives the sessions (work that must
+    /// go on after the caller returns: a delete handed over, a revocation watch).
+    pub(crate) fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        runtime::spawn(work)
+    }
+
+    /// The same session without the chroot, if the client has one (to create a missing chroot
+    /// node).
+    pub(crate) fn root(&self) -> Option<&zk::Client> {
+        self.root.as_ref()
+    }
+
+    /// Pauses the calling thread between two tries of a request (polling the sessions' tasks
+    /// meanwhile, as every wait does).
+    pub(crate) fn pause(&self, d: Duration) {
+        runtime::sleep(d)
+    }
+}
