@@ -1,6 +1,8 @@
 //! The one error type of the library.
 
 use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
 
 /// What went wrong. `Display` gives the words a C user sees from `zkl_last_error_message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,8 +15,9 @@ pub enum Error {
     /// Release of a lock this handle (or thread) does not hold.
     NotHeld,
     /// ZooKeeper could not be reached in time. The operation may or may not have been applied;
-    /// lock recipes clean up after themselves.
-    ConnectionLoss(String),
+    /// lock recipes clean up after themselves. [`std::error::Error::source`] gives the client's
+    /// own error where there was one.
+    ConnectionLoss(ErrorDetail),
     /// The session ended: every lock it held is lost.
     SessionExpired,
     /// The client was closed.
@@ -26,7 +29,119 @@ pub enum Error {
     /// The request would deadlock (e.g. upgrading a read lock to a write lock).
     WouldDeadlock(String),
     /// Any other error the server returned (no auth, bad ACL, node exists, ...).
-    ZooKeeper(String),
+    /// [`std::error::Error::source`] gives the client's own error where there was one.
+    ZooKeeper(ErrorDetail),
+}
+
+/// What an [`Error::ConnectionLoss`] or [`Error::ZooKeeper`] says: a message (it reads as a
+/// `&str`) and, where the ZooKeeper client reported one, the underlying error as its
+/// [`source`](std::error::Error::source). Two details are equal when their messages are.
+///
+/// ```
+/// use std::time::Duration;
+/// use zklock::{Client, Error, Options};
+///
+/// let options = Options::default().connect_timeout(Duration::from_millis(200));
+/// match Client::connect("127.0.0.1:1", options) {
+///     Err(Error::ConnectionLoss(detail)) => {
+///         assert!(detail.contains("127.0.0.1:1"), "{detail}");
+///         // The error chain: zklock's words first, then the client's, when it had some.
+///         let _cause = detail.source();
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
+#[derive(Clone)]
+pub struct ErrorDetail {
+    message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl ErrorDetail {
+    /// A detail with this message and no source.
+    pub fn new(message: impl Into<String>) -> ErrorDetail {
+        ErrorDetail {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A detail whose message is `message` and whose source is `source`.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> ErrorDetail {
+        ErrorDetail {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The underlying error, if the ZooKeeper client reported one.
+    pub fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+
+    /// The same detail with `prefix: ` before its message (the source is kept).
+    pub(crate) fn context(self, prefix: impl fmt::Display) -> ErrorDetail {
+        ErrorDetail {
+            message: format!("{prefix}: {}", self.message),
+            source: self.source,
+        }
+    }
+}
+
+impl Deref for ErrorDetail {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ErrorDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for ErrorDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.source {
+            None => fmt::Debug::fmt(&self.message, f),
+            Some(s) => f
+                .debug_struct("ErrorDetail")
+                .field("message", &self.message)
+                .field("source", s)
+                .finish(),
+        }
+    }
+}
+
+impl PartialEq for ErrorDetail {
+    fn eq(&self, other: &ErrorDetail) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for ErrorDetail {}
+
+impl From<String> for ErrorDetail {
+    fn from(message: String) -> ErrorDetail {
+        ErrorDetail::new(message)
+    }
+}
+
+impl From<&str> for ErrorDetail {
+    fn from(message: &str) -> ErrorDetail {
+        ErrorDetail::new(message)
+    }
 }
 
 /// `Result` with [`Error`].
@@ -53,7 +168,16 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    /// The ZooKeeper client's own error behind a connection loss or a server error, where it
+    /// reported one.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::ConnectionLoss(d) | Error::ZooKeeper(d) => d.source(),
+            _ => None,
+        }
+    }
+}
 
 impl Error {
     /// Whether retrying the same call on the same session may succeed.
@@ -96,10 +220,12 @@ impl From<zookeeper_client::Error> for Error {
             | Z::MarshallingError
             | Z::Unimplemented
             | Z::ReconfigDisabled
-            | Z::UnexpectedErrorCode(_) => Error::ZooKeeper(e.to_string()),
+            | Z::UnexpectedErrorCode(_) => {
+                Error::ZooKeeper(ErrorDetail::with_source(e.to_string(), e))
+            }
             // Everything that is not a ZooKeeper error code ("no response from connection",
             // timeouts, I/O) means: we do not know, the connection is in doubt.
-            other => Error::ConnectionLoss(other.to_string()),
+            other => Error::ConnectionLoss(ErrorDetail::with_source(other.to_string(), other)),
         }
     }
 }

@@ -65,7 +65,7 @@ mod ffi;
 pub mod testing;
 
 pub use deadline::Deadline;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorDetail, Result};
 pub use node::{LockKind, Protocol};
 pub use path::validate_path;
 #[allow(deprecated)]

@@ -121,3 +121,27 @@ fn a_holder_whose_node_someone_deleted_learns_it_on_release() {
     assert_eq!(g.unlock(), Err(Error::LockLost));
     assert_eq!(m.release(), Err(Error::NotHeld));
 }
+
+/// A server's refusal reaches the user as `Error::ZooKeeper` with zklock's words, and the
+/// ZooKeeper client's own error stays reachable through `source()` (an error chain a logger or
+/// `anyhow` prints whole).
+#[test]
+fn a_refusal_by_the_server_keeps_the_clients_error_as_its_source() {
+    use std::error::Error as _;
+    let zk = server();
+    let hosts = zk.connect_string();
+    let a = authed(&hosts, Acl::CreatorAllReadAll);
+    let path = "/acl/source";
+    let ma = Mutex::new(&a, path).unwrap();
+    let _ga = ma.lock().unwrap();
+    let stranger = connect(&hosts, 4000);
+    let e = match Mutex::new(&stranger, path).unwrap().try_lock() {
+        Err(e @ Error::ZooKeeper(_)) => e,
+        other => panic!("a stranger created a node under a protected lock: {other:?}"),
+    };
+    let source = e.source().expect("the client's error is the source");
+    assert!(source.to_string().contains("not authorized"), "{source}");
+    assert!(e.to_string().starts_with("ZooKeeper error: "), "{e}");
+    // A hold's own errors have no deeper cause.
+    assert!(Error::NotHeld.source().is_none());
+}

@@ -257,10 +257,13 @@ fn remove_node_from(
                 }
                 if Instant::now() >= budget {
                     background_delete(session.clone(), node.to_string(), owner);
-                    return Err(Error::ConnectionLoss(format!(
-                        "could not delete {node} within the session timeout; \
+                    return Err(Error::ConnectionLoss(
+                        format!(
+                            "could not delete {node} within the session timeout; \
                          it is deleted in the background"
-                    )));
+                        )
+                        .into(),
+                    ));
                 }
                 retried = true;
                 session.pause(Duration::from_millis(20));

@@ -415,9 +415,9 @@ impl Guarded for MultiLock<'_> {
 fn with_path(e: Error, path: &str) -> Error {
     match e {
         Error::InvalidArgument(m) => Error::InvalidArgument(format!("lock {path}: {m}")),
-        Error::ConnectionLoss(m) => Error::ConnectionLoss(format!("lock {path}: {m}")),
+        Error::ConnectionLoss(m) => Error::ConnectionLoss(m.context(format_args!("lock {path}"))),
         Error::WouldDeadlock(m) => Error::WouldDeadlock(format!("lock {path}: {m}")),
-        Error::ZooKeeper(m) => Error::ZooKeeper(format!("lock {path}: {m}")),
+        Error::ZooKeeper(m) => Error::ZooKeeper(m.context(format_args!("lock {path}"))),
         other => other,
     }
 }

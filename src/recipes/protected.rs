@@ -56,9 +56,9 @@ pub(crate) fn create_ephemeral(
                 // attempt's fresh id).
                 return match find_own(session, dir, name, sequential, d)? {
                     Some(x) => Ok(x),
-                    None => Err(Error::ZooKeeper(format!(
-                        "node {full} exists and is not this attempt's"
-                    ))),
+                    None => Err(Error::ZooKeeper(
+                        format!("node {full} exists and is not this attempt's").into(),
+                    )),
                 };
             }
             Err(e) if is_retriable(&e) => {

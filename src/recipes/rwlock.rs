@@ -266,7 +266,7 @@ impl Core {
         let q = &self.read;
         let name = crate::path::name(&write.node);
         let read_name = node::downgrade_name(name, q.protocol).ok_or_else(|| {
-            Error::ZooKeeper(format!("write lock node {name} has no sequence number"))
+            Error::ZooKeeper(format!("write lock node {name} has no sequence number").into())
         })?;
         let data = q.client.holder_id().as_bytes();
         let (made, _) = protected::create_ephemeral(

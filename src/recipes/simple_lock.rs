@@ -82,10 +82,9 @@ impl RawSimpleLock {
             // Whether the create was applied cannot be learned in time: remove its node, if it
             // made one, in the background.
             background_forget(session, self.path.clone(), attempt.to_string(), true);
-            Err(Error::ConnectionLoss(format!(
-                "no reply from ZooKeeper in time to create {}",
-                self.path
-            )))
+            Err(Error::ConnectionLoss(
+                format!("no reply from ZooKeeper in time to create {}", self.path).into(),
+            ))
         };
         loop {
             // Whether the create's reply was lost: then whether it was applied is read after a

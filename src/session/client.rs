@@ -16,7 +16,7 @@ use super::options::{Acl, Options};
 use super::state::{Session, SessionEvent, SessionState};
 use super::watch::ChildrenWatch;
 use crate::deadline::Deadline;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorDetail, Result};
 use crate::node::Protocol;
 use crate::runtime::{self, Outcome, Signal};
 
@@ -104,10 +104,13 @@ fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
     }
     if out.is_empty() {
         // Nothing to connect to: say so now, not after the connect timeout.
-        return Err(Error::ConnectionLoss(format!(
-            "cannot connect to {hosts}: {}",
-            diagnose(hosts, Duration::ZERO)
-        )));
+        return Err(Error::ConnectionLoss(
+            format!(
+                "cannot connect to {hosts}: {}",
+                diagnose(hosts, Duration::ZERO)
+            )
+            .into(),
+        ));
     }
     Ok(out)
 }
@@ -271,18 +274,22 @@ impl Client {
                 return Err(Error::ZooKeeper("authentication failed".into()))
             }
             Some(Err(e)) => {
-                return Err(Error::ConnectionLoss(format!(
+                let why = format!(
                     "cannot connect to {hosts}: {e} ({})",
                     diagnose(&hosts, Duration::from_millis(250))
-                )))
+                );
+                return Err(Error::ConnectionLoss(ErrorDetail::with_source(why, e)));
             }
             None => {
-                return Err(Error::ConnectionLoss(format!(
-                    "no ZooKeeper session with {hosts} within {:?}: {}",
-                    opts.connect_timeout
-                        .min(bound.saturating_duration_since(started)),
-                    diagnose(&hosts, Duration::from_millis(250))
-                )))
+                return Err(Error::ConnectionLoss(
+                    format!(
+                        "no ZooKeeper session with {hosts} within {:?}: {}",
+                        opts.connect_timeout
+                            .min(bound.saturating_duration_since(started)),
+                        diagnose(&hosts, Duration::from_millis(250))
+                    )
+                    .into(),
+                ))
             }
         };
         if opts.tcp_nodelay {

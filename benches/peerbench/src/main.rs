@@ -1194,10 +1194,9 @@ mod ffi {
             zkl_status::ZKL_CANCELLED => Err(zklock::Error::Cancelled),
             zkl_status::ZKL_TIMEOUT => Err(zklock::Error::Timeout),
             zkl_status::ZKL_NOT_HELD => Err(zklock::Error::NotHeld),
-            st => Err(zklock::Error::ZooKeeper(format!(
-                "{st:?}: {}",
-                last_error()
-            ))),
+            st => Err(zklock::Error::ZooKeeper(
+                format!("{st:?}: {}", last_error()).into(),
+            )),
         }
     }
 
