@@ -3,6 +3,9 @@
 //! the command runs.
 #![cfg(feature = "testing")]
 
+mod common;
+use common::hosts;
+
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,10 +15,6 @@ use zklock::{Client, Lockable, Mutex, Options, ReadWriteLock, Semaphore, SimpleL
 const ZKLOCK: &str = env!("CARGO_BIN_EXE_zklock");
 
 /// One server for the tests that do not stop it.
-fn hosts() -> String {
-    TestingServer::shared().connect_string()
-}
-
 fn client(hosts: &str, id: &str) -> Client {
     Client::connect(
         hosts,

@@ -8,6 +8,9 @@
 // exactly what the contract allows; one SAFETY note per test instead of per call.
 #![allow(clippy::undocumented_unsafe_blocks)]
 
+mod common;
+use common::hosts;
+
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::{null, null_mut};
 use std::sync::atomic::Ordering::SeqCst;
@@ -16,13 +19,9 @@ use std::time::{Duration, Instant};
 
 use zklock::testing::ffi::zkl_status::*;
 use zklock::testing::ffi::*;
-use zklock::testing::{Admin, TcpProxy, TestingServer};
+use zklock::testing::{Admin, TcpProxy};
 
 /// One server for the whole file (a JVM per test would be slow on small machines).
-fn hosts() -> String {
-    TestingServer::shared().connect_string()
-}
-
 fn last_error() -> String {
     // SAFETY: never NULL, valid until the next failing call on this thread.
     let p = zkl_last_error_message();

@@ -6,13 +6,12 @@
 //! the toolchain has them.
 #![cfg(feature = "testing")]
 
-mod ffi_util;
+mod common;
+use common::hosts;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
-
-use zklock::testing::TestingServer;
 
 /// The C examples: one per recipe, and the listeners.
 const C_EXAMPLES: &[&str] = &[
@@ -47,16 +46,12 @@ const SANITIZE: &[&str] = &[
     "-g",
 ];
 
-fn hosts() -> String {
-    TestingServer::shared().connect_string()
-}
-
 /// `target/<profile>/ffi-examples`, with `lib/` holding `libzklock.so` and its SONAME link.
 fn build_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let so = ffi_util::cdylib();
-        let dir = ffi_util::profile_dir().join("ffi-examples");
+        let so = common::ffi::cdylib();
+        let dir = common::ffi::profile_dir().join("ffi-examples");
         let lib = dir.join("lib");
         std::fs::create_dir_all(&lib).unwrap();
         for name in ["libzklock.so", soname()] {
@@ -90,7 +85,7 @@ fn lib_dir() -> PathBuf {
 /// Compiles one example (once per process); returns the executable.
 fn compile(compiler: &str, flags: &[&str], source: &str, out_name: &str) -> PathBuf {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let repo = ffi_util::repo();
+    let repo = common::ffi::repo();
     let exe = build_dir().join(out_name);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if built.iter().any(|b| b == out_name) {
@@ -153,7 +148,7 @@ fn unique(prefix: &str) -> String {
 fn python() -> Option<&'static str> {
     ["python3", "python"]
         .into_iter()
-        .find(|p| ffi_util::have(p))
+        .find(|p| common::ffi::have(p))
 }
 
 #[test]
@@ -213,7 +208,7 @@ fn cpp_lockable_passes_plain_and_under_sanitizers() {
 /// Before C++17 the C++ layer says so at compile time, in words.
 #[test]
 fn zklock_hpp_refuses_cpp14_with_its_own_message() {
-    let repo = ffi_util::repo();
+    let repo = common::ffi::repo();
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("t.cpp");
     std::fs::write(&src, "#include \"zklock.hpp\"\nint main() { return 0; }\n").unwrap();
@@ -237,7 +232,7 @@ fn python_demo_passes() {
         return;
     };
     let mut cmd = example(Path::new(py), &unique("python"));
-    cmd.arg(ffi_util::repo().join("ffi-examples/python/demo.py"))
+    cmd.arg(common::ffi::repo().join("ffi-examples/python/demo.py"))
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let out = run(cmd, "demo.py");
     assert!(String::from_utf8_lossy(&out.stdout).contains("demo.py: all tests passed"));
@@ -307,7 +302,7 @@ fn c_and_python_processes_contend_on_one_mutex() {
     let mut c = example(&exe, &zkl_path);
     c.arg("contend").arg(&counter).arg(rounds.to_string());
     let mut p = example(Path::new(py), &zkl_path);
-    p.arg(ffi_util::repo().join("ffi-examples/python/demo.py"))
+    p.arg(common::ffi::repo().join("ffi-examples/python/demo.py"))
         .arg("contend")
         .arg(&counter)
         .arg(rounds.to_string())
@@ -391,7 +386,7 @@ fn cpp_demo_is_clean_under_address_and_undefined_sanitizers() {
 #[test]
 fn c_examples_are_clean_under_valgrind() {
     assert!(
-        ffi_util::have("valgrind"),
+        common::ffi::have("valgrind"),
         "valgrind is not installed: run scripts/install-deps.sh"
     );
     for name in C_EXAMPLES {
@@ -415,9 +410,9 @@ const NATIVE_STATIC_LIBS: &str = "-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc";
 
 #[test]
 fn c_example_links_statically_with_the_documented_libraries() {
-    let lib_a = ffi_util::cdylib().with_file_name("libzklock.a");
+    let lib_a = common::ffi::cdylib().with_file_name("libzklock.a");
     assert!(lib_a.exists(), "{} not built", lib_a.display());
-    let repo = ffi_util::repo();
+    let repo = common::ffi::repo();
     let exe = build_dir().join("mutex-static");
     let out = Command::new("cc")
         .args(C_FLAGS)

@@ -8,6 +8,9 @@
 // what the contract allows; one SAFETY note per file instead of per call.
 #![allow(clippy::undocumented_unsafe_blocks)]
 
+mod common;
+use common::hosts;
+
 use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 use std::time::{Duration, Instant};
@@ -16,10 +19,6 @@ use zklock::testing::ffi::zkl_session_state::*;
 use zklock::testing::ffi::zkl_status::*;
 use zklock::testing::ffi::*;
 use zklock::testing::{Admin, TcpProxy, TestingServer};
-
-fn hosts() -> String {
-    TestingServer::shared().connect_string()
-}
 
 fn last_error() -> String {
     unsafe { CStr::from_ptr(zkl_last_error_message()) }

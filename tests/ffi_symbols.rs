@@ -3,7 +3,7 @@
 //! (`docs/c-api.md`) is in the header with the contract's values.
 #![cfg(feature = "testing")]
 
-mod ffi_util;
+mod common;
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -58,7 +58,7 @@ const CONTRACT_VALUES: &[(&str, u32)] = &[
 ];
 
 fn header() -> String {
-    std::fs::read_to_string(ffi_util::repo().join("include/zklock.h"))
+    std::fs::read_to_string(common::ffi::repo().join("include/zklock.h"))
         .expect("read include/zklock.h")
 }
 
@@ -102,7 +102,7 @@ fn declared_functions(code: &str) -> BTreeSet<String> {
 
 #[test]
 fn exported_symbols_equal_header_prototypes() {
-    let so = ffi_util::cdylib();
+    let so = common::ffi::cdylib();
     let out = Command::new("nm")
         .args(["-D", "--defined-only"])
         .arg(&so)
@@ -190,7 +190,7 @@ fn header_has_every_name_of_the_contract() {
 /// and every enum value it lists is the header's.
 #[test]
 fn the_repository_contract_names_every_header_function_with_its_values() {
-    let text = std::fs::read_to_string(ffi_util::repo().join("docs/c-api.md"))
+    let text = std::fs::read_to_string(common::ffi::repo().join("docs/c-api.md"))
         .expect("read docs/c-api.md");
     let in_doc = declared_functions(&text);
     let in_header = declared_functions(&header_code());
@@ -240,7 +240,7 @@ fn the_repository_contract_names_every_header_function_with_its_values() {
 /// repository): every name of it is in the repository's contract.
 #[test]
 fn the_design_contract_is_within_the_repository_contract() {
-    let doc = ffi_util::repo().join("../shared/design/c-api.md");
+    let doc = common::ffi::repo().join("../shared/design/c-api.md");
     let Ok(text) = std::fs::read_to_string(&doc) else {
         eprintln!("{} not found: docs/c-api.md is the contract", doc.display());
         return;
@@ -252,7 +252,7 @@ fn the_design_contract_is_within_the_repository_contract() {
         "c-api.md changed: update CONTRACT_FUNCTIONS"
     );
     let repo = declared_functions(
-        &std::fs::read_to_string(ffi_util::repo().join("docs/c-api.md")).unwrap(),
+        &std::fs::read_to_string(common::ffi::repo().join("docs/c-api.md")).unwrap(),
     );
     assert!(in_design.is_subset(&repo));
 }
@@ -265,7 +265,7 @@ mod header;
 /// regenerated it (feature `header`).
 #[test]
 fn the_committed_header_is_what_cbindgen_generates() {
-    let root = ffi_util::repo();
+    let root = common::ffi::repo();
     let generated = header::generate(
         root,
         (

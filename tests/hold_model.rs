@@ -11,30 +11,16 @@ use std::time::{Duration, Instant};
 
 use zklock::testing::{eventually, TcpProxy, TestingServer};
 use zklock::{
-    Client, Lockable, MultiLock, Mutex, Options, Protocol, ReadWriteLock, SemaphoreMutex,
-    SessionState, SimpleLock,
+    Client, Lockable, MultiLock, Mutex, Protocol, ReadWriteLock, SemaphoreMutex, SessionState,
+    SimpleLock,
 };
 
 // ---- Helpers ----------------------------------------------------------------------------
 
 mod common;
-use common::unique_path;
+use common::{connect, hosts, opts, unique_path};
 
 /// The server shared by the tests of this file that neither pause nor stop it.
-fn hosts() -> String {
-    TestingServer::shared().connect_string()
-}
-
-fn opts(session_ms: u64) -> Options {
-    Options::default()
-        .session_timeout(Duration::from_millis(session_ms))
-        .connect_timeout(Duration::from_secs(15))
-}
-
-fn connect(hosts: &str, session_ms: u64) -> Client {
-    Client::connect(hosts, opts(session_ms)).expect("connect")
-}
-
 /// The node names under `path`, as another session sees them.
 fn nodes(observer: &Client, path: &str) -> Vec<String> {
     let queue = Mutex::new(observer, path).unwrap().participants().unwrap();

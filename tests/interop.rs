@@ -7,14 +7,15 @@
 //!
 //! Needs the peers: `scripts/install-peers.sh` installs what is missing.
 
-mod recipes_common;
+mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use recipes_common::*;
+use common::history::*;
+use common::*;
 use zklock::{Deadline, Lockable};
 use zklock::{Protocol, ReadWriteLock};
 

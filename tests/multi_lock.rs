@@ -3,12 +3,12 @@
 //! partial failure releases everything and names the failing lock, opposite build orders do not
 //! deadlock, one total deadline, cancel.
 
-mod recipes_common;
+mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use recipes_common::*;
+use common::*;
 use zklock::{
     Client, Error, Lockable, MultiLock, Mutex, Protocol, ReadWriteLock, Semaphore, SemaphoreMutex,
     SimpleLock,

@@ -9,13 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::unique_path;
-use zklock::testing::{Admin, TestingServer};
+use common::{hosts, unique_path};
+use zklock::testing::Admin;
 use zklock::{Client, Error, HoldState, Lockable, Mutex, SemaphoreMutex, SimpleLock};
-
-fn hosts() -> String {
-    TestingServer::shared().connect_string()
-}
 
 fn client(hosts: &str) -> Client {
     common::connect(hosts, 6000)

@@ -4,12 +4,13 @@
 //! write -> read downgrade, read -> write upgrade refused at once, and timeouts/cancel that leave
 //! no node behind.
 
-mod recipes_common;
+mod common;
 
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use recipes_common::*;
+use common::history::*;
+use common::*;
 use zklock::{Deadline, Lockable};
 use zklock::{Error, HoldState, Protocol, ReadWriteLock};
 

@@ -3,13 +3,14 @@
 //! holders and N reached under contention, leases of a closed session return, failed / timed-out /
 //! cancelled acquires leave no node, and the nodes are laid out as Curator and kazoo lay them.
 
-mod recipes_common;
+mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use recipes_common::*;
+use common::history::*;
+use common::*;
 use zklock::{Deadline, Lockable};
 use zklock::{Error, HoldState, Protocol, Semaphore};
 

@@ -6,13 +6,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::unique_path;
-use zklock::testing::{Admin, TestingServer};
+use common::{hosts, unique_path};
+use zklock::testing::Admin;
 use zklock::{Client, Error, Lockable, MultiLock, Mutex, Semaphore};
-
-fn hosts() -> String {
-    TestingServer::shared().connect_string()
-}
 
 fn client(hosts: &str) -> Client {
     common::connect(hosts, 6000)

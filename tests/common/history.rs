@@ -1,51 +1,18 @@
-//! Helpers of the read-write lock, semaphore, multi-lock and interop tests: one real
-//! ZooKeeper server per test binary, a shared history file proving mutual exclusion across
-//! threads and processes, and a worker mode of the test binary itself.
+//! A shared history file proving mutual exclusion across threads and processes, and a worker
+//! mode of the test binary itself (the read-write lock, semaphore, multi-lock and interop
+//! tests).
 #![allow(dead_code)]
+
+use super::*;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use zklock::testing::{Admin, TestingServer};
-use zklock::{Client, Mutex, Options, Protocol, ReadWriteLock, Semaphore};
 use zklock::{Deadline, Lockable};
-
-/// The test binary's server (started on first use; killed when the test process ends).
-pub fn hosts() -> String {
-    TestingServer::shared().connect_string()
-}
-
-pub fn connect(hosts: &str, protocol: Protocol) -> Client {
-    Client::connect(
-        hosts,
-        Options::default()
-            .session_timeout(Duration::from_secs(6))
-            .connect_timeout(Duration::from_secs(15))
-            .protocol(protocol),
-    )
-    .expect("connect")
-}
-
-pub fn admin(hosts: &str) -> Admin {
-    Admin::connect(hosts).expect("admin session")
-}
-
-/// A fresh lock path for one test.
-pub fn unique_path(name: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "/t/{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-#[allow(unused_imports)]
-pub use zklock::testing::eventually;
+use zklock::{Mutex, Protocol, ReadWriteLock, Semaphore};
 
 /// A tiny deterministic PRNG (xorshift64*).
 pub struct Rng(u64);
