@@ -720,18 +720,6 @@ fn block_on_async_io<F: Future>(
     outcome
 }
 
-/// Blocks on a ZooKeeper call's reply future until `deadline`; never cancellable.
-pub(crate) fn call<F: Future>(
-    fut: F,
-    deadline: Instant,
-    io: Option<&SessionIo>,
-) -> Option<F::Output> {
-    match block_on(fut, Some(deadline), None, io) {
-        Outcome::Ready(v) => Some(v),
-        _ => None,
-    }
-}
-
 /// Sleeps for `d`, polling the session tasks meanwhile like any wait.
 pub(crate) fn sleep(d: Duration) {
     let until = Instant::now() + d;
@@ -746,6 +734,14 @@ pub(crate) mod tests {
     /// These tests watch which thread runs a task: one at a time, and none beside a unit test
     /// that drives a real session (its waits run tasks too).
     pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
+
+    /// Blocks on `fut` until `deadline`, never cancellable (as a session's call waits).
+    fn call<F: Future>(fut: F, deadline: Instant, io: Option<&SessionIo>) -> Option<F::Output> {
+        match block_on(fut, Some(deadline), None, io) {
+            Outcome::Ready(v) => Some(v),
+            _ => None,
+        }
+    }
 
     /// Wake-ups of waiting callers: (with their socket readable, by a signal alone).
     static WAKES: Mutex<(u64, u64)> = Mutex::new((0, 0));

@@ -117,19 +117,24 @@ pub(crate) struct Stats(parking_lot::Mutex<Inner>);
 impl Stats {
     /// Runs one acquire and counts it by its outcome.
     pub(crate) fn attempt<T>(&self, f: impl FnOnce() -> Result<Option<T>>) -> Result<Option<T>> {
-        let start = Instant::now();
+        let started = Instant::now();
         let r = f();
+        self.acquire_ended(started, &r);
+        r
+    }
+
+    /// An acquire that started at `started` ended with `r`.
+    pub(crate) fn acquire_ended<T>(&self, started: Instant, r: &Result<Option<T>>) {
         let mut s = self.0.lock();
-        match &r {
+        match r {
             Ok(Some(_)) => {
                 s.acquisitions += 1;
-                s.wait.add(start.elapsed());
+                s.wait.add(started.elapsed());
             }
             Ok(None) | Err(Error::Timeout) => s.timeouts += 1,
             Err(Error::Cancelled) => s.cancels += 1,
             Err(_) => s.failures += 1,
         }
-        r
     }
 
     /// A hold held for `held` ended with `outcome` (its release's result).

@@ -296,13 +296,17 @@ impl<R: Recipe> Lockable for Lock<R> {
     }
 
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
-        self.holds.stats.attempt(|| match self.holds.begin()? {
-            Begin::Reentered(token) => Ok(Some(token)),
-            Begin::Fresh(ticket) => Ok(self
+        let started = Instant::now();
+        let r = match self.holds.begin() {
+            Ok(Begin::Reentered(token)) => Ok(Some(token)),
+            Ok(Begin::Fresh(ticket)) => self
                 .raw
-                .attempt(d, &self.cancel)?
-                .map(|hold| ticket.complete(hold))),
-        })
+                .attempt(d, &self.cancel)
+                .map(|hold| hold.map(|hold| ticket.complete(hold))),
+            Err(e) => Err(e),
+        };
+        self.holds.stats.acquire_ended(started, &r);
+        r
     }
 
     fn release(&self) -> Result<()> {

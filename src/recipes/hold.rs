@@ -232,11 +232,16 @@ fn remove_node_from(
     loop {
         let until = (Instant::now() + per_try).min(budget);
         let reply = match first.take() {
-            Some(sent) => session.wait_raw(sent, until),
+            Some(sent) => session.call(sent, crate::Deadline::At(until)),
             // The first try deletes by path: while the hold is ours, so is the node (a
             // session's requests fail once it ended). A retry proves ownership first.
-            None if !retried => session.wait_raw(session.zk.delete(node, None), until),
-            None => session.wait_raw(delete_again(session, node, owner), until),
+            None if !retried => {
+                session.call(session.zk.delete(node, None), crate::Deadline::At(until))
+            }
+            None => session.call(
+                delete_again(session, node, owner),
+                crate::Deadline::At(until),
+            ),
         };
         match reply {
             Ok(()) => return Ok(()),

@@ -233,7 +233,7 @@ impl<K> Queue<K> {
             .collect();
         let mut out = Vec::with_capacity(queue.len());
         for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
-            let (holder_id, created_ms) = match session.wait_raw(f, d) {
+            let (holder_id, created_ms) = match session.call(f, Deadline::At(d)) {
                 Ok((data, stat)) => (String::from_utf8(data).unwrap_or_default(), stat.ctime),
                 Err(zk::Error::NoNode) => continue,
                 Err(e) => return Err(session.map_err(e)),

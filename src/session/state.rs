@@ -154,12 +154,27 @@ impl Session {
 
     /// One request, bounded by [`Session::cap`]; not retried (for requests that must not be
     /// sent twice, such as creates). A missed bound is `ConnectionLoss`.
+    /// The crate's error is kept (so recipes can tell `NoNode` from `NodeExists`); a session's
+    /// end is recorded as it is seen.
     pub(crate) fn call<T>(
         &self,
         fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
         d: Deadline,
     ) -> std::result::Result<T, zk::Error> {
-        self.wait_raw(fut, self.cap(d))
+        match runtime::block_on(fut, Some(self.cap(d)), None, Some(&self.io)) {
+            Outcome::Ready(Ok(v)) => Ok(v),
+            Outcome::Ready(Err(e)) => {
+                if matches!(
+                    e,
+                    zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed
+                ) {
+                    self.map_err(e.clone());
+                }
+                Err(e)
+            }
+            // A missed bound (this wait is never cancelled).
+            Outcome::TimedOut | Outcome::Cancelled => Err(zk::Error::ConnectionLoss),
+        }
     }
 
     /// An idempotent request (read, delete), sent again on connection loss until it gets an
@@ -179,7 +194,7 @@ impl Session {
             _ => d.instant(),
         };
         loop {
-            match self.wait_raw(request(), self.cap(d)) {
+            match self.call(request(), d) {
                 Err(e) if is_retriable(&e) => {
                     if self.state().is_terminal() || until.is_some_and(|u| Instant::now() >= u) {
                         return Err(e);
@@ -197,29 +212,8 @@ impl Session {
         fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
         deadline: Instant,
     ) -> Result<T> {
-        self.wait_raw(fut, deadline).map_err(|e| self.map_err(e))
-    }
-
-    /// Like [`Session::wait`] but keeps the crate's error (so recipes can tell `NoNode` from
-    /// `NodeExists`); a missed deadline is `ConnectionLoss`.
-    pub(crate) fn wait_raw<T>(
-        &self,
-        fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
-        deadline: Instant,
-    ) -> std::result::Result<T, zk::Error> {
-        match runtime::call(fut, deadline, Some(&self.io)) {
-            Some(Ok(v)) => Ok(v),
-            Some(Err(e)) => {
-                if matches!(
-                    e,
-                    zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed
-                ) {
-                    self.map_err(e.clone());
-                }
-                Err(e)
-            }
-            None => Err(zk::Error::ConnectionLoss),
-        }
+        self.call(fut, Deadline::At(deadline))
+            .map_err(|e| self.map_err(e))
     }
 
     pub(crate) fn map_err(&self, e: zk::Error) -> Error {

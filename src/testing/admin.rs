@@ -42,7 +42,7 @@ impl Admin {
     /// The children of `path` (names), sorted; empty if `path` does not exist.
     pub fn children(&self, path: &str) -> Result<Vec<String>> {
         let s = self.client.session()?;
-        match s.wait_raw(s.zk.list_children(path), s.call_deadline()) {
+        match s.call(s.zk.list_children(path), crate::Deadline::Forever) {
             Ok(mut v) => {
                 v.sort();
                 Ok(v)
@@ -55,7 +55,7 @@ impl Admin {
     /// The node at `path`, if it exists.
     pub fn node(&self, path: &str) -> Result<Option<NodeInfo>> {
         let s = self.client.session()?;
-        match s.wait_raw(s.zk.get_data(path), s.call_deadline()) {
+        match s.call(s.zk.get_data(path), crate::Deadline::Forever) {
             Ok((data, stat)) => Ok(Some(NodeInfo {
                 czxid: stat.czxid,
                 ephemeral_owner: stat.ephemeral_owner,
@@ -72,7 +72,7 @@ impl Admin {
             self.delete_recursive(&format!("{path}/{c}"))?;
         }
         let s = self.client.session()?;
-        match s.wait_raw(s.zk.delete(path, None), s.call_deadline()) {
+        match s.call(s.zk.delete(path, None), crate::Deadline::Forever) {
             Ok(()) | Err(zk::Error::NoNode) => Ok(()),
             Err(e) => Err(s.map_err(e)),
         }
@@ -81,7 +81,7 @@ impl Admin {
     /// Deletes one node (any version); Ok if it does not exist.
     pub fn delete(&self, path: &str) -> Result<()> {
         let s = self.client.session()?;
-        match s.wait_raw(s.zk.delete(path, None), s.call_deadline()) {
+        match s.call(s.zk.delete(path, None), crate::Deadline::Forever) {
             Ok(()) | Err(zk::Error::NoNode) => Ok(()),
             Err(e) => Err(s.map_err(e)),
         }

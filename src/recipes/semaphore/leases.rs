@@ -43,7 +43,7 @@ impl Leases {
             .collect();
         let mut out = Vec::with_capacity(children.len());
         for (name, f) in children.into_iter().zip(futs) {
-            match session.wait_raw(f, d) {
+            match session.call(f, Deadline::At(d)) {
                 Ok((data, stat)) => out.push((
                     name,
                     String::from_utf8(data).unwrap_or_default(),
