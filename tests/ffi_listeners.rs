@@ -9,7 +9,7 @@
 #![allow(clippy::undocumented_unsafe_blocks)]
 
 mod common;
-use common::hosts;
+use common::{hosts, unique_path};
 
 use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
@@ -28,16 +28,6 @@ fn last_error() -> String {
 
 fn cstr(s: &str) -> CString {
     CString::new(s).unwrap()
-}
-
-fn unique_path(name: &str) -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "/t/{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 fn connect_with(hosts: &str, session_ms: u32, holder_id: Option<&str>) -> *mut zkl_client {
