@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::sys::EventFd;
+use crate::wait::{Outcome, Signal};
 
 type BoxTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
@@ -315,58 +316,6 @@ impl Drop for Caller {
             }
         }
     }
-}
-
-/// A cancel flag and the waker of the wait it cancels.
-#[derive(Default)]
-pub(crate) struct Signal {
-    state: Mutex<SignalState>,
-}
-
-#[derive(Default)]
-struct SignalState {
-    cancelled: bool,
-    waker: Option<Waker>,
-}
-
-impl Signal {
-    pub(crate) fn new() -> Arc<Signal> {
-        Arc::new(Signal::default())
-    }
-
-    pub(crate) fn cancel(&self) {
-        let waker = {
-            let mut st = self.state.lock();
-            st.cancelled = true;
-            st.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-
-    pub(crate) fn is_cancelled(&self) -> bool {
-        self.state.lock().cancelled
-    }
-
-    /// True if cancelled; else remembers `waker` for [`Signal::cancel`].
-    fn check(&self, waker: &Waker) -> bool {
-        let mut st = self.state.lock();
-        if st.cancelled {
-            return true;
-        }
-        if !st.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            st.waker = Some(waker.clone());
-        }
-        false
-    }
-}
-
-/// How a blocking wait ended.
-pub(crate) enum Outcome<T> {
-    Ready(T),
-    TimedOut,
-    Cancelled,
 }
 
 /// This thread, registered as a caller waiting on `group`'s session until dropped; on leaving,

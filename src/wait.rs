@@ -1,10 +1,11 @@
-//! Cancellation of waiting acquires, from any thread.
+//! The wait primitives: how a blocking wait ends ([`Outcome`]), the signal that cancels one
+//! ([`Signal`]), and cancellation of waiting acquires from any thread ([`CancelToken`]). The
+//! executor (`runtime.rs`) waits by these rules; the session and the recipes wait through it.
 
 use std::sync::Arc;
+use std::task::Waker;
 
 use parking_lot::Mutex;
-
-use crate::runtime::Signal;
 
 /// Cancels the acquires that are waiting on a lock handle. Cheap to clone; any thread may call
 /// [`CancelToken::cancel`]. A cancelled acquire deletes its node and returns
@@ -60,4 +61,56 @@ impl Drop for Registration<'_> {
             .lock()
             .retain(|s| !Arc::ptr_eq(s, &self.signal));
     }
+}
+
+/// A cancel flag and the waker of the wait it cancels.
+#[derive(Default)]
+pub(crate) struct Signal {
+    state: Mutex<SignalState>,
+}
+
+#[derive(Default)]
+struct SignalState {
+    cancelled: bool,
+    waker: Option<Waker>,
+}
+
+impl Signal {
+    pub(crate) fn new() -> Arc<Signal> {
+        Arc::new(Signal::default())
+    }
+
+    pub(crate) fn cancel(&self) {
+        let waker = {
+            let mut st = self.state.lock();
+            st.cancelled = true;
+            st.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.state.lock().cancelled
+    }
+
+    /// True if cancelled; else remembers `waker` for [`Signal::cancel`].
+    pub(crate) fn check(&self, waker: &Waker) -> bool {
+        let mut st = self.state.lock();
+        if st.cancelled {
+            return true;
+        }
+        if !st.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            st.waker = Some(waker.clone());
+        }
+        false
+    }
+}
+
+/// How a blocking wait ended.
+pub(crate) enum Outcome<T> {
+    Ready(T),
+    TimedOut,
+    Cancelled,
 }

@@ -18,7 +18,8 @@ use super::watch::ChildrenWatch;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorDetail, Result};
 use crate::node::Protocol;
-use crate::runtime::{self, Outcome, Signal};
+use crate::runtime;
+use crate::wait::{Outcome, Signal};
 
 pub(crate) struct Inner {
     hosts: String,

@@ -13,7 +13,8 @@ use super::events::{run_detached, Events, LostCallback};
 use super::lease::BootTime;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::runtime::{self, Outcome, Signal};
+use crate::runtime;
+use crate::wait::{Outcome, Signal};
 
 /// The state of the client's session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,8 @@ use zookeeper_client as zk;
 
 use super::state::Session;
 use crate::error::{Error, Result};
-use crate::runtime::{self, Outcome, Signal};
+use crate::runtime;
+use crate::wait::{Outcome, Signal};
 
 /// A watch on a node's children, from [`Client::watch_children`](crate::Client::watch_children): fires once, on their next
 /// change (or the node's creation or deletion).
