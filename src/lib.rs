@@ -58,6 +58,8 @@ mod wait;
 // call them as a C program does. (One declaration: cbindgen reads every `mod` line, whatever
 // its `cfg`, and a second one would write the header twice.)
 #[allow(unsafe_code)]
+// Its re-exports of the entry points serve `testing::ffi` only.
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
 mod ffi;
 
 #[cfg(feature = "testing")]

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs every Rust test binary of the crate (and its doc tests) against real ZooKeeper servers,
+# several binaries at once: they wait on servers and on child processes far more than on the
+# CPU, and one after the other they took 8 minutes. The longest start first; each binary's
+# output is printed whole when it ends (never interleaved), then one summary line.
+#   scripts/run-tests.sh [FEATURES]        ZKL_TEST_LANES (default 3): binaries at once
+#                                          ZKL_TEST_THREADS (default 6): tests at once in each
+set -euo pipefail
+cd "$(dirname "$0")/.."
+features=${1:-testing,cli}
+lanes=${ZKL_TEST_LANES:-3}
+threads=${ZKL_TEST_THREADS:-6}
+out=target/test-runs
+rm -rf "$out"
+mkdir -p "$out"
+
+# Build once; list the test executables cargo made (name, path).
+cargo test --features "$features" --no-run --message-format=json 2>"$out/build.log" |
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("profile", {}).get("test") and m.get("executable"):
+        kind = m["target"]["kind"][0]
+        name = m["target"]["name"] if kind != "lib" else "lib"
+        print(name, m["executable"])
+' >"$out/binaries" || { cat "$out/build.log" >&2; exit 1; }
+
+# The longest first (measured one after the other: seconds), the rest in name order.
+longest="packaging ffi_examples mutex interop bench_drivers exclusion cli session lease rwlock semaphore"
+{
+  for n in $longest; do grep "^$n " "$out/binaries" || true; done
+  grep -v -E "^($(echo "$longest" | tr ' ' '|')) " "$out/binaries" | sort
+  echo "doc-tests cargo"
+} >"$out/order"
+
+run_one() {
+  local name=$1 exe=$2 out=$3 threads=$4 features=$5
+  local t0=$SECONDS rc=0
+  if [ "$exe" = cargo ]; then
+    cargo test --doc --features "$features" -- --test-threads="$threads" >"$out/$name.log" 2>&1 || rc=$?
+  else
+    "$exe" --test-threads="$threads" >"$out/$name.log" 2>&1 || rc=$?
+  fi
+  echo "$rc" >"$out/$name.rc"
+  {
+    echo "     Running $name ($((SECONDS - t0)) s, exit $rc)"
+    cat "$out/$name.log"
+  } | flock "$out/print.lock" cat
+}
+export -f run_one
+
+xargs -P "$lanes" -L 1 bash -c 'run_one "$0" "$1" "$2" "$3" "$4"' <<<"$(sed "s|\$| $out $threads $features|" "$out/order")" || true
+
+# One line for all: the tests' own counts, and each binary that failed.
+passed=0 failed=0 bad=()
+while read -r name _; do
+  rc=$(cat "$out/$name.rc" 2>/dev/null || echo missing)
+  read -r p f < <(grep -E "^test result:" "$out/$name.log" 2>/dev/null |
+    awk '{for (i=1;i<=NF;i++) {if ($(i+1) ~ /^passed/) p+=$i; if ($(i+1) ~ /^failed/) f+=$i}} END {print p+0, f+0}')
+  passed=$((passed + p)) failed=$((failed + f))
+  [ "$rc" = 0 ] || bad+=("$name (exit $rc)")
+done <"$out/order"
+if [ ${#bad[@]} -gt 0 ]; then
+  echo "failed binaries: ${bad[*]}" >&2
+  [ "$failed" -gt 0 ] || failed=${#bad[@]}
+fi
+echo "tests: $passed passed, $failed failed"
+[ ${#bad[@]} -eq 0 ]
