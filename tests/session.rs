@@ -127,9 +127,11 @@ fn digest_auth_is_kept_across_a_reconnect() {
         c.wait_for_state(Duration::from_secs(10), |s| s == SessionState::Connected),
         SessionState::Connected
     );
-    // Still authenticated: adding the same identity again works, and the lock is still held.
+    // Still authenticated: adding the same identity again works, and the lock is still held
+    // (believed again once a renewal after the reconnect is answered: on a loaded machine
+    // that can take a moment past Connected).
     c.add_auth("digest", b"alice:secret").unwrap();
-    assert!(m.is_held());
+    assert!(eventually(Duration::from_secs(5), || m.is_held()));
     m.release().unwrap();
 }
 
