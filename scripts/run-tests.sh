@@ -25,7 +25,12 @@ for line in sys.stdin:
         continue
     if m.get("reason") == "compiler-artifact" and m.get("profile", {}).get("test") and m.get("executable"):
         kind = m["target"]["kind"][0]
-        name = m["target"]["name"] if kind != "lib" else "lib"
+        name = m["target"]["name"]
+        # The unit tests of the library and of the command have the crate's name both.
+        if kind in ("lib", "rlib", "cdylib", "staticlib", "dylib"):
+            name = "lib"
+        elif kind != "test":
+            name = kind + "-" + name
         print(name, m["executable"])
 ' >"$out/binaries" || { cat "$out/build.log" >&2; exit 1; }
 
