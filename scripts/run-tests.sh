@@ -3,12 +3,15 @@
 # several light binaries at once: they wait on servers far more than on the CPU, and one after
 # the other all binaries took 8 minutes. Each binary's output is printed whole when it ends
 # (never interleaved), then one summary line.
-#   scripts/run-tests.sh [FEATURES]        ZKL_TEST_LANES (default 2): light binaries at once
+#   scripts/run-tests.sh [FEATURES]        ZKL_TEST_LANES (default 1): light binaries at once
 #                                          ZKL_TEST_THREADS (default 6): tests at once in each
+# One lane is the default, and what CI runs: with two on 2 cores the light binaries took 3 min
+# instead of 5, but a server restarted under that load can miss a 6 s session (seen:
+# session::digest_auth_is_kept_across_a_reconnect expired). ZKL_TEST_LANES=2 on a bigger machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 features=${1:-testing,cli}
-lanes=${ZKL_TEST_LANES:-2}
+lanes=${ZKL_TEST_LANES:-1}
 threads=${ZKL_TEST_THREADS:-6}
 out=target/test-runs
 rm -rf "$out"

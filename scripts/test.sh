@@ -34,8 +34,8 @@ fi
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features testing,cli --quiet
 cargo publish --dry-run --allow-dirty --quiet
 step "docs and the packaged crate"
-# Most tests wait on servers and child processes, not on the CPU: several test binaries run at
-# once (scripts/run-tests.sh: ZKL_TEST_LANES binaries, ZKL_TEST_THREADS tests in each).
+# Every Rust test binary (scripts/run-tests.sh: the heavy ones last, ZKL_TEST_LANES light ones
+# at once, default 1; ZKL_TEST_THREADS tests at once in each, default 6).
 scripts/run-tests.sh testing,cli
 step "Rust tests"
 # The Python package as its users get it: `pip install bindings/python` (into a venv, which
