@@ -29,7 +29,7 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("profile", {}).get("test") and m.get("executable"):
         kind = m["target"]["kind"][0]
         name = m["target"]["name"]
-        # The unit tests of the library and of the command have the crate's name both.
+        # The unit tests of the library and of the command both have the crate name.
         if kind in ("lib", "rlib", "cdylib", "staticlib", "dylib"):
             name = "lib"
         elif kind != "test":

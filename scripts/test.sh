@@ -10,6 +10,8 @@ export CARGO_TERM_COLOR=never
 # Where the time goes: each step's end, in seconds since the start.
 step() { echo "test.sh: +$SECONDS s: $*" >&2; }
 step "installed what was missing"
+# Every script parses (a quote in a comment once ended run-tests.sh's inline Python early).
+for f in scripts/*.sh .ci/run; do bash -n "$f"; done
 # cargo-c, for the packaging test, compiles while the suite builds and runs (the test waits for
 # it if it is not done: scripts/install-cargo-c.sh takes a lock); a no-op once installed.
 mkdir -p target
