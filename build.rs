@@ -9,8 +9,8 @@ fn main() {
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
     // The SONAME changes with every ABI break: with the major version, or while it is 0 with the
-    // minor one (libzklock.so.0.2), as cargo-c (`cargo cinstall`, feature `capi`) names it too;
-    // under cargo-c it sets the SONAME itself.
+    // minor one (libzklock.so.0.2), as cargo-c names it too (scripts/install.sh installs that
+    // layout); under cargo-c (`cargo cinstall`, feature `capi`) it sets the SONAME itself.
     if env::var_os("CARGO_FEATURE_CAPI").is_none() {
         let major = env::var("CARGO_PKG_VERSION_MAJOR").unwrap();
         let sover = match major.as_str() {

@@ -5,9 +5,11 @@
 #   - gcc, g++              (only if `cc` / `c++` are missing; for the C examples and tests)
 #   - python3, python3-venv (only if missing; the Python package is built and tested in a venv)
 #   - pkg-config, binutils, valgrind (only if missing; the C library's packaging and memory tests)
-#   - libssl-dev            (only if missing; scripts/install.sh compiles cargo-c, which needs it)
+#   - clippy, rustfmt       (rustup components, only if missing)
+#   - cargo-nextest         (only if missing: scripts/run-tests.sh runs the tests with it; plain
+#                            `cargo test --features testing` runs them too, one binary at a time)
 # Idempotent: runs `apt-get update` only when something has to be installed. Uses sudo only
-# when not root and sudo exists. Tests run with plain `cargo test`; cargo-nextest is not needed.
+# when not root and sudo exists.
 set -euo pipefail
 
 missing=()
@@ -21,7 +23,6 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
-[ -f /usr/include/openssl/ssl.h ] || command -v cargo-cinstall >/dev/null 2>&1 || missing+=(libssl-dev)
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: everything is already installed"
@@ -47,7 +48,17 @@ fi
 # Sanity checks.
 [ -f /usr/share/java/zookeeper.jar ] || { echo "install-deps: /usr/share/java/zookeeper.jar still missing" >&2; exit 1; }
 command -v java >/dev/null 2>&1 || { echo "install-deps: java still missing" >&2; exit 1; }
-if ! command -v cargo-nextest >/dev/null 2>&1; then
-    echo "install-deps: note: cargo-nextest is not installed and not required (use: cargo test --features testing)"
+if command -v cargo >/dev/null 2>&1; then
+    for component in clippy rustfmt; do
+        command -v rustup >/dev/null 2>&1 || break
+        if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+            echo "install-deps: rustup component add $component"
+            rustup component add "$component"
+        fi
+    done
+    if ! cargo nextest --version >/dev/null 2>&1; then
+        echo "install-deps: installing cargo-nextest (compiles once)"
+        cargo install cargo-nextest --locked
+    fi
 fi
 echo "install-deps: ok"

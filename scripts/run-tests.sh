@@ -1,91 +1,74 @@
 #!/usr/bin/env bash
-# Runs every Rust test binary of the crate (and its doc tests) against real ZooKeeper servers,
-# several light binaries at once: they wait on servers far more than on the CPU, and one after
-# the other all binaries took 8 minutes. Each binary's output is printed whole when it ends
-# (never interleaved), then one summary line.
-#   scripts/run-tests.sh [FEATURES]        ZKL_TEST_LANES (default 1): light binaries at once
-#                                          ZKL_TEST_THREADS (default 6): tests at once in each
-# One lane is the default, and what CI runs: with two on 2 cores the light binaries took 3 min
-# instead of 5, but a server restarted under that load can miss a 6 s session (seen:
-# session::digest_auth_is_kept_across_a_reconnect expired). ZKL_TEST_LANES=2 on a bigger machine.
+# Runs every Rust test of the crate (and its doc tests) against real ZooKeeper servers, with
+# cargo-nextest: each test in a process of its own, many at once across all the test binaries
+# (they wait on servers far more than on the CPU; one binary after the other took 4.5 minutes).
+# One server serves the whole run (examples/testing_server.rs, handed to every test as
+# ZKLOCK_TEST_SERVER); a test that kills, pauses or restarts a server starts its own.
+#   scripts/run-tests.sh [FEATURES]      default testing,cli,header (what scripts/test.sh builds)
+#   ZKL_TEST_THREADS                     tests at once (default: .config/nextest.toml's 8)
+# Two passes: the tests that wait on servers, then the ones that load the CPU themselves
+# (C and C++ under valgrind and the sanitizers, the release build of the packaging test),
+# a few at a time (.config/nextest.toml): beside many others, a C example under valgrind
+# was slowed past its session's lease and saw its own hold as no longer believed.
+# Prints nextest's summary of each pass, the doc tests' result, then one line for all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-features=${1:-testing,cli}
-lanes=${ZKL_TEST_LANES:-1}
-threads=${ZKL_TEST_THREADS:-6}
+features=${1:-testing,cli,header}
 out=target/test-runs
 rm -rf "$out"
 mkdir -p "$out"
+threads=()
+[ -n "${ZKL_TEST_THREADS:-}" ] && threads=(--test-threads "$ZKL_TEST_THREADS")
 
-# Build once; list the test executables cargo made (name, path).
-cargo test --features "$features" --no-run --message-format=json 2>"$out/build.log" |
-  python3 -c '
-import json, sys
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("profile", {}).get("test") and m.get("executable"):
-        kind = m["target"]["kind"][0]
-        name = m["target"]["name"]
-        # The unit tests of the library and of the command both have the crate name.
-        if kind in ("lib", "rlib", "cdylib", "staticlib", "dylib"):
-            name = "lib"
-        elif kind != "test":
-            name = kind + "-" + name
-        print(name, m["executable"])
-' >"$out/binaries" || { cat "$out/build.log" >&2; exit 1; }
+cargo build --quiet --features "$features" --example testing_server
+# The run's server: it serves until this script's end closes its stdin.
+exec 8> >(exec target/debug/examples/testing_server >"$out/server" 2>"$out/server.log")
+for _ in $(seq 300); do
+    [ -s "$out/server" ] && break
+    sleep 0.1
+done
+[ -s "$out/server" ] || { echo "run-tests: the test server did not start:" >&2; cat "$out/server.log" >&2; exit 1; }
+export ZKLOCK_TEST_SERVER
+ZKLOCK_TEST_SERVER=$(cat "$out/server")
 
-# Two kinds. The heavy ones load the CPU themselves (valgrind and sanitizer builds; a release
-# build with cargo-c; rustdoc compiling every example): each runs alone, last, so that nothing
-# beside them misses a timing margin (run beside them, a lease test and a valgrind run with a
-# 1 s timeout failed). The rest wait on servers and run ZKL_TEST_LANES at once, longest first.
-heavy="ffi_examples doc-tests packaging"
-longest="mutex interop cli exclusion session bench_drivers hold_model harness ffi_contract lease rwlock semaphore"
-{
-  for n in $longest; do grep "^$n " "$out/binaries" || true; done
-  grep -v -E "^($(echo "$longest $heavy" | tr ' ' '|')) " "$out/binaries" | sort
-} >"$out/light"
-{
-  grep "^ffi_examples " "$out/binaries" || true
-  echo "doc-tests cargo"
-  # Last: cargo-c (scripts/test.sh installs it in the background) has had the most time.
-  grep "^packaging " "$out/binaries" || true
-} >"$out/heavy"
-cat "$out/light" "$out/heavy" >"$out/order"
-
-run_one() {
-  local name=$1 exe=$2 out=$3 threads=$4 features=$5
-  local t0=$SECONDS rc=0
-  if [ "$exe" = cargo ]; then
-    cargo test --doc --features "$features" -- --test-threads="$threads" >"$out/$name.log" 2>&1 || rc=$?
-  else
-    "$exe" --test-threads="$threads" >"$out/$name.log" 2>&1 || rc=$?
-  fi
-  echo "$rc" >"$out/$name.rc"
-  {
-    echo "     Running $name ($((SECONDS - t0)) s, exit $rc)"
-    cat "$out/$name.log"
-  } | flock "$out/print.lock" cat
+heavy='binary(ffi_examples) | binary(packaging)'
+status=0
+pass() {
+    local name=$1
+    shift
+    local t0=$SECONDS rc=0
+    env ${CARGO_TARGET_DIR:+CARGO_TARGET_DIR="$CARGO_TARGET_DIR"} \
+        cargo nextest run --features "$features" --no-fail-fast ${threads[@]+"${threads[@]}"} "$@" \
+        >"$out/$name.log" 2>&1 || rc=$?
+    grep -E "^\s+(FAIL|SIGSEGV|SIGABRT|TIMEOUT|SLOW)|Summary" "$out/$name.log" || true
+    echo "run-tests: $name: $((SECONDS - t0)) s, exit $rc"
+    if [ "$rc" != 0 ]; then
+        grep -q "Summary" "$out/$name.log" || tail -n 40 "$out/$name.log"
+        # The failures' output, whole (nextest prints it as each ends).
+        sed -n '/^\s*\(FAIL\|SIGSEGV\|SIGABRT\|TIMEOUT\) \[/,/^\s*\(PASS\|Summary\)/p' "$out/$name.log"
+        status=1
+    fi
 }
-export -f run_one
-
-xargs -P "$lanes" -L 1 bash -c 'run_one "$0" "$1" "$2" "$3" "$4"' <<<"$(sed "s|\$| $out $threads $features|" "$out/light")" || true
-xargs -P 1 -L 1 bash -c 'run_one "$0" "$1" "$2" "$3" "$4"' <<<"$(sed "s|\$| $out $threads $features|" "$out/heavy")" || true
-
-# One line for all: the tests' own counts, and each binary that failed.
-passed=0 failed=0 bad=()
-while read -r name _; do
-  rc=$(cat "$out/$name.rc" 2>/dev/null || echo missing)
-  read -r p f < <(grep -E "^test result:" "$out/$name.log" 2>/dev/null |
-    awk '{for (i=1;i<=NF;i++) {if ($(i+1) ~ /^passed/) p+=$i; if ($(i+1) ~ /^failed/) f+=$i}} END {print p+0, f+0}')
-  passed=$((passed + p)) failed=$((failed + f))
-  [ "$rc" = 0 ] || bad+=("$name (exit $rc)")
-done <"$out/order"
-if [ ${#bad[@]} -gt 0 ]; then
-  echo "failed binaries: ${bad[*]}" >&2
-  [ "$failed" -gt 0 ] || failed=${#bad[@]}
+pass servers -E "not ($heavy)"
+# ZKL_PKG_TARGET_DIR (scripts/test.sh): where the packaging test's scripts/install.sh builds
+# the release library (CARGO_TARGET_DIR of the tests alone; nextest builds in target/).
+if [ -n "${ZKL_PKG_TARGET_DIR:-}" ]; then
+    CARGO_TARGET_DIR=$ZKL_PKG_TARGET_DIR pass heavy --target-dir "$PWD/target" -E "$heavy"
+else
+    pass heavy -E "$heavy"
 fi
+
+t0=$SECONDS
+rc=0
+cargo test --doc --features "$features" >"$out/doc.log" 2>&1 || rc=$?
+grep -E "^test result:" "$out/doc.log" || cat "$out/doc.log"
+echo "run-tests: doc tests: $((SECONDS - t0)) s, exit $rc"
+[ "$rc" = 0 ] || status=1
+
+# One line for all: nextest's and the doc tests' own counts.
+passed=$(( $(grep -h "Summary" "$out/servers.log" "$out/heavy.log" | grep -o "[0-9]* passed" | awk '{s+=$1} END {print s+0}') \
+    + $(grep -h "^test result:" "$out/doc.log" | grep -o "[0-9]* passed" | awk '{s+=$1} END {print s+0}') ))
+failed=$(( $(grep -h "Summary" "$out/servers.log" "$out/heavy.log" | grep -o "[0-9]* failed" | awk '{s+=$1} END {print s+0}') \
+    + $(grep -h "^test result:" "$out/doc.log" | grep -o "[0-9]* failed" | awk '{s+=$1} END {print s+0}') ))
 echo "tests: $passed passed, $failed failed"
-[ ${#bad[@]} -eq 0 ]
+exit "$status"

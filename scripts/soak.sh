@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 minutes="${1:-5}"
 scripts/install-deps.sh >/dev/null
 export CARGO_TERM_COLOR=never
-cargo build --quiet --features testing --example soak
+# ZKL_FEATURES: the features of the caller's build (scripts/test.sh), not to compile twice.
+cargo build --quiet --features "${ZKL_FEATURES:-testing}" --example soak
 # shellcheck disable=SC2086
 exec target/debug/examples/soak --minutes "$minutes" ${SOAK_ARGS:-}

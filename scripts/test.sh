@@ -1,53 +1,79 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what is missing, then runs every test
 # against real ZooKeeper servers that the tests start themselves.
+#
+# On 2 cores the compiles are most of the time, so nothing is compiled twice and the CPU is
+# never idle while tests wait on servers:
+#   - clippy lints every target of the workspace as it is built for the tests (its driver as
+#     rustc's workspace wrapper, as `cargo clippy` runs it, but with code generation), and every
+#     step builds with the same features;
+#   - the release library (the C packaging and the Python package) builds in the background,
+#     at a lower priority and in a target directory of its own (cargo locks one per build),
+#     while the Rust tests run; the Python tests run beside them once it is built;
+#   - the Rust tests run many at once (scripts/run-tests.sh: cargo-nextest, one server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-# The real Curator and kazoo of the interop tests.
-scripts/install-peers.sh
 export CARGO_TERM_COLOR=never
 # Where the time goes: each step's end, in seconds since the start.
 step() { echo "test.sh: +$SECONDS s: $*" >&2; }
+scripts/install-deps.sh
+# The real Curator and kazoo of the interop tests.
+scripts/install-peers.sh
 step "installed what was missing"
 # Every script parses (a quote in a comment once ended run-tests.sh's inline Python early).
 for f in scripts/*.sh .ci/run; do bash -n "$f"; done
-# cargo-c, for the packaging test, compiles while the suite builds and runs (the test waits for
-# it if it is not done: scripts/install-cargo-c.sh takes a lock); a no-op once installed.
-mkdir -p target
-scripts/install-cargo-c.sh --debug > target/install-cargo-c.log 2>&1 &
-cargo_c=$!
 cargo fmt --all --check
-cargo clippy --all-targets --features testing,cli,header -- -D warnings
-# The library as a dependent builds it (no features): no warning either.
-cargo clippy --lib -- -D warnings
-# The benchmark driver, a workspace member of its own.
-cargo clippy -p zklock-peerbench --all-targets -- -D warnings
-step "formatting and clippy"
-# Builds the library (cdylib + staticlib), the examples and the command the tests run.
-cargo build --all-targets --features testing,cli,header
-step "build"
+
+# One feature set for every build of the run (a second set recompiles the crate and its tests).
+features=testing,cli,header
+export ZKL_FEATURES=$features
+# Clippy's lints, warnings denied, on every workspace crate that any step below compiles
+# (dependencies are built by plain rustc, as under `cargo clippy`). CLIPPY_ARGS is how
+# `cargo clippy` hands its arguments to the driver.
+export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+[ -x "$RUSTC_WORKSPACE_WRAPPER" ] || RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver)
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+cargo build --workspace --all-targets --features "zklock/${features//,/,zklock/}"
+step "build, with clippy"
 # The checked-in header must be what build.rs generates now.
 if git rev-parse --git-dir >/dev/null 2>&1; then
   git diff --exit-code -- include/zklock.h || { echo "include/zklock.h is stale: commit the regenerated header" >&2; exit 1; }
 fi
-# The API docs build as docs.rs builds them (no broken links), and the crate packages and
-# builds from its published files alone.
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features testing,cli --quiet
+# The crate packages and builds from its published files alone (sharing the build's
+# dependencies).
 cargo publish --dry-run --allow-dirty --quiet
-step "docs and the packaged crate"
-# Every Rust test binary (scripts/run-tests.sh: the heavy ones last, ZKL_TEST_LANES light ones
-# at once, default 1; ZKL_TEST_THREADS tests at once in each, default 6).
-scripts/run-tests.sh testing,cli
+step "the packaged crate"
+
+# In the background, at a lower priority, in target/pkg: the release library, then the Python
+# package installed from the checkout into a venv (pip builds and bundles that library) and its
+# pytest suite; then the library as a dependent builds it (no features: no warning either) and
+# the API docs as docs.rs builds them (no broken links).
+pkg="$PWD/target/pkg"
+mkdir -p "$pkg"
+(
+  export CARGO_TARGET_DIR=$pkg
+  nice -n 10 cargo build --release --lib --locked --quiet
+  echo "test.sh: +$SECONDS s: release library (background)"
+  ZKL_BUILD_NICE=10 scripts/test-python.sh
+  echo "test.sh: +$SECONDS s: Python tests (background)"
+  nice -n 10 cargo clippy --lib --quiet -- -D warnings
+  RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --no-deps --features testing,cli --quiet
+  echo "test.sh: +$SECONDS s: clippy without features, docs (background)"
+) >target/test-background.log 2>&1 &
+background=$!
+
+# Every Rust test, and the doc tests. The packaging test installs with scripts/install.sh,
+# which builds in target/pkg (the background has built it, or is building it).
+rc=0
+ZKL_PKG_TARGET_DIR=$pkg scripts/run-tests.sh "$features" || rc=$?
 step "Rust tests"
-# The Python package as its users get it: `pip install bindings/python` (into a venv, which
-# builds and bundles the library), then its pytest suite against a server it starts itself.
-scripts/test-python.sh
-step "Python tests"
-if ! wait "$cargo_c"; then
-  cat target/install-cargo-c.log >&2
-  exit 1
-fi
+
+bg=0
+wait "$background" || bg=$?
+cat target/test-background.log >&2
+step "the background: release library, Python tests, clippy without features, docs"
+[ "$rc" = 0 ] && [ "$bg" = 0 ] || { echo "test.sh: failed (Rust tests exit $rc, background exit $bg)" >&2; exit 1; }
+
 # One minute of the nemesis soak: every recipe under killed members, partitions, paused, cut
 # off and killed clients, every hold checked (scripts/soak.sh 60 runs an hour).
 scripts/soak.sh 1

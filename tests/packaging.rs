@@ -1,4 +1,4 @@
-//! The C library installed as C libraries are (scripts/install.sh: cargo-c's `cargo cinstall`):
+//! The C library installed as C libraries are (scripts/install.sh, cargo-c's layout):
 //! a prefix with the SONAME'd shared library, the static library, the C and C++ headers and a
 //! pkg-config file, with which C and C++ programs build both ways and lock against a real server.
 #![cfg(feature = "testing")]

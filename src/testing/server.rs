@@ -31,12 +31,45 @@ impl TestingServer {
     /// kills it when the process ends). For tests that do not stop, pause or restart it: a JVM
     /// per test is slow on small machines.
     ///
+    /// When `ZKLOCK_TEST_SERVER` names a running server (`127.0.0.1:PORT`), every process uses
+    /// that one instead and never stops it: `scripts/run-tests.sh` starts one for a whole run
+    /// (`examples/testing_server.rs`), so that a test in a process of its own (nextest) does
+    /// not start a JVM of its own.
+    ///
     /// # Panics
-    /// If the server cannot start (the message names `scripts/install-deps.sh`).
+    /// If the server cannot start (the message names `scripts/install-deps.sh`), or if
+    /// `ZKLOCK_TEST_SERVER` is not `HOST:PORT` or nothing answers `ruok` there.
     pub fn shared() -> &'static TestingServer {
         static SERVER: std::sync::OnceLock<TestingServer> = std::sync::OnceLock::new();
-        SERVER.get_or_init(|| {
-            TestingServer::start().expect("start a real ZooKeeper server (scripts/install-deps.sh)")
+        SERVER.get_or_init(|| match std::env::var("ZKLOCK_TEST_SERVER") {
+            Ok(addr) if !addr.is_empty() => TestingServer::attach(&addr).unwrap_or_else(|e| {
+                panic!("ZKLOCK_TEST_SERVER={addr}: {e}");
+            }),
+            _ => TestingServer::start()
+                .expect("start a real ZooKeeper server (scripts/install-deps.sh)"),
+        })
+    }
+
+    /// A running server on `127.0.0.1:PORT` that this process did not start: it is never
+    /// stopped, paused or restarted from here (those calls do nothing).
+    fn attach(addr: &str) -> io::Result<TestingServer> {
+        let bad = || io::Error::new(io::ErrorKind::InvalidInput, "expected 127.0.0.1:PORT");
+        let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        if host != "127.0.0.1" {
+            return Err(bad());
+        }
+        let answer = four_letter_at(addr, "ruok", FOUR_LETTER_TIMEOUT)?;
+        if answer != "imok" {
+            return Err(io::Error::other(format!("ruok answered {answer:?}")));
+        }
+        let dir = tempfile::Builder::new().prefix("zklock-zk-").tempdir()?;
+        Ok(TestingServer {
+            port,
+            cfg: dir.path().join("zoo.cfg"),
+            log: dir.path().join("zookeeper.log"),
+            dir,
+            process: None,
         })
     }
 

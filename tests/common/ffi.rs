@@ -26,17 +26,21 @@ pub fn cdylib() -> PathBuf {
             let dir = profile_dir();
             let target_dir = dir.parent().expect("target dir");
             let mut cmd = Command::new(env!("CARGO"));
-            // The features of this test run (the FFI tests need `testing`), so that after
-            // `cargo build --features testing` this is a no-op.
+            // The features this test was built with (cargo gives a package's tests its
+            // features), so that after the build of the test run this is a no-op: with others
+            // it would rebuild the library, and the next build of the run would again.
+            let features: Vec<&str> = [
+                ("testing", cfg!(feature = "testing")),
+                ("cli", cfg!(feature = "cli")),
+                ("header", cfg!(feature = "header")),
+            ]
+            .into_iter()
+            .filter_map(|(name, on)| on.then_some(name))
+            .collect();
             cmd.current_dir(repo())
-                .args([
-                    "build",
-                    "--lib",
-                    "--quiet",
-                    "--features",
-                    "testing",
-                    "--target-dir",
-                ])
+                .args(["build", "--lib", "--quiet", "--features"])
+                .arg(features.join(","))
+                .arg("--target-dir")
                 .arg(target_dir);
             if dir.file_name().is_some_and(|n| n == "release") {
                 cmd.arg("--release");

@@ -1,5 +1,6 @@
 """A real ZooKeeper server for the package's tests: Debian's zookeeper.jar on a free loopback
-port with a temporary data directory, started once per test session."""
+port with a temporary data directory, started once per test session, or the server that
+ZKLOCK_TEST_SERVER names (127.0.0.1:PORT; scripts/test.sh runs one for all its tests)."""
 
 import os
 import shutil
@@ -32,6 +33,14 @@ def _four_letters(port: int, word: bytes) -> bytes:
 
 @pytest.fixture(scope="session")
 def zk_hosts():
+    # scripts/test.sh runs one server for the Rust and the Python tests alike.
+    shared = os.environ.get("ZKLOCK_TEST_SERVER")
+    if shared:
+        port = int(shared.rsplit(":", 1)[1])
+        if _four_letters(port, b"ruok") != b"imok":
+            pytest.fail("ZKLOCK_TEST_SERVER=%s does not answer ruok" % shared)
+        yield shared
+        return
     if not os.path.exists(JAR):
         pytest.fail("%s is missing: run scripts/install-deps.sh" % JAR)
     workdir = tempfile.mkdtemp(prefix="zklock-py-zk-")
