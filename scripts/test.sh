@@ -7,9 +7,9 @@
 #   - clippy lints every target of the workspace as it is built for the tests (its driver as
 #     rustc's workspace wrapper, as `cargo clippy` runs it, but with code generation), and every
 #     step builds with the same features;
-#   - the release library (the C packaging and the Python package) builds in the background,
-#     at a lower priority and in a target directory of its own (cargo locks one per build),
-#     while the Rust tests run; the Python tests run beside them once it is built;
+#   - the release library (the Python package, the C packaging) builds in a target directory
+#     of its own (cargo locks one per build) beside the tests' build, and the Python tests and
+#     the soak run beside the Rust tests: all of them wait on servers more than on the CPU;
 #   - the Rust tests run many at once (scripts/run-tests.sh: cargo-nextest, one server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,9 +24,35 @@ step "installed what was missing"
 for f in scripts/*.sh .ci/run; do bash -n "$f"; done
 cargo fmt --all --check
 
+# Whatever runs in the background ends with this script (a failed step stops it all).
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+
 # One feature set for every build of the run (a second set recompiles the crate and its tests).
 features=testing,cli,header
 export ZKL_FEATURES=$features
+
+# In the background, in target/pkg (cargo locks a target directory per build, so the tests'
+# builds in target/ never wait for these): the Python package installed from the checkout into
+# a venv (pip builds the release library with cargo and bundles it) while the tests build; its
+# pytest suite once they are built; then the library as a dependent builds it (no features: no
+# warning either) and the API docs as docs.rs builds them (no broken links), at a lower priority.
+pkg="$PWD/target/pkg"
+built=target/.test-sh-built
+rm -f "$built"
+mkdir -p "$pkg"
+(
+  export CARGO_TARGET_DIR=$pkg
+  scripts/test-python.sh install
+  echo "test.sh: +$SECONDS s: Python package installed (background)"
+  until [ -e "$built" ]; do sleep 1; done
+  scripts/test-python.sh test
+  echo "test.sh: +$SECONDS s: Python tests (background)"
+  nice -n 10 cargo clippy --lib --quiet -- -D warnings
+  RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --no-deps --features testing,cli --quiet
+  echo "test.sh: +$SECONDS s: clippy without features, docs (background)"
+) >target/test-background.log 2>&1 &
+background=$!
+
 # Clippy's lints, warnings denied, on every workspace crate that any step below compiles
 # (dependencies are built by plain rustc, as under `cargo clippy`). CLIPPY_ARGS is how
 # `cargo clippy` hands its arguments to the driver.
@@ -43,38 +69,31 @@ fi
 # dependencies).
 cargo publish --dry-run --allow-dirty --quiet
 step "the packaged crate"
+touch "$built"
 
-# In the background, at a lower priority, in target/pkg: the release library, then the Python
-# package installed from the checkout into a venv (pip builds and bundles that library) and its
-# pytest suite; then the library as a dependent builds it (no features: no warning either) and
-# the API docs as docs.rs builds them (no broken links).
-pkg="$PWD/target/pkg"
-mkdir -p "$pkg"
-(
-  export CARGO_TARGET_DIR=$pkg
-  nice -n 10 cargo build --release --lib --locked --quiet
-  echo "test.sh: +$SECONDS s: release library (background)"
-  ZKL_BUILD_NICE=10 scripts/test-python.sh
-  echo "test.sh: +$SECONDS s: Python tests (background)"
-  nice -n 10 cargo clippy --lib --quiet -- -D warnings
-  RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --no-deps --features testing,cli --quiet
-  echo "test.sh: +$SECONDS s: clippy without features, docs (background)"
-) >target/test-background.log 2>&1 &
-background=$!
+# One minute of the nemesis soak, beside the tests (it waits on its own ensemble's faults far
+# more than on the CPU): every recipe under killed members, partitions, paused, cut off and
+# killed clients, every hold checked (scripts/soak.sh 60 runs an hour).
+scripts/soak.sh 1 >target/test-soak.log 2>&1 &
+soak=$!
 
 # Every Rust test, and the doc tests. The packaging test installs with scripts/install.sh,
-# which builds in target/pkg (the background has built it, or is building it).
+# which builds in target/pkg, beside the Python package's build.
 rc=0
 ZKL_PKG_TARGET_DIR=$pkg scripts/run-tests.sh "$features" || rc=$?
 step "Rust tests"
 
+sk=0
+wait "$soak" || sk=$?
+tail -n 3 target/test-soak.log >&2
+step "soak (beside the tests)"
 bg=0
 wait "$background" || bg=$?
 cat target/test-background.log >&2
-step "the background: release library, Python tests, clippy without features, docs"
-[ "$rc" = 0 ] && [ "$bg" = 0 ] || { echo "test.sh: failed (Rust tests exit $rc, background exit $bg)" >&2; exit 1; }
-
-# One minute of the nemesis soak: every recipe under killed members, partitions, paused, cut
-# off and killed clients, every hold checked (scripts/soak.sh 60 runs an hour).
-scripts/soak.sh 1
-step "soak"
+step "the background: Python tests, clippy without features, docs"
+if [ "$rc" != 0 ] || [ "$sk" != 0 ] || [ "$bg" != 0 ]; then
+  echo "test.sh: failed (Rust tests exit $rc, soak exit $sk, background exit $bg)" >&2
+  [ "$sk" = 0 ] || cat target/test-soak.log >&2
+  exit 1
+fi
+echo "test.sh: all passed in $SECONDS s"
