@@ -323,3 +323,23 @@ fn proxy_cut_after_create_applies_the_create_but_loses_the_reply() {
     assert_eq!(s.create("/normal", b"").unwrap(), 0);
     assert_eq!(proxy.creates_seen(), 2);
 }
+
+/// The shared server is the run's own when `ZKLOCK_TEST_SERVER` names one (scripts/run-tests.sh
+/// starts it: this process did not, so it has no process to stop), else one this process
+/// started; either way it serves.
+#[test]
+fn the_shared_server_is_the_one_the_run_names() {
+    let shared = TestingServer::shared();
+    match std::env::var("ZKLOCK_TEST_SERVER") {
+        Ok(addr) if !addr.is_empty() => {
+            assert_eq!(shared.connect_string(), addr);
+            assert_eq!(
+                shared.pid(),
+                None,
+                "a server of the run, not of this process"
+            );
+        }
+        _ => assert!(shared.pid().is_some(), "started by this process"),
+    }
+    assert_eq!(shared.four_letter("ruok").unwrap(), "imok");
+}
