@@ -59,6 +59,17 @@ background=$!
 export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 [ -x "$RUSTC_WORKSPACE_WRAPPER" ] || RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver)
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+# The gate itself: a clippy warning must fail a compile (were the driver to stop reading
+# CLIPPY_ARGS, the build below would pass with warnings).
+mkdir -p target/clippy-gate
+printf 'pub fn empty(v: &[u8]) -> bool {\n    v.len() == 0\n}\n' >target/clippy-gate/probe.rs
+if "$RUSTC_WORKSPACE_WRAPPER" rustc --edition 2021 --crate-type lib --emit metadata \
+    -o target/clippy-gate/probe.rmeta target/clippy-gate/probe.rs >target/clippy-gate/out 2>&1 ||
+    ! grep -q "^error: length comparison to zero" target/clippy-gate/out; then
+  cat target/clippy-gate/out >&2
+  echo "test.sh: clippy's driver did not deny a warning: the lint gate is off" >&2
+  exit 1
+fi
 cargo build --workspace --all-targets --features "zklock/${features//,/,zklock/}"
 step "build, with clippy"
 # The checked-in header must be what build.rs generates now.
