@@ -4,7 +4,7 @@
 # (they wait on servers far more than on the CPU; one binary after the other took 4.5 minutes).
 # One server serves the whole run (examples/testing_server.rs, handed to every test as
 # ZKLOCK_TEST_SERVER); a test that kills, pauses or restarts a server starts its own.
-#   scripts/run-tests.sh [FEATURES]      default testing,cli,header (what scripts/test.sh builds)
+#   scripts/run-tests.sh [FEATURES]      default $ZKL_FEATURES (scripts/test.sh's), else testing,cli,header
 #   ZKL_TEST_THREADS                     tests at once (default: .config/nextest.toml's 8)
 # Two passes: the tests that wait on servers, then the ones that load the CPU themselves
 # (C and C++ under valgrind and the sanitizers, the release build of the packaging test),
@@ -13,7 +13,7 @@
 # Prints nextest's summary of each pass, the doc tests' result, then one line for all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-features=${1:-testing,cli,header}
+features=${1:-${ZKL_FEATURES:-testing,cli,header}}
 out=target/test-runs
 rm -rf "$out"
 mkdir -p "$out"
@@ -37,8 +37,7 @@ pass() {
     local name=$1
     shift
     local t0=$SECONDS rc=0
-    env ${CARGO_TARGET_DIR:+CARGO_TARGET_DIR="$CARGO_TARGET_DIR"} \
-        cargo nextest run --features "$features" --no-fail-fast ${threads[@]+"${threads[@]}"} "$@" \
+    cargo nextest run --features "$features" --no-fail-fast ${threads[@]+"${threads[@]}"} "$@" \
         >"$out/$name.log" 2>&1 || rc=$?
     grep -E "^\s+(FAIL|SIGSEGV|SIGABRT|TIMEOUT|SLOW)|Summary" "$out/$name.log" || true
     echo "run-tests: $name: $((SECONDS - t0)) s, exit $rc"
@@ -50,13 +49,10 @@ pass() {
     fi
 }
 pass servers -E "not ($heavy)"
-# ZKL_PKG_TARGET_DIR (scripts/test.sh): where the packaging test's scripts/install.sh builds
-# the release library (CARGO_TARGET_DIR of the tests alone; nextest builds in target/).
-if [ -n "${ZKL_PKG_TARGET_DIR:-}" ]; then
-    CARGO_TARGET_DIR=$ZKL_PKG_TARGET_DIR pass heavy --target-dir "$PWD/target" -E "$heavy"
-else
-    pass heavy -E "$heavy"
-fi
+# ZKL_PKG_TARGET_DIR (scripts/test.sh: target/pkg): where the packaging test's
+# scripts/install.sh builds the release library (the tests' CARGO_TARGET_DIR; nextest builds
+# in target/ either way).
+CARGO_TARGET_DIR=${ZKL_PKG_TARGET_DIR:-$PWD/target} pass heavy --target-dir "$PWD/target" -E "$heavy"
 
 t0=$SECONDS
 rc=0
@@ -66,9 +62,9 @@ echo "run-tests: doc tests: $((SECONDS - t0)) s, exit $rc"
 [ "$rc" = 0 ] || status=1
 
 # One line for all: nextest's and the doc tests' own counts.
-passed=$(( $(grep -h "Summary" "$out/servers.log" "$out/heavy.log" | grep -o "[0-9]* passed" | awk '{s+=$1} END {print s+0}') \
-    + $(grep -h "^test result:" "$out/doc.log" | grep -o "[0-9]* passed" | awk '{s+=$1} END {print s+0}') ))
-failed=$(( $(grep -h "Summary" "$out/servers.log" "$out/heavy.log" | grep -o "[0-9]* failed" | awk '{s+=$1} END {print s+0}') \
-    + $(grep -h "^test result:" "$out/doc.log" | grep -o "[0-9]* failed" | awk '{s+=$1} END {print s+0}') ))
-echo "tests: $passed passed, $failed failed"
+count() {
+    grep -hE "Summary|^test result:" "$out/servers.log" "$out/heavy.log" "$out/doc.log" |
+        grep -oE "[0-9]+ $1" | awk '{s+=$1} END {print s+0}'
+}
+echo "tests: $(count passed) passed, $(count failed) failed"
 exit "$status"

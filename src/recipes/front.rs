@@ -297,14 +297,13 @@ impl<R: Recipe> Lockable for Lock<R> {
 
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
         let started = Instant::now();
-        let r = match self.holds.begin() {
-            Ok(Begin::Reentered(token)) => Ok(Some(token)),
-            Ok(Begin::Fresh(ticket)) => self
+        let r = self.holds.begin().and_then(|begin| match begin {
+            Begin::Reentered(token) => Ok(Some(token)),
+            Begin::Fresh(ticket) => self
                 .raw
                 .attempt(d, &self.cancel)
                 .map(|hold| hold.map(|hold| ticket.complete(hold))),
-            Err(e) => Err(e),
-        };
+        });
         self.holds.stats.acquire_ended(started, &r);
         r
     }

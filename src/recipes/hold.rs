@@ -230,18 +230,13 @@ fn remove_node_from(
     let per_try = (t / 4).max(Duration::from_millis(200));
     let mut retried = false;
     loop {
-        let until = (Instant::now() + per_try).min(budget);
+        let until = crate::Deadline::At((Instant::now() + per_try).min(budget));
         let reply = match first.take() {
-            Some(sent) => session.call(sent, crate::Deadline::At(until)),
+            Some(sent) => session.call(sent, until),
             // The first try deletes by path: while the hold is ours, so is the node (a
             // session's requests fail once it ended). A retry proves ownership first.
-            None if !retried => {
-                session.call(session.zk.delete(node, None), crate::Deadline::At(until))
-            }
-            None => session.call(
-                delete_again(session, node, owner),
-                crate::Deadline::At(until),
-            ),
+            None if !retried => session.call(session.zk.delete(node, None), until),
+            None => session.call(delete_again(session, node, owner), until),
         };
         match reply {
             Ok(()) => return Ok(()),
