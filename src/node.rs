@@ -148,6 +148,56 @@ pub(crate) fn downgrade_name(write_name: &str, protocol: Protocol) -> Option<Str
 /// What a revocation request writes into the holder's node (Curator's `REVOKE_MESSAGE`).
 pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
+/// Whether a node's data asks its holder to let go: Curator's message, or (in a simple lock's
+/// node) the message followed by the attempt id it was written for ([`revoke_request`]).
+pub(crate) fn is_revoke_request(data: &[u8]) -> bool {
+    data == REVOKE_MESSAGE
+        || data.starts_with(REVOKE_MESSAGE)
+            && simple_lock_parts(data).0.as_bytes() == REVOKE_MESSAGE
+}
+
+/// What a revocation request writes into a node with data `data`, and the witness the write
+/// must be checked against: a simple lock's node keeps its attempt id (so a later request
+/// still finds the hold's witness), and is written only while that witness exists.
+pub(crate) fn revoke_request(node_path: &str, data: &[u8]) -> (Vec<u8>, Option<String>) {
+    match simple_lock_parts(data) {
+        (_, Some(attempt)) => {
+            let mut message = REVOKE_MESSAGE.to_vec();
+            message.extend_from_slice(ATTEMPT_MARK.as_bytes());
+            message.extend_from_slice(attempt.as_bytes());
+            (message, Some(witness_path(node_path, &attempt)))
+        }
+        (_, None) => (REVOKE_MESSAGE.to_vec(), None),
+    }
+}
+
+/// Between the holder id and the attempt id in a simple lock's node data.
+pub(crate) const ATTEMPT_MARK: &str = "\nzklock-attempt:";
+
+/// A simple lock node's data: the holder id, then the id of the attempt that made it.
+pub(crate) fn simple_lock_data(holder_id: &str, attempt: &str) -> Vec<u8> {
+    format!("{holder_id}{ATTEMPT_MARK}{attempt}").into_bytes()
+}
+
+/// The holder id and the attempt id in a simple lock node's data (the attempt id is absent
+/// from nodes made by zklock before 0.3, and after a revocation request overwrote the data).
+pub(crate) fn simple_lock_parts(data: &[u8]) -> (String, Option<String>) {
+    let text = String::from_utf8_lossy(data);
+    match text.split_once(ATTEMPT_MARK) {
+        Some((holder, attempt)) => (holder.to_string(), Some(attempt.to_string())),
+        None => (text.into_owned(), None),
+    }
+}
+
+/// The witness of a simple-lock hold: an ephemeral sibling of the lock node whose name carries
+/// the attempt's id, created with the lock node in one `multi` and deleted with it in one
+/// `multi` that first checks it exists. No other hold can meet that check, so a delete (or a
+/// revocation request) applied late, after the node changed hands, fails whole
+/// (`docs/hold-model.md`, "One release path").
+pub(crate) fn witness_path(lock_path: &str, attempt: &str) -> String {
+    format!("{lock_path}.witness-{attempt}")
+}
+
 /// The name prefix of a new lease node of a semaphore in Curator's layout (`_c_<uuid>-lease-`).
 pub(crate) fn lease_prefix() -> String {
     format!("_c_{}-lease-", AttemptId::new().text(Protocol::Curator))

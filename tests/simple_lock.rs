@@ -155,8 +155,8 @@ fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
 }
 
 /// A's release reaches the server but its reply is lost: the retried delete must prove the node
-/// is still A's (czxid == A's token) before deleting, or it deletes B's node, the next holder's,
-/// and a third client gets the lock while B holds it.
+/// is still A's (its witness exists) when the server applies it, or it deletes B's node, the
+/// next holder's, and a third client gets the lock while B holds it.
 #[test]
 fn simple_lock_release_whose_reply_is_lost_never_deletes_the_next_holders_node() {
     let zk = server();
@@ -176,8 +176,9 @@ fn simple_lock_release_whose_reply_is_lost_never_deletes_the_next_holders_node()
         tx.send(t).unwrap();
     });
     std::thread::sleep(Duration::from_millis(300));
-    // Delete is op 2: forwarded and applied, its reply dropped.
-    proxy.drop_reply_of_next_op(2);
+    // The release's delete (a multi, op 14, with the hold's witness): forwarded and applied,
+    // its reply dropped.
+    proxy.drop_reply_of_next_op(14);
     let la2 = la.clone();
     let releaser = std::thread::spawn(move || la2.release());
     let token_b = rx
@@ -203,4 +204,51 @@ fn simple_lock_release_whose_reply_is_lost_never_deletes_the_next_holders_node()
     );
     assert!(!la.is_held());
     lb.release().unwrap();
+}
+
+/// A's create is applied but its reply is lost; before A reconnects and learns the outcome, a
+/// revocation request overwrites the node's data. The node is still A's: A must learn that (its
+/// witness says so, not the data the request overwrote) instead of waiting on its own node,
+/// with everyone locked out for its session's life.
+#[test]
+fn a_revocation_request_between_a_lost_create_and_its_check_does_not_orphan_the_node() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = TcpProxy::start(&hosts).unwrap();
+    let a = connect(&proxy.connect_string(), 10_000);
+    let other = connect(&hosts, 10_000);
+    let admin = Admin::connect(&hosts).unwrap();
+    let path = "/simple/revoke-between-create-and-check";
+    let la = Arc::new(SimpleLock::new(&a, path).unwrap());
+    // Parents first, so that the next create request is the lock's.
+    admin.create("/simple", b"").ok();
+    proxy.refuse_new(true);
+    proxy.cut_after_next_create();
+    let la2 = la.clone();
+    let acquirer = std::thread::spawn(move || {
+        la2.acquire(Deadline::from_timeout(Some(Duration::from_secs(6))))
+    });
+    // The create was applied (A cannot learn it yet: its connection is cut, new ones refused).
+    assert!(eventually(Duration::from_secs(10), || admin
+        .node(path)
+        .unwrap()
+        .is_some()));
+    assert!(
+        other.request_revoke(path).unwrap(),
+        "the request was written"
+    );
+    proxy.refuse_new(false);
+    let token = acquirer
+        .join()
+        .unwrap()
+        .unwrap()
+        .expect("A's own node: A holds the lock");
+    let node = admin.node(path).unwrap().expect("A's node");
+    assert_eq!(node.czxid, token);
+    assert_eq!(node.ephemeral_owner, a.session_id());
+    assert!(la.is_held());
+    la.release().unwrap();
+    // Nothing left behind: another client takes the lock at once.
+    let lo = SimpleLock::new(&other, path).unwrap();
+    assert!(lo.try_lock().unwrap().is_some());
 }

@@ -34,9 +34,10 @@ pub struct Hold {
     pub(crate) session: Arc<Session>,
     pub(crate) node: String,
     pub(crate) token: i64,
-    /// The node's path is shared by every holder in turn (the simple lock): it is ours only
-    /// while its czxid is `token`, so a retried delete checks that first.
-    pub(crate) shared_path: bool,
+    /// Where the node's path is shared by every holder in turn (the simple lock): the hold's
+    /// witness, a node unique to the hold made with it in one `multi`; every delete checks it
+    /// in the same `multi` (`node::witness_path`).
+    pub(crate) witness: Option<String>,
     /// When it was acquired (for the log line of its release, and the hold-time statistics).
     pub(crate) acquired: Instant,
     /// Alive while any copy of this hold exists: lock-lost callbacks of released holds lapse.
@@ -61,7 +62,7 @@ impl Hold {
             session,
             node,
             token,
-            shared_path: false,
+            witness: None,
             acquired: Instant::now(),
             alive: Arc::new(()),
             waited: false,
@@ -69,20 +70,25 @@ impl Hold {
     }
 
     /// A hold on a node whose path every holder uses in turn (the simple lock's node at the
-    /// lock path itself): only its czxid (`token`) tells it from the next holder's.
-    pub(crate) fn at_shared_path(session: Arc<Session>, node: String, token: i64) -> Hold {
+    /// lock path itself), made in one `multi` with `witness`, a node unique to this hold.
+    pub(crate) fn witnessed(
+        session: Arc<Session>,
+        node: String,
+        token: i64,
+        witness: String,
+    ) -> Hold {
         Hold {
-            shared_path: true,
+            witness: Some(witness),
             ..Hold::new(session, node, token)
         }
     }
 
-    /// What proves the node is still this hold's when a delete must be retried.
+    /// What a delete of the node must prove, when the server applies it, to take only this
+    /// hold's node.
     fn owner(&self) -> Owned {
-        if self.shared_path {
-            Owned::IfCzxid(self.token)
-        } else {
-            Owned::ByName
+        match &self.witness {
+            Some(w) => Owned::Witness(w.clone()),
+            None => Owned::ByName,
         }
     }
 
@@ -111,8 +117,12 @@ impl Hold {
     /// [`Hold::release`] in two steps, so that the delete can go out in one round trip with
     /// other requests: the delete is sent now (a session's requests are applied in the order
     /// they are sent), and [`SentRelease::finish`] takes its reply, retrying as `release` does.
+    /// A witnessed hold's delete is sent by `finish`.
     pub(crate) fn release_sent(self) -> SentRelease {
-        let first: SentDelete = Box::pin(self.session.zk.delete(&self.node, None));
+        let first: Option<SentDelete> = match self.witness {
+            None => Some(Box::pin(self.session.zk.delete(&self.node, None))),
+            Some(_) => None,
+        };
         SentRelease(Some((self, first)))
     }
 
@@ -149,53 +159,46 @@ pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Res
     remove_node_from(session, node, held, None, Owned::ByName)
 }
 
-/// How a retried delete proves that the node is still the one it means to delete
-/// (hold-model.md, "One release path").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a delete carries to take only the node it means, whenever the server applies it (a
+/// request whose reply was lost may be applied seconds later, after later requests of the same
+/// session sent through another server: hold-model.md, "One release path").
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Owned {
     /// The node's name holds the attempt's unique id: no other attempt can have made it.
     ByName,
-    /// The path is shared by successive holders: the node is ours only while its czxid is this.
-    IfCzxid(i64),
+    /// The path is shared by successive holders: the node is deleted in one `multi` with this
+    /// witness (unique to the hold, made with the node in one `multi`), which the `multi`
+    /// checks first. A client's read is no such proof: the server applies the delete later.
+    Witness(String),
 }
 
-/// For a node at a shared path: the version to delete it at if it is still the node created at
-/// `czxid`, read after a `sync` (so the answer is the leader's, not a lagging follower's);
-/// `None` if it is gone or someone else's.
-async fn owned_version(
+/// One delete of `node`: by name, or (at a shared path) with its witness in one `multi` that
+/// fails whole, deleting nothing, unless the witness exists when the server applies it.
+/// `NoNode` when the node (or its witness) is gone.
+async fn delete_once(
     session: &Session,
     node: &str,
-    czxid: i64,
-) -> std::result::Result<Option<i32>, zk::Error> {
-    match session.zk.sync(node).await {
-        Ok(()) | Err(zk::Error::NoNode) => {}
-        Err(e) => return Err(e),
-    }
-    Ok(match session.zk.check_stat(node).await? {
-        Some(stat) if stat.czxid == czxid => Some(stat.version),
-        _ => None,
-    })
-}
-
-/// One delete of `node` after an earlier try's reply was lost: by name, or (at a shared path)
-/// only if it is still ours, at the version read.
-async fn delete_again(
-    session: &Session,
-    node: &str,
-    owner: Owned,
+    owner: &Owned,
 ) -> std::result::Result<(), zk::Error> {
-    match owner {
-        Owned::ByName => session.zk.delete(node, None).await,
-        Owned::IfCzxid(czxid) => loop {
-            match owned_version(session, node, czxid).await? {
-                None => return Err(zk::Error::NoNode),
-                Some(version) => match session.zk.delete(node, Some(version)).await {
-                    // Changed between the read and the delete: read again.
-                    Err(zk::Error::BadVersion) => continue,
-                    r => return r,
-                },
-            }
+    let witness = match owner {
+        Owned::ByName => return session.zk.delete(node, None).await,
+        Owned::Witness(w) => w,
+    };
+    let mut multi = session.zk.new_multi_writer();
+    multi.add_check_version(witness, -1)?;
+    multi.add_delete(node, None)?;
+    multi.add_delete(witness, None)?;
+    match multi.commit().await {
+        Ok(_) => Ok(()),
+        // The lock node went without its witness (deleted by hand): the witness goes alone.
+        Err(zk::MultiWriteError::OperationFailed {
+            index: 1,
+            source: zk::Error::NoNode,
+        }) => match session.zk.delete(witness, None).await {
+            Ok(()) | Err(zk::Error::NoNode) => Err(zk::Error::NoNode),
+            Err(e) => Err(e),
         },
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -218,7 +221,7 @@ fn remove_node_from(
         SessionState::Closed => {
             // Closing the client gave the lock up; still take the node away now rather than
             // when the last handle lets go of the session.
-            let _ = session.call(session.zk.delete(node, None), crate::Deadline::TryOnce);
+            let _ = session.call(delete_once(session, node, &owner), crate::Deadline::TryOnce);
             return if held { Err(Error::LockLost) } else { Ok(()) };
         }
         _ => {}
@@ -233,10 +236,8 @@ fn remove_node_from(
         let until = crate::Deadline::At((Instant::now() + per_try).min(budget));
         let reply = match first.take() {
             Some(sent) => session.call(sent, until),
-            // The first try deletes by path: while the hold is ours, so is the node (a
-            // session's requests fail once it ended). A retry proves ownership first.
-            None if !retried => session.call(session.zk.delete(node, None), until),
-            None => session.call(delete_again(session, node, owner), until),
+            // Every try carries its own proof (a lost try may still be applied, later).
+            None => session.call(delete_once(session, node, &owner), until),
         };
         match reply {
             Ok(()) => return Ok(()),
@@ -283,7 +284,7 @@ fn remove_node_from(
 /// A release whose delete was sent ([`Hold::release_sent`]); [`SentRelease::finish`] (or drop)
 /// completes it through the one release path.
 #[must_use = "finish() takes the delete's reply (dropping does it too)"]
-pub(crate) struct SentRelease(Option<(Hold, SentDelete)>);
+pub(crate) struct SentRelease(Option<(Hold, Option<SentDelete>)>);
 
 impl SentRelease {
     /// Takes the sent delete's reply; on connection loss deletes again as [`Hold::release`] does.
@@ -296,7 +297,7 @@ impl SentRelease {
             return Ok(());
         };
         let owner = hold.owner();
-        let r = remove_node_from(&hold.session, &hold.node, true, Some(first), owner);
+        let r = remove_node_from(&hold.session, &hold.node, true, first, owner);
         hold.log_release(&r);
         r
     }
@@ -312,14 +313,9 @@ impl Drop for SentRelease {
 /// or the session ends.
 pub(crate) fn background_delete(session: Arc<Session>, node: String, owner: Owned) {
     log::warn!("deleting {node} in the background");
-    session.clone().spawn(async move {
-        loop {
-            match delete_again(&session, &node, owner).await {
-                Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
-                _ => return,
-            }
-        }
-    });
+    session
+        .clone()
+        .spawn(async move { delete_until_gone(&session, &node, &owner).await });
 }
 
 async fn pause() {
@@ -328,58 +324,89 @@ async fn pause() {
 
 /// A create whose outcome could not be learned in time: in the background, until done or the
 /// session ends, find the node it may have made and delete it. `needle` is the attempt's unique
-/// id; `in_data`: the id is in the node's data (the non-sequential node `path`), not in the
-/// name of a child of `path`. Requests of a session are applied in order, so a look made after
-/// the create sees its node if the create was applied.
-pub(crate) fn background_forget(
-    session: &Arc<Session>,
-    path: String,
-    needle: String,
-    in_data: bool,
-) {
-    log::warn!("removing the node of an attempt at {path} in the background");
+/// id, in the name of a child of `dir`. Requests of a session are applied in order, so a look
+/// made after the create sees its node if the create was applied.
+pub(crate) fn background_forget(session: &Arc<Session>, dir: String, needle: String) {
+    log::warn!("removing the node of an attempt at {dir} in the background");
     let session = session.clone();
     session.clone().spawn(async move {
         loop {
             // Read what the leader has confirmed: a follower behind it may not show the node
-            // yet (or still show an earlier one).
-            let synced = match session.zk.sync(&path).await {
-                Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+            // yet.
+            let found = match sync(&session, &dir).await {
                 Err(e) => Err(e),
-            };
-            let found = match synced {
-                Err(e) => Err(e),
-                Ok(()) if in_data => match session.zk.get_data(&path).await {
-                    Ok((data, stat)) if data.ends_with(needle.as_bytes()) => {
-                        Ok(Some((path.clone(), Owned::IfCzxid(stat.czxid))))
-                    }
-                    Ok(_) | Err(zk::Error::NoNode) => Ok(None),
-                    Err(e) => Err(e),
-                },
-                Ok(()) => match session.zk.list_children(&path).await {
+                Ok(()) => match session.zk.list_children(&dir).await {
                     Ok(children) => Ok(children
                         .iter()
                         .find(|c| c.contains(&needle))
-                        .map(|n| (format!("{path}/{n}"), Owned::ByName))),
+                        .map(|n| format!("{dir}/{n}"))),
                     Err(zk::Error::NoNode) => Ok(None),
                     Err(e) => Err(e),
                 },
             };
             match found {
                 Ok(None) => return,
-                Ok(Some((node, owner))) => loop {
-                    match delete_again(&session, &node, owner).await {
-                        Err(e) if is_retriable(&e) && !session.state().is_terminal() => {
-                            pause().await
-                        }
-                        _ => return,
-                    }
-                },
+                Ok(Some(node)) => return delete_until_gone(&session, &node, &Owned::ByName).await,
                 Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
                 Err(_) => return,
             }
         }
     });
+}
+
+/// A simple-lock create (a `multi` of the lock node `node` and its `witness`) whose outcome
+/// could not be learned in time: in the background, delete both if they appear, for as long as
+/// the session lives. A create whose reply was lost is not dead: sent through a follower cut off
+/// from its leader, it may be applied after the heal, long after a first look found nothing; so
+/// the witness (unique to the attempt) stays watched.
+pub(crate) fn background_forget_witnessed(session: &Arc<Session>, node: String, witness: String) {
+    log::warn!("removing the node of an attempt at {node} in the background");
+    let session = session.clone();
+    session.clone().spawn(async move {
+        let owner = Owned::Witness(witness.clone());
+        loop {
+            let looked = match sync(&session, &witness).await {
+                Err(e) => Err(e),
+                Ok(()) => session.zk.check_and_watch_stat(&witness).await,
+            };
+            match looked {
+                Ok((Some(_), _)) => return delete_until_gone(&session, &node, &owner).await,
+                Ok((None, watcher)) => {
+                    // Fires when the witness is made (then delete), or when the session ends.
+                    let event = watcher.changed().await;
+                    if session.state().is_terminal()
+                        || event.event_type == zk::EventType::Session
+                            && matches!(
+                                event.session_state,
+                                zk::SessionState::Expired | zk::SessionState::Closed
+                            )
+                    {
+                        return;
+                    }
+                }
+                Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
+                Err(_) => return,
+            }
+        }
+    });
+}
+
+/// A `sync` of `path` (a missing node is no failure).
+async fn sync(session: &Session, path: &str) -> std::result::Result<(), zk::Error> {
+    match session.zk.sync(path).await {
+        Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes `node` (as `owner` proves it ours) until it is gone or the session ends.
+async fn delete_until_gone(session: &Session, node: &str, owner: &Owned) {
+    loop {
+        match delete_once(session, node, owner).await {
+            Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
+            _ => return,
+        }
+    }
 }
 
 #[cfg(all(test, feature = "testing"))]
@@ -389,8 +416,8 @@ mod tests {
     use crate::{Client, Lockable, Options, SimpleLock};
 
     /// The background delete of a simple-lock hold (handed over when a release could not finish
-    /// in time) runs after the node may have changed hands: it must delete only the node created
-    /// at the hold's czxid, never the next holder's node at the same path.
+    /// in time) runs after the node may have changed hands: it must delete only the node of the
+    /// hold whose witness it carries, never the next holder's node at the same path.
     #[test]
     fn a_background_delete_at_a_shared_path_never_deletes_the_next_holders_node() {
         let _serial = crate::runtime::tests::SERIAL.lock();
@@ -401,17 +428,32 @@ mod tests {
             Client::connect(&hosts, opts()).unwrap(),
             Client::connect(&hosts, opts()).unwrap(),
         );
-        let path = "/hold-tests/background-delete";
+        let (dir, path) = ("/hold-tests", "/hold-tests/background-delete");
+        let admin = Admin::connect(&hosts).unwrap();
+        let witness_of = |token: i64| {
+            admin
+                .children(dir)
+                .unwrap()
+                .into_iter()
+                .map(|c| format!("{dir}/{c}"))
+                .find(|c| {
+                    c.starts_with(&format!("{path}.witness-"))
+                        && admin.node(c).unwrap().map(|n| n.czxid) == Some(token)
+                })
+                .expect("the hold's witness, made with its node")
+        };
         let la = SimpleLock::new(&a, path).unwrap();
         let token_a = la.acquire(crate::Deadline::Forever).unwrap().unwrap();
-        // A's node goes (as after A's own delete whose reply was lost), B takes the lock.
-        let admin = Admin::connect(&hosts).unwrap();
+        let witness_a = witness_of(token_a);
+        // A's node goes with its witness (as after A's own delete whose reply was lost), B
+        // takes the lock.
         admin.delete(path).unwrap();
+        admin.delete(&witness_a).unwrap();
         let lb = SimpleLock::new(&b, path).unwrap();
         let token_b = lb.acquire(crate::Deadline::TryOnce).unwrap().expect("free");
         assert!(token_b > token_a);
         let session = a.session().unwrap();
-        background_delete(session, path.to_string(), Owned::IfCzxid(token_a));
+        background_delete(session, path.to_string(), Owned::Witness(witness_a));
         // The background delete of A's node ran and left B's.
         std::thread::sleep(Duration::from_millis(500));
         assert_eq!(admin.node(path).unwrap().map(|n| n.czxid), Some(token_b));
@@ -420,14 +462,16 @@ mod tests {
         lb.release().unwrap();
         let lc = SimpleLock::new(&a, path).unwrap();
         let token_c = lc.acquire(crate::Deadline::TryOnce).unwrap().expect("free");
+        let witness_c = witness_of(token_c);
         background_delete(
             a.session().unwrap(),
             path.to_string(),
-            Owned::IfCzxid(token_c),
+            Owned::Witness(witness_c.clone()),
         );
         assert!(eventually(Duration::from_secs(5), || admin
             .node(path)
             .unwrap()
-            .is_none()));
+            .is_none()
+            && admin.node(&witness_c).unwrap().is_none()));
     }
 }

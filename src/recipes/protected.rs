@@ -125,7 +125,7 @@ pub(crate) fn recover(
     let confirmed = find_own(session, dir, name, sequential, d);
     if matches!(&confirmed, Err(e) if e.is_connection_loss()) {
         if sequential {
-            background_forget(session, dir.to_string(), name.to_string(), false);
+            background_forget(session, dir.to_string(), name.to_string());
         } else {
             super::hold::background_delete(
                 session.clone(),

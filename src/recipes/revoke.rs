@@ -49,7 +49,7 @@ impl Revocation {
     /// only while its czxid is the hold's token.
     pub(crate) fn watch(self: &Arc<Self>, hold: &Hold) {
         let (zk, node, rev) = (hold.session.zk.clone(), hold.node.clone(), Arc::clone(self));
-        let (token, shared) = (hold.token, hold.shared_path);
+        let (token, shared) = (hold.token, hold.witness.is_some());
         hold.session.spawn(async move {
             loop {
                 match zk.get_and_watch_data(&node).await {
@@ -57,7 +57,7 @@ impl Revocation {
                         if shared && stat.czxid != token {
                             return; // another holder's node at a shared path
                         }
-                        if data == crate::node::REVOKE_MESSAGE {
+                        if crate::node::is_revoke_request(&data) {
                             rev.requested(&node, token);
                         }
                         let event = watcher.changed().await;

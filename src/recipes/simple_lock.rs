@@ -5,21 +5,20 @@ use std::sync::Arc;
 use zookeeper_client as zk;
 
 use super::front::{Guard, Lock};
-use super::hold::{background_forget, Hold};
+use super::hold::{background_forget_witnessed, Hold};
 use super::holds::{Owner, Policy};
 use super::protected::create_parents_of;
 use super::raw::{Participant, Recipe};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::node::{AttemptId, Protocol};
+use crate::node::{self, AttemptId, Protocol};
 use crate::session::{is_retriable, Client, Session};
 use crate::wait::CancelToken;
 
-/// Between the holder id and the attempt id in the node's data.
-const ATTEMPT_MARK: &str = "\nzklock-attempt:";
-
 /// The recipe of [`SimpleLock`]: one ephemeral node at the path, whose data carries the holder
-/// id and the id of the attempt that made it (the node is ours only if it carries ours).
+/// id and the id of the attempt that made it, made in one `multi` with the attempt's witness
+/// (`node::witness_path`): the node is ours only while our witness exists, and every delete
+/// checks it in the same `multi`.
 pub struct RawSimpleLock {
     client: Client,
     path: String,
@@ -60,42 +59,66 @@ impl SimpleLock {
 }
 
 impl RawSimpleLock {
-    /// One create of this attempt's node: `Some(hold)` if the node at the path is this
-    /// attempt's, `None` if someone else's.
+    /// One try of this attempt: the lock node and the attempt's witness in one `multi`.
+    /// `Some(hold)` if the node at the path is this attempt's, `None` if someone else's.
+    /// `maybe_made`: whether a create of this attempt lost its reply (then its `multi` may
+    /// have been applied, or may still be: only the witness tells).
     fn try_create(
         &self,
         session: &Arc<Session>,
         data: &[u8],
-        attempt: &str,
+        witness: &str,
+        maybe_made: &mut bool,
         d: Deadline,
     ) -> Result<Option<Hold>> {
         let opts = self.client.create_options(zk::CreateMode::Ephemeral);
         let held = |czxid| {
-            Some(Hold::at_shared_path(
+            Some(Hold::witnessed(
                 session.clone(),
                 self.path.clone(),
                 czxid,
+                witness.to_string(),
             ))
         };
         let mut parents_made = false;
         let unknown = || {
-            // Whether the create was applied cannot be learned in time: remove its node, if it
-            // made one, in the background.
-            background_forget(session, self.path.clone(), attempt.to_string(), true);
+            // Whether the create was applied cannot be learned in time (or it may yet be
+            // applied): its nodes, if they appear, are removed in the background.
+            background_forget_witnessed(session, self.path.clone(), witness.to_string());
             Err(Error::ConnectionLoss(
                 format!("no reply from ZooKeeper in time to create {}", self.path).into(),
             ))
         };
         loop {
-            // Whether the create's reply was lost: then whether it was applied is read after a
-            // sync (a follower behind the leader may not show our node, or show an older one).
-            let mut lost_reply = false;
-            match session.call(session.zk.create(&self.path, data, &opts), d) {
-                Ok((stat, _)) => return Ok(held(stat.czxid)),
-                // Answered after everything before it was applied here: this server shows the
-                // node that exists.
-                Err(zk::Error::NodeExists) => {}
-                Err(zk::Error::NoNode) if !parents_made => {
+            // The request's failure is the call's; an operation's failure is the answer.
+            let create = async {
+                let mut multi = session.zk.new_multi_writer();
+                multi.add_create(&self.path, data, &opts)?;
+                multi.add_create(witness, &[], &opts)?;
+                match multi.commit().await {
+                    Ok(made) => Ok(Ok(made)),
+                    Err(zk::MultiWriteError::OperationFailed { index, source }) => {
+                        Ok(Err((index, source)))
+                    }
+                    Err(zk::MultiWriteError::RequestFailed { source }) => Err(source),
+                }
+            };
+            match session.call(create, d) {
+                Ok(Ok(made)) => {
+                    // All of a multi's nodes share its zxid: the witness's czxid is the token.
+                    // (Servers before 3.7.1 answer a multi's create without its stat.)
+                    match made.first() {
+                        Some(zk::MultiWriteResult::Create { stat, .. }) if !stat.is_invalid() => {
+                            return Ok(held(stat.czxid))
+                        }
+                        _ => *maybe_made = true,
+                    }
+                }
+                // Answered after everything before it was applied here: the lock node exists.
+                // It is ours only if an earlier create of this attempt was applied after all.
+                Ok(Err((0, zk::Error::NodeExists))) if !*maybe_made => return Ok(None),
+                Ok(Err((_, zk::Error::NodeExists))) => {}
+                Ok(Err((_, zk::Error::NoNode))) if !parents_made => {
                     create_parents_of(
                         &self.client,
                         session,
@@ -106,31 +129,38 @@ impl RawSimpleLock {
                     parents_made = true;
                     continue;
                 }
-                Err(e) if is_retriable(&e) => {
+                Ok(Err((_, e))) => return Err(session.map_err(e)),
+                Err(e) => {
+                    if !is_retriable(&e) {
+                        return Err(session.map_err(e));
+                    }
                     if let Some(e) = session.ended_error() {
                         return Err(e);
                     }
+                    *maybe_made = true;
                     if d.passed() {
                         return unknown();
                     }
-                    lost_reply = true;
+                    // Whether it was applied is read after a sync (a follower behind the
+                    // leader may not show it yet).
+                    match session.retry(d, || session.zk.sync(witness)) {
+                        Ok(()) | Err(zk::Error::NoNode) => {}
+                        Err(e) if is_retriable(&e) => return unknown(),
+                        Err(e) => return Err(session.map_err(e)),
+                    }
                 }
-                Err(e) => return Err(session.map_err(e)),
             }
-            if lost_reply {
-                match session.retry(d, || session.zk.sync(&self.path)) {
-                    Ok(()) | Err(zk::Error::NoNode) => {}
+            // The lock node is this attempt's only if the attempt's witness exists (never
+            // because its owner is our session, and never by its data, which a revocation
+            // request overwrites).
+            match session.retry(d, || session.zk.check_stat(witness)) {
+                Ok(Some(stat)) => return Ok(held(stat.czxid)),
+                Ok(None) => match session.retry(d, || session.zk.check_stat(&self.path)) {
+                    Ok(Some(_)) => return Ok(None),
+                    Ok(None) => continue,
                     Err(e) if is_retriable(&e) => return unknown(),
                     Err(e) => return Err(session.map_err(e)),
-                }
-            }
-            // The node exists, or the create's outcome is unknown: it is ours only if it
-            // carries this attempt's id (never because its owner is our session: other handles
-            // share the session).
-            match session.retry(d, || session.zk.get_data(&self.path)) {
-                Ok((found, stat)) if found == data => return Ok(held(stat.czxid)),
-                Ok(_) => return Ok(None),
-                Err(zk::Error::NoNode) => continue,
+                },
                 Err(e) if is_retriable(&e) => return unknown(),
                 Err(e) => return Err(session.map_err(e)),
             }
@@ -157,9 +187,11 @@ impl Recipe for RawSimpleLock {
         let (try_once, d) = d.pinned(self.client.session_timeout());
         let session = self.client.session_for(d, Some(&reg.signal))?;
         let attempt = AttemptId::new().text(Protocol::Kazoo);
-        let data = format!("{}{ATTEMPT_MARK}{attempt}", self.client.holder_id()).into_bytes();
+        let data = node::simple_lock_data(self.client.holder_id(), &attempt);
+        let witness = node::witness_path(&self.path, &attempt);
+        let mut maybe_made = false;
         loop {
-            if let Some(h) = self.try_create(&session, &data, &attempt, d)? {
+            if let Some(h) = self.try_create(&session, &data, &witness, &mut maybe_made, d)? {
                 if reg.signal.is_cancelled() {
                     // Cancel works at any time: what was taken is given back.
                     let _ = h.release();
@@ -195,12 +227,7 @@ impl Recipe for RawSimpleLock {
         let s = self.client.session()?;
         match s.retry(Deadline::Forever, || s.zk.get_data(&self.path)) {
             Ok((d, stat)) => {
-                let text = String::from_utf8_lossy(&d);
-                let holder_id = text
-                    .split(ATTEMPT_MARK)
-                    .next()
-                    .unwrap_or_default()
-                    .to_string();
+                let (holder_id, _) = node::simple_lock_parts(&d);
                 Ok(vec![Participant {
                     node: crate::path::name(&self.path).to_string(),
                     sequence: 0,

@@ -511,12 +511,30 @@ impl Client {
     pub fn request_revoke(&self, node_path: &str) -> Result<bool> {
         crate::path::validate_path(node_path)?;
         let s = self.session()?;
-        match s.retry(Deadline::Forever, || {
-            s.zk.set_data(node_path, crate::node::REVOKE_MESSAGE, None)
-        }) {
-            Ok(_) => Ok(true),
-            Err(zk::Error::NoNode) => Ok(false),
-            Err(e) => Err(s.map_err(e)),
+        loop {
+            let data = match s.retry(Deadline::Forever, || s.zk.get_data(node_path)) {
+                Ok((data, _)) => data,
+                Err(zk::Error::NoNode) => return Ok(false),
+                Err(e) => return Err(s.map_err(e)),
+            };
+            // A simple lock's node is shared by its holders in turn: the write carries the
+            // hold's witness, so that, applied late, it never lands on the next holder's node.
+            let (message, witness) = crate::node::revoke_request(node_path, &data);
+            let written = s.retry(Deadline::Forever, || async {
+                let mut multi = s.zk.new_multi_writer();
+                if let Some(w) = &witness {
+                    multi.add_check_version(w, -1)?;
+                }
+                multi.add_set_data(node_path, &message, None)?;
+                multi.commit().await.map_err(zk::Error::from)
+            });
+            match written {
+                Ok(_) => return Ok(true),
+                // That hold ended; ask whoever holds now.
+                Err(zk::Error::NoNode) if witness.is_some() => continue,
+                Err(zk::Error::NoNode) => return Ok(false),
+                Err(e) => return Err(s.map_err(e)),
+            }
         }
     }
 

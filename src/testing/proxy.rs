@@ -19,6 +19,9 @@ const MAX_FRAME: usize = 64 << 20;
 /// ZooKeeper op codes of create requests: create, create2, createContainer, createTTL.
 const CREATE_OPS: [i32; 4] = [1, 15, 19, 21];
 
+/// ZooKeeper's op code of a multi request.
+const MULTI_OP: i32 = 14;
+
 /// One proxied connection: both sockets and its flags.
 struct Conn {
     client: TcpStream,
@@ -147,8 +150,9 @@ impl TcpProxy {
         self.shared.blackhole.store(on, Ordering::SeqCst);
     }
 
-    /// Arms a one-shot fault: the next create request (op 1, 15, 19 or 21) is forwarded to
-    /// the server, then its connection is cut before the server's reply reaches the client.
+    /// Arms a one-shot fault: the next create request (op 1, 15, 19 or 21, or a multi whose
+    /// first operation is one) is forwarded to the server, then its connection is cut before
+    /// the server's reply reaches the client.
     pub fn cut_after_next_create(&self) {
         self.cut_after_creates(1);
     }
@@ -385,7 +389,14 @@ fn client_to_server(
         }
         let op = (!first && frame.len() >= 12)
             .then(|| i32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]));
-        let is_create = op.is_some_and(|op| CREATE_OPS.contains(&op));
+        // A multi (op 14) whose first operation creates counts as a create (the simple lock
+        // creates its node and its witness in one multi).
+        let first_of_multi = (op == Some(MULTI_OP) && frame.len() >= 16)
+            .then(|| i32::from_be_bytes([frame[12], frame[13], frame[14], frame[15]]));
+        let is_create = [op, first_of_multi]
+            .into_iter()
+            .flatten()
+            .any(|op| CREATE_OPS.contains(&op));
         first = false;
         if let Some(op) = op {
             if sh
