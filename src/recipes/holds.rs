@@ -156,6 +156,9 @@ impl Holds {
             }
             Policy::Reentrant if !e.held.is_empty() => {
                 let hold = &e.held[0];
+                if let Some(forked) = hold.session.forked() {
+                    return Err(forked);
+                }
                 if hold.state() == HoldState::Lost {
                     return Err(Error::LockLost);
                 }
@@ -189,6 +192,10 @@ impl Holds {
             }) else {
                 return Err(Error::NotHeld);
             };
+            if let Some(forked) = e.held[i].session.forked() {
+                // A forked child: the hold is the parent's, nothing of it is released here.
+                return Err(forked);
+            }
             if self.policy == Policy::Reentrant && e.depth > 1 {
                 e.depth -= 1;
                 return Ok(());
@@ -269,8 +276,11 @@ impl Holds {
 impl Drop for Holds {
     fn drop(&mut self) {
         for (_, e) in self.entries.get_mut().drain() {
+            // In a forked child the holds are the parent's: forgotten, not released.
             for hold in e.held.into_iter().rev() {
-                let _ = hold.release();
+                if hold.session.forked().is_none() {
+                    let _ = hold.release();
+                }
             }
         }
     }
