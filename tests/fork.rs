@@ -199,6 +199,8 @@ fn calls_on_inherited_handles_in_a_forked_child_fail_at_once_with_forked() {
     let c = connect(&hosts, 6000);
     let m = Mutex::new(&c, &path).unwrap();
     let g = m.lock().unwrap();
+    let simple = SimpleLock::new(&c, &unique_path("fork-calls-simple")).unwrap();
+    let sg = simple.lock().unwrap();
     let other_path = unique_path("fork-calls-other");
     let child = in_child(|| {
         let started = Instant::now();
@@ -213,6 +215,10 @@ fn calls_on_inherited_handles_in_a_forked_child_fail_at_once_with_forked() {
         }
         if !forked(m.participants().map(|_| ())) {
             return 12;
+        }
+        // Not WouldDeadlock: the hold is the parent's, not this handle's here.
+        if sg.is_held() || !forked(simple.try_lock().map(|_| ())) {
+            return 19;
         }
         if !forked(Mutex::new(&c, &other_path).and_then(|o| o.try_lock().map(|_| ()))) {
             return 13;
@@ -248,6 +254,11 @@ fn calls_on_inherited_handles_in_a_forked_child_fail_at_once_with_forked() {
     }
     if let Err(e) = g.unlock() {
         failures.push(format!("the parent's release after the fork: {e}"));
+    }
+    if let Err(e) = sg.unlock() {
+        failures.push(format!(
+            "the parent's simple-lock release after the fork: {e}"
+        ));
     }
     report(failures);
 }

@@ -109,8 +109,6 @@ struct State {
     epoch: u64,
     /// The `zklock-log` threads still running (a stop waits for them, but for itself).
     dispatchers: Vec<ThreadId>,
-    /// The process the dispatchers were started in (a forked child has none of them).
-    pid: u32,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -118,7 +116,6 @@ static STATE: Mutex<State> = Mutex::new(State {
     queue: VecDeque::new(),
     epoch: 0,
     dispatchers: Vec::new(),
-    pid: 0,
 });
 /// Notified when a record is queued, when delivery stops, and when a dispatcher ends.
 static CHANGED: Condvar = Condvar::new();
@@ -218,10 +215,6 @@ fn start(mode: Mode, max_level: u32) -> Result<u64, Failure> {
 fn stop() {
     let me = std::thread::current().id();
     let mut st = STATE.lock();
-    if st.pid != std::process::id() {
-        // A forked child: the parent's `zklock-log` threads do not exist here.
-        st.dispatchers.clear();
-    }
     if st.mode != Mode::Off {
         log::set_max_level(log::LevelFilter::Off);
         st.mode = Mode::Off;
@@ -333,11 +326,6 @@ pub unsafe extern "C" fn zkl_set_log_callback(
         });
         match spawned {
             Ok(t) => {
-                let pid = std::process::id();
-                if st.pid != pid {
-                    st.dispatchers.clear();
-                    st.pid = pid;
-                }
                 st.dispatchers.push(t.thread().id());
                 Ok(())
             }

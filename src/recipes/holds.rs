@@ -136,6 +136,10 @@ impl Holds {
         let key = self.key();
         let mut entries = self.entries.lock();
         let e = entries.entry(key).or_default();
+        if let Some(forked) = e.held.first().and_then(|h| h.session.forked()) {
+            // A forked child: its holds are the parent's, and so is any answer about them.
+            return Err(forked);
+        }
         match self.policy {
             Policy::Leases(max) if e.held.len() + e.acquiring >= max => {
                 return Err(Error::WouldDeadlock(format!(
@@ -156,9 +160,6 @@ impl Holds {
             }
             Policy::Reentrant if !e.held.is_empty() => {
                 let hold = &e.held[0];
-                if let Some(forked) = hold.session.forked() {
-                    return Err(forked);
-                }
                 if hold.state() == HoldState::Lost {
                     return Err(Error::LockLost);
                 }
