@@ -96,7 +96,8 @@ typedef enum zkl_status {
   ZKL_LOCK_LOST = 9,
   /*
    The client was closed (zkl_client_close): nothing can be acquired through it any more.
-   Before 0.3: ZKL_SESSION_EXPIRED.
+   Also every call, in the child of a fork(), on a client or lock made before the fork (the
+   message says so). Before 0.3: ZKL_SESSION_EXPIRED.
    */
   ZKL_CLOSED = 10,
   /*
@@ -218,6 +219,10 @@ typedef enum zkl_session_state {
  One ZooKeeper session. Thread-safe: any number of threads may use one zkl_client at once.
  Made by zkl_client_connect, freed by zkl_client_free; every lock made from it keeps the
  session open until that lock is freed too.
+
+ fork(): make clients after fork. A client belongs to the process that connected it: in a
+ forked child, every call on it (and on its locks) is ZKL_CLOSED with a message saying so,
+ sends nothing on the parent's session, and freeing it (or its locks) releases nothing.
  */
 typedef struct zkl_client zkl_client;
 
@@ -387,7 +392,9 @@ extern "C" {
  zkl_client_free; on any other status *out_client is left unchanged.
 
  Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, ZKL_CONNECTION_LOSS if no
- server answered within session_timeout_ms, ZKL_ZOOKEEPER_ERROR if authentication failed.
+ server answered within session_timeout_ms, ZKL_ZOOKEEPER_ERROR if authentication failed,
+ ZKL_CLOSED in a forked child of a process that had made a client before the fork (its I/O
+ does not survive fork: make clients after fork, in processes that made none before).
  Blocks at most session_timeout_ms. Any thread.
 
  Pointers: hosts is NULL or a NUL-terminated string; out_client is NULL or valid for
@@ -550,6 +557,9 @@ enum zkl_status zkl_client_set_acl(struct zkl_client *client, uint32_t acl);
  and every lock made from it are freed: closing deletes its lock nodes at once, so waiters
  elsewhere proceed without waiting for the session to expire. The pointer is unusable after
  this call. Does not block. Any thread, once no other thread uses this client.
+
+ In a forked child of the process that made the client: frees the child's copy of the
+ memory only; the session (the parent's) is neither closed nor touched.
 
  Pointers: client is NULL or a live zkl_client not used by any other thread during or after
  the call.
@@ -970,6 +980,9 @@ void zkl_participants_free(struct zkl_participants *participants);
 
  Never call it while another thread is inside a call on the same handle (even
  zkl_lock_acquire: cancel, wait for that thread to return, then free).
+
+ In a forked child of the process that made the lock: frees the child's copy of the memory
+ only and returns at once; what the handle holds stays the parent's (nothing is released).
 
  Pointers: lock is NULL or a live zkl_lock that no other thread uses during or after the
  call.

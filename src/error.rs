@@ -31,6 +31,10 @@ pub enum Error {
     /// Any other error the server returned (no auth, bad ACL, node exists, ...).
     /// [`std::error::Error::source`] gives the client's own error where there was one.
     ZooKeeper(ErrorDetail),
+    /// A call in a forked child on a client (or a lock, a guard) made before the `fork()`: the
+    /// session is the parent's, and the child can use nothing of it (the message says which
+    /// process made it). Make clients after fork, in the process that uses them.
+    Forked(String),
 }
 
 /// What an [`Error::ConnectionLoss`] or [`Error::ZooKeeper`] says: a message (it reads as a
@@ -164,6 +168,7 @@ impl fmt::Display for Error {
             }
             Error::WouldDeadlock(m) => write!(f, "would deadlock: {m}"),
             Error::ZooKeeper(m) => write!(f, "ZooKeeper error: {m}"),
+            Error::Forked(m) => f.write_str(m),
         }
     }
 }
@@ -192,6 +197,17 @@ impl Error {
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
+    }
+
+    /// [`Error::Forked`] for a call in this process on something that process `made_in` made
+    /// before it forked.
+    pub(crate) fn forked(made_in: u32) -> Error {
+        Error::Forked(format!(
+            "this client was made before fork(), in process {made_in} (this is process {}): \
+             a forked child can use nothing of it, and freeing it here releases nothing; \
+             make clients after fork",
+            std::process::id()
+        ))
     }
 }
 

@@ -22,6 +22,14 @@
 //! Requests are queued on the caller's thread when the crate's method is called (the crate
 //! serialises them at call time); a [`Caller`] guard says "this thread will wait for it
 //! soon", so that queueing does not wake `zklock-io` for nothing.
+//!
+//! **fork().** The set belongs to the process that made it. In a forked child it is inert: no
+//! task is polled, so nothing inherited is ever written to the parent's sockets (a request
+//! queued there, a session's close when its last handle goes), no wake-up takes a lock (a
+//! thread of the parent's may have held it at the fork) and nothing waits for `zklock-io`,
+//! which does not exist in the child. async-io's reactor (its thread, its epoll set, shared
+//! with the parent) does not survive a fork either, so a child cannot start sessions of its
+//! own once the parent has started one ([`made_in_parent`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -54,6 +62,8 @@ struct Runtime {
     /// Wakes `zklock-io` when no caller can.
     io_kick: Mutex<bool>,
     io_cv: Condvar,
+    /// The process that made the set; in any other (a forked child) it is inert.
+    pid: u32,
 }
 
 struct Task {
@@ -84,11 +94,15 @@ impl Wake for TaskWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        let rt = runtime();
+        if rt.forked() {
+            // A task of the parent's, in a forked child: never polled here.
+            return;
+        }
         if self.queued.swap(true, Ordering::SeqCst) {
             // Still queued: the wake-up that queued it asked for a driver.
             return;
         }
-        let rt = runtime();
         rt.ready.lock().push(self.id);
         rt.woken(self.owner.as_deref());
     }
@@ -129,6 +143,12 @@ impl Runtime {
     /// being believed).
     fn send(&self, task: BoxTask) {
         use futures::FutureExt;
+        if self.forked() {
+            // Work of a session made before the fork: never done in the child (dropping the
+            // future only frees memory: requests go out when a task polls them).
+            log::debug!("zklock: a forked child does not run its parent's I/O");
+            return;
+        }
         static IDS: AtomicU64 = AtomicU64::new(1);
         let isolated = std::panic::AssertUnwindSafe(task).catch_unwind().map(|r| {
             if r.is_err() {
@@ -156,6 +176,11 @@ impl Runtime {
         self.woken(owner.as_deref());
     }
 
+    /// Whether this is a forked child of the process that made the set (where it is inert).
+    fn forked(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
     /// A task (of `owner`'s session) was woken or spawned: make sure some thread polls it.
     fn woken(&self, owner: Option<&Group>) {
         self.dirty.store(true, Ordering::SeqCst);
@@ -172,6 +197,9 @@ impl Runtime {
     /// Asks one thread to poll the set: a caller waiting on the task's session (this thread if
     /// it is one: no hop; else the latest), else `zklock-io`.
     fn notify_driver(&self, owner: Option<&Group>) {
+        if self.forked() {
+            return;
+        }
         if let Some(g) = owner {
             let me = THREAD.with(|t| t.waiter.get());
             let waiters = g.waiters.lock();
@@ -192,6 +220,10 @@ impl Runtime {
     /// (that thread sees `dirty` and polls again).
     /// Returns false if another thread held the set the whole time.
     fn drive(&self) -> bool {
+        if self.forked() {
+            // The parent's tasks (its sessions' I/O) are never polled in a forked child.
+            return false;
+        }
         let _scope = spawns_core::enter(runtime());
         let was = THREAD.with(|t| t.driving.replace(true));
         let mut polled = false;
@@ -235,8 +267,9 @@ impl Runtime {
     }
 }
 
+static RT: OnceLock<Runtime> = OnceLock::new();
+
 fn runtime() -> &'static Runtime {
-    static RT: OnceLock<Runtime> = OnceLock::new();
     let rt = RT.get_or_init(|| Runtime {
         tasks: Mutex::new(HashMap::new()),
         incoming: Mutex::new(Vec::new()),
@@ -244,6 +277,7 @@ fn runtime() -> &'static Runtime {
         dirty: AtomicBool::new(false),
         io_kick: Mutex::new(false),
         io_cv: Condvar::new(),
+        pid: std::process::id(),
     });
     static IO: OnceLock<()> = OnceLock::new();
     IO.get_or_init(|| {
@@ -265,6 +299,14 @@ fn runtime() -> &'static Runtime {
             .expect("spawn the zklock-io thread");
     });
     rt
+}
+
+/// The process that started the executor, if it is not this one: this is a forked child of a
+/// process that had sessions, where the executor is inert and no session can be started.
+pub(crate) fn made_in_parent() -> Option<u32> {
+    RT.get()
+        .map(|rt| rt.pid)
+        .filter(|&p| p != std::process::id())
 }
 
 /// Runs `f` with the runtime as the spawner of zookeeper-client's tasks (its `connect`
@@ -488,6 +530,11 @@ impl SessionIo {
 
 impl Drop for SessionIo {
     fn drop(&mut self) {
+        if RT.get().is_some_and(Runtime::forked) {
+            // A forked child frees its copy: the claims are the parent's (and their lock may
+            // have been held by a thread of the parent's at the fork).
+            return;
+        }
         self.disconnected();
     }
 }

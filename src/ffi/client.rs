@@ -18,6 +18,10 @@ use crate::{Acl, Client, Options, SessionEvent};
 /// One ZooKeeper session. Thread-safe: any number of threads may use one zkl_client at once.
 /// Made by zkl_client_connect, freed by zkl_client_free; every lock made from it keeps the
 /// session open until that lock is freed too.
+///
+/// fork(): make clients after fork. A client belongs to the process that connected it: in a
+/// forked child, every call on it (and on its locks) is ZKL_CLOSED with a message saying so,
+/// sends nothing on the parent's session, and freeing it (or its locks) releases nothing.
 pub struct zkl_client {
     _private: [u8; 0],
 }
@@ -151,7 +155,9 @@ impl ClientHandle {
 /// zkl_client_free; on any other status *out_client is left unchanged.
 ///
 /// Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, ZKL_CONNECTION_LOSS if no
-/// server answered within session_timeout_ms, ZKL_ZOOKEEPER_ERROR if authentication failed.
+/// server answered within session_timeout_ms, ZKL_ZOOKEEPER_ERROR if authentication failed,
+/// ZKL_CLOSED in a forked child of a process that had made a client before the fork (its I/O
+/// does not survive fork: make clients after fork, in processes that made none before).
 /// Blocks at most session_timeout_ms. Any thread.
 ///
 /// Pointers: hosts is NULL or a NUL-terminated string; out_client is NULL or valid for
@@ -444,6 +450,9 @@ pub unsafe extern "C" fn zkl_client_set_acl(client: *mut zkl_client, acl: u32) -
 /// and every lock made from it are freed: closing deletes its lock nodes at once, so waiters
 /// elsewhere proceed without waiting for the session to expire. The pointer is unusable after
 /// this call. Does not block. Any thread, once no other thread uses this client.
+///
+/// In a forked child of the process that made the client: frees the child's copy of the
+/// memory only; the session (the parent's) is neither closed nor touched.
 ///
 /// Pointers: client is NULL or a live zkl_client not used by any other thread during or after
 /// the call.

@@ -888,6 +888,9 @@ pub unsafe extern "C" fn zkl_participants_free(participants: *mut zkl_participan
 /// Never call it while another thread is inside a call on the same handle (even
 /// zkl_lock_acquire: cancel, wait for that thread to return, then free).
 ///
+/// In a forked child of the process that made the lock: frees the child's copy of the memory
+/// only and returns at once; what the handle holds stays the parent's (nothing is released).
+///
 /// Pointers: lock is NULL or a live zkl_lock that no other thread uses during or after the
 /// call.
 #[no_mangle]

@@ -9,10 +9,14 @@
 //! thread the library uses for I/O. A host that blocks in its log code delays its own records,
 //! never ZooKeeper I/O; past [`CAPACITY`] waiting records, new ones are dropped and counted, and
 //! the count is delivered in their place.
+//!
+//! A forked child starts with delivery off, its own: the parent's queue, readers and
+//! `zklock-log` threads stay the parent's ([`delivery`]).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -111,14 +115,52 @@ struct State {
     dispatchers: Vec<ThreadId>,
 }
 
-static STATE: Mutex<State> = Mutex::new(State {
-    mode: Mode::Off,
-    queue: VecDeque::new(),
-    epoch: 0,
-    dispatchers: Vec::new(),
-});
-/// Notified when a record is queued, when delivery stops, and when a dispatcher ends.
-static CHANGED: Condvar = Condvar::new();
+/// The delivery of one process: its state, and a condvar notified when a record is queued,
+/// when delivery stops, and when a dispatcher ends.
+struct Delivery {
+    state: Mutex<State>,
+    changed: Condvar,
+    pid: u32,
+}
+
+static DELIVERY: AtomicPtr<Delivery> = AtomicPtr::new(std::ptr::null_mut());
+
+/// This process's delivery, made on first use. A forked child makes its own, off: the
+/// parent's threads (a `zklock-log` dispatcher, a reader in `zkl_log_next`) do not exist in it,
+/// yet they may hold the parent's lock or wait on its condvar, and a notify or an unlock in the
+/// child could hand the lock to one of them for good. The parent's copy is left as it is.
+fn delivery() -> &'static Delivery {
+    let pid = std::process::id();
+    let cur = DELIVERY.load(Ordering::Acquire);
+    // SAFETY: a non-null DELIVERY points to a leaked Box that is never freed.
+    if let Some(d) = unsafe { cur.as_ref() } {
+        if d.pid == pid {
+            return d;
+        }
+    }
+    let fresh = Box::into_raw(Box::new(Delivery {
+        state: Mutex::new(State {
+            mode: Mode::Off,
+            queue: VecDeque::new(),
+            epoch: 0,
+            dispatchers: Vec::new(),
+        }),
+        changed: Condvar::new(),
+        pid,
+    }));
+    match DELIVERY.compare_exchange(cur, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: fresh was just leaked from a Box and is never freed.
+        Ok(_) => unsafe { &*fresh },
+        Err(other) => {
+            // Another thread of this process made one first: that one is this process's.
+            // SAFETY: fresh was never shared; other is a leaked Box that is never freed.
+            unsafe {
+                drop(Box::from_raw(fresh));
+                &*other
+            }
+        }
+    }
+}
 
 /// The logger installed in the `log` crate: it queues, nothing more.
 struct QueueLogger;
@@ -148,7 +190,8 @@ impl log::Log for QueueLogger {
             target: record.target().to_string(),
             message: record.args().to_string(),
         };
-        let mut st = STATE.lock();
+        let d = delivery();
+        let mut st = d.state.lock();
         if st.mode == Mode::Off {
             return;
         }
@@ -161,7 +204,7 @@ impl log::Log for QueueLogger {
         }
         st.queue.push_back(item);
         drop(st);
-        CHANGED.notify_all();
+        d.changed.notify_all();
     }
 
     fn flush(&self) {}
@@ -198,7 +241,7 @@ fn level_filter(max_level: u32) -> Result<log::LevelFilter, Failure> {
 fn start(mode: Mode, max_level: u32) -> Result<u64, Failure> {
     let max = level_filter(max_level)?;
     install()?;
-    let mut st = STATE.lock();
+    let mut st = delivery().state.lock();
     if st.mode != Mode::Off {
         return Err(Failure::invalid(
             "the library's log records already go to a log callback or to zkl_log_next; \
@@ -214,16 +257,17 @@ fn start(mode: Mode, max_level: u32) -> Result<u64, Failure> {
 /// `zklock-log` thread (but the calling one) runs any more.
 fn stop() {
     let me = std::thread::current().id();
-    let mut st = STATE.lock();
+    let d = delivery();
+    let mut st = d.state.lock();
     if st.mode != Mode::Off {
         log::set_max_level(log::LevelFilter::Off);
         st.mode = Mode::Off;
         st.epoch += 1;
         st.queue.clear();
-        CHANGED.notify_all();
+        d.changed.notify_all();
     }
-    while st.dispatchers.iter().any(|&d| d != me) {
-        CHANGED.wait(&mut st);
+    while st.dispatchers.iter().any(|&t| t != me) {
+        d.changed.wait(&mut st);
     }
 }
 
@@ -235,7 +279,8 @@ enum Taken {
 
 /// The next item of delivery `epoch` in `mode`, waiting until `deadline` (None: forever).
 fn take(mode: Mode, epoch: u64, deadline: Option<Instant>) -> Taken {
-    let mut st = STATE.lock();
+    let d = delivery();
+    let mut st = d.state.lock();
     loop {
         if st.epoch != epoch || st.mode != mode {
             return Taken::Ended;
@@ -244,9 +289,9 @@ fn take(mode: Mode, epoch: u64, deadline: Option<Instant>) -> Taken {
             return Taken::Item(item);
         }
         match deadline {
-            None => CHANGED.wait(&mut st),
-            Some(d) => {
-                if Instant::now() >= d || CHANGED.wait_until(&mut st, d).timed_out() {
+            None => d.changed.wait(&mut st),
+            Some(until) => {
+                if Instant::now() >= until || d.changed.wait_until(&mut st, until).timed_out() {
                     // One more look: a record or a stop may have come with the deadline.
                     if st.epoch != epoch || st.mode != mode {
                         return Taken::Ended;
@@ -315,14 +360,16 @@ pub unsafe extern "C" fn zkl_set_log_callback(
         let epoch = start(Mode::Callback, max_level)?;
         let user_data = UserData(user_data);
         // The dispatcher is registered before it runs: a stop that follows waits for it.
-        let mut st = STATE.lock();
+        let d = delivery();
+        let mut st = d.state.lock();
         let spawned = std::thread::Builder::new().name("zklock-log".into()).spawn(move || {
             dispatch(epoch, callback, user_data);
-            let mut st = STATE.lock();
+            let d = delivery();
+            let mut st = d.state.lock();
             let me = std::thread::current().id();
-            st.dispatchers.retain(|&d| d != me);
+            st.dispatchers.retain(|&t| t != me);
             drop(st);
-            CHANGED.notify_all();
+            d.changed.notify_all();
         });
         match spawned {
             Ok(t) => {
@@ -386,7 +433,7 @@ pub unsafe extern "C" fn zkl_log_next(
         let out_target = unsafe { Out::new(out_target, "out_target") }?;
         // SAFETY: the caller's contract for `out_message`.
         let out_message = unsafe { Out::new(out_message, "out_message") }?;
-        let epoch = STATE.lock().epoch;
+        let epoch = delivery().state.lock().epoch;
         let deadline = u64::try_from(timeout_ms)
             .ok()
             .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms)));

@@ -30,6 +30,11 @@
 //!   A `zkl_lock` is one participant: its holds belong to the handle, not to the calling OS
 //!   thread, so any thread may release what another acquired through it.
 //! - **Blocking.** No call blocks longer than its timeout plus the session timeout.
+//! - **fork().** Make clients after fork. In a forked child, a client and the locks made
+//!   before the fork are inert: calls return `ZKL_CLOSED` (the message says fork), nothing is
+//!   sent on the parent's session, and `zkl_lock_free` / `zkl_client_free` free the child's
+//!   memory only, releasing nothing of the parent's. A child of a process that had made a
+//!   client cannot make one (`ZKL_CLOSED`): the library's I/O does not survive fork.
 //! - **Host code.** The library runs no code of the host's on a thread that does ZooKeeper
 //!   I/O, inside a zkl_ call of another thread, or under a lock of its own: log lines are
 //!   queued and reach the host on a thread of its own (`zkl_log_next`) or on the library's

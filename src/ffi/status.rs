@@ -30,7 +30,8 @@ pub enum zkl_status {
     /// node (the handle holds nothing any more). Before 0.3: ZKL_SESSION_EXPIRED.
     ZKL_LOCK_LOST = 9,
     /// The client was closed (zkl_client_close): nothing can be acquired through it any more.
-    /// Before 0.3: ZKL_SESSION_EXPIRED.
+    /// Also every call, in the child of a fork(), on a client or lock made before the fork (the
+    /// message says so). Before 0.3: ZKL_SESSION_EXPIRED.
     ZKL_CLOSED = 10,
     /// The acquire could only wait for this handle's own hold: a non-reentrant handle that
     /// holds the lock, a semaphore handle whose own leases fill max_leases, or the read half's
@@ -146,7 +147,9 @@ impl From<&Error> for zkl_status {
             Error::ConnectionLoss(_) => zkl_status::ZKL_CONNECTION_LOSS,
             Error::SessionExpired => zkl_status::ZKL_SESSION_EXPIRED,
             Error::LockLost => zkl_status::ZKL_LOCK_LOST,
-            Error::Closed => zkl_status::ZKL_CLOSED,
+            // The child of a fork() can use nothing of what its parent made: for it the client is
+            // closed (the message says why).
+            Error::Closed | Error::Forked(_) => zkl_status::ZKL_CLOSED,
             Error::Cancelled => zkl_status::ZKL_CANCELLED,
             Error::ZooKeeper(_) => zkl_status::ZKL_ZOOKEEPER_ERROR,
         }
@@ -245,6 +248,7 @@ mod tests {
             (Error::SessionExpired, ZKL_SESSION_EXPIRED),
             (Error::LockLost, ZKL_LOCK_LOST),
             (Error::Closed, ZKL_CLOSED),
+            (Error::Forked("x".into()), ZKL_CLOSED),
             (Error::Cancelled, ZKL_CANCELLED),
             (Error::ZooKeeper("x".into()), ZKL_ZOOKEEPER_ERROR),
         ];

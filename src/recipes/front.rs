@@ -527,8 +527,10 @@ impl<L: Guarded + ?Sized> std::fmt::Debug for Guard<'_, L> {
 
 impl<L: Guarded + ?Sized> Drop for Guard<'_, L> {
     fn drop(&mut self) {
-        if let Err(e) = self.lock.release_hold(self.token) {
-            log::warn!("releasing {} on drop: {e}", self.lock.path());
+        match self.lock.release_hold(self.token) {
+            // A guard dropped in a forked child: the hold is the parent's and stays so.
+            Ok(()) | Err(Error::Forked(_)) => {}
+            Err(e) => log::warn!("releasing {} on drop: {e}", self.lock.path()),
         }
     }
 }

@@ -136,6 +136,10 @@ impl Holds {
         let key = self.key();
         let mut entries = self.entries.lock();
         let e = entries.entry(key).or_default();
+        if let Some(forked) = e.held.first().and_then(|h| h.session.forked()) {
+            // A forked child: its holds are the parent's, and so is any answer about them.
+            return Err(forked);
+        }
         match self.policy {
             Policy::Leases(max) if e.held.len() + e.acquiring >= max => {
                 return Err(Error::WouldDeadlock(format!(
@@ -189,6 +193,10 @@ impl Holds {
             }) else {
                 return Err(Error::NotHeld);
             };
+            if let Some(forked) = e.held[i].session.forked() {
+                // A forked child: the hold is the parent's, nothing of it is released here.
+                return Err(forked);
+            }
             if self.policy == Policy::Reentrant && e.depth > 1 {
                 e.depth -= 1;
                 return Ok(());
@@ -269,8 +277,11 @@ impl Holds {
 impl Drop for Holds {
     fn drop(&mut self) {
         for (_, e) in self.entries.get_mut().drain() {
+            // In a forked child the holds are the parent's: forgotten, not released.
             for hold in e.held.into_iter().rev() {
-                let _ = hold.release();
+                if hold.session.forked().is_none() {
+                    let _ = hold.release();
+                }
             }
         }
     }

@@ -35,11 +35,21 @@ pub(crate) struct Inner {
     events: Arc<Events>,
     /// Authentication added after connecting, replayed on every later session too.
     added_auth: Mutex<Vec<(String, Vec<u8>)>>,
+    /// The process that connected. In a forked child the client is inert (see
+    /// [`Client::connect`], "fork()").
+    pid: u32,
 }
 
 /// One ZooKeeper session, shared by any number of threads and locks (`Send + Sync`, cheap to
 /// clone). Every call blocks the calling thread, never longer than its timeout plus the
 /// session timeout.
+///
+/// **fork().** A client belongs to the process that connected it. In a child forked after it
+/// was made, the client and every lock, guard and hold made from it are inert: every call
+/// returns [`Error::Forked`] (`state()` says `Closed`, `is_held()` false) without a byte sent
+/// to the parent's session, and dropping them (or `close`) releases nothing of the parent's
+/// and returns at once. Make clients after fork, in the process that uses them; a child of a
+/// process that had made a client cannot make one (the I/O executor does not survive fork).
 ///
 /// ```no_run
 /// use zklock::{Client, Options, SessionState};
@@ -155,7 +165,18 @@ impl Client {
     /// # Errors
     /// [`Error::InvalidArgument`] for a malformed host list; [`Error::ConnectionLoss`] when no
     /// server answered in time; [`Error::SessionExpired`] when authentication failed.
+    ///
+    /// [`Error::Forked`] in a forked child of a process that had made a client already (its
+    /// I/O executor and async-io's reactor are the parent's and do not run in the child).
     pub fn connect(hosts: &str, options: Options) -> Result<Client> {
+        if let Some(parent) = runtime::made_in_parent() {
+            return Err(Error::Forked(format!(
+                "zklock's I/O was started before fork(), in process {parent} (this is process \
+                 {}): a forked child of a process that made a client cannot make clients; \
+                 make clients after fork, in processes that made none before forking",
+                std::process::id()
+            )));
+        }
         let servers = parse_hosts(hosts)?;
         if options.session_timeout < Duration::from_millis(100) {
             return Err(Error::invalid("session timeout below 100 ms"));
@@ -187,6 +208,7 @@ impl Client {
             generation: AtomicU64::new(0),
             events: Arc::new(Events::new()),
             added_auth: Mutex::new(Vec::new()),
+            pid: std::process::id(),
         });
         let client = Client { inner };
         let bound = Instant::now() + client.inner.options.connect_timeout;
@@ -209,6 +231,7 @@ impl Client {
         bound: Instant,
         cancel: Option<&Signal>,
     ) -> Result<()> {
+        self.not_forked()?;
         let cancelled = || cancel.is_some_and(|c| c.is_cancelled());
         // Another thread may be opening one: wait for it in slices, so a cancel is heard.
         let _g = loop {
@@ -313,6 +336,7 @@ impl Client {
             lost_callbacks: Mutex::new(Vec::new()),
             lease_anchor: Mutex::new(asked),
             lapsed: std::sync::atomic::AtomicBool::new(false),
+            pid: self.inner.pid,
             root: chroot.as_ref().map(|_| zk.clone()),
             zk: match chroot {
                 Some(c) => zk.chroot(c).map_err(|_| Error::invalid("bad chroot"))?,
@@ -383,6 +407,7 @@ impl Client {
     /// is waited for until `d` at most (a try-once operation: one session timeout), never the
     /// whole connect timeout past the caller's deadline, and not past a cancel of `cancel`.
     pub(crate) fn session_for(&self, d: Deadline, cancel: Option<&Signal>) -> Result<Arc<Session>> {
+        self.not_forked()?;
         let cur = self.inner.current.lock().clone();
         match cur {
             None => Err(Error::Closed),
@@ -403,8 +428,20 @@ impl Client {
         }
     }
 
-    /// The session state now.
+    /// `Err(Forked)` in a forked child of the process that made this client.
+    fn not_forked(&self) -> Result<()> {
+        if std::process::id() == self.inner.pid {
+            Ok(())
+        } else {
+            Err(Error::forked(self.inner.pid))
+        }
+    }
+
+    /// The session state now (`Closed` in a forked child: the session is the parent's).
     pub fn state(&self) -> SessionState {
+        if self.not_forked().is_err() {
+            return SessionState::Closed;
+        }
         self.inner.events.state.lock().0
     }
 
@@ -475,6 +512,10 @@ impl Client {
         timeout: Duration,
         pred: impl Fn(SessionState) -> bool,
     ) -> SessionState {
+        if self.not_forked().is_err() {
+            // Closed for good here: waiting would only wait.
+            return SessionState::Closed;
+        }
         // A timeout too long for the clock is no timeout.
         let deadline = Instant::now().checked_add(timeout);
         let mut st = self.inner.events.state.lock();
@@ -590,7 +631,12 @@ impl Client {
     /// Closes the client: acquires waiting on it return [`Error::Closed`] (deleting their
     /// nodes), later calls return [`Error::Closed`], and the session ends, its remaining lock
     /// nodes deleted by the server at once, when the last lock made from this client is dropped.
+    ///
+    /// In a forked child it does nothing: the session is the parent's.
     pub fn close(&self) {
+        if self.not_forked().is_err() {
+            return;
+        }
         let s = self.inner.current.lock().take();
         if let Some(s) = s {
             self.inner.events.on_state(&s, SessionState::Closed);

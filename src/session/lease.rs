@@ -201,6 +201,10 @@ impl Session {
     /// Waits until holds of this session are no longer believed (the lease ran out, or the
     /// session ended) or `deadline`; true if so.
     pub(crate) fn wait_not_held(&self, deadline: Option<Instant>) -> bool {
+        if self.forked().is_some() {
+            // A forked child holds nothing of its parent's.
+            return true;
+        }
         let mut st = self.state.lock();
         loop {
             // Not the lapse flag: a lease renewed since then is believed again.

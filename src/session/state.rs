@@ -86,11 +86,24 @@ pub(crate) struct Session {
     pub(super) ping_gap: Duration,
     /// The lease ran out (under the state lock's condvar); cleared when it is renewed.
     pub(super) lapsed: std::sync::atomic::AtomicBool,
+    /// The process that opened the session. In a forked child the session is the parent's:
+    /// there it is `Closed`, every request fails at once ([`Error::Forked`]) and nothing is
+    /// sent, so dropping or releasing what the child inherited touches nothing of the parent's.
+    pub(super) pid: u32,
 }
 
 impl Session {
+    /// `Closed` in a forked child (see [`Session::forked`]).
     pub(crate) fn state(&self) -> SessionState {
+        if self.forked().is_some() {
+            return SessionState::Closed;
+        }
         *self.state.lock()
+    }
+
+    /// [`Error::Forked`] if this process is a forked child of the one that opened the session.
+    pub(crate) fn forked(&self) -> Option<Error> {
+        (std::process::id() != self.pid).then(|| Error::forked(self.pid))
     }
 
     pub(super) fn fire_lost(&self) {
@@ -134,6 +147,9 @@ impl Session {
 
     /// The error for a call on a session that has ended.
     pub(crate) fn ended_error(&self) -> Option<Error> {
+        if let Some(e) = self.forked() {
+            return Some(e);
+        }
         match self.state() {
             SessionState::Expired => Some(Error::SessionExpired),
             SessionState::Closed => Some(Error::Closed),
@@ -162,6 +178,11 @@ impl Session {
         fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
         d: Deadline,
     ) -> std::result::Result<T, zk::Error> {
+        if self.forked().is_some() {
+            // The parent's session: not a byte goes out (the request queued by the crate is
+            // never polled here), no wait; `map_err` makes it `Error::Forked`.
+            return Err(zk::Error::ClientClosed);
+        }
         match runtime::block_on(fut, Some(self.cap(d)), None, Some(&self.io)) {
             Outcome::Ready(Ok(v)) => Ok(v),
             Outcome::Ready(Err(e)) => {
@@ -218,6 +239,10 @@ impl Session {
     }
 
     pub(crate) fn map_err(&self, e: zk::Error) -> Error {
+        if let Some(forked) = self.forked() {
+            // Nothing is recorded: the session is the parent's, alive or not.
+            return forked;
+        }
         let e = Error::from(e);
         if e.is_session_end() {
             // The crate saw the end before our state task: record it now.
@@ -259,6 +284,9 @@ impl Session {
         deadline: Option<Instant>,
         signal: &Arc<Signal>,
     ) -> Outcome<zk::WatchedEvent> {
+        if self.forked().is_some() {
+            return Outcome::Cancelled;
+        }
         // Registered so that `Client::close` can wake this wait.
         self.waits.lock().push(Arc::downgrade(signal));
         if self.state() == SessionState::Closed {

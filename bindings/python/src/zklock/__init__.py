@@ -24,6 +24,15 @@ on (losses, background deletes, session changes); each acquire and release is DE
 :func:`set_log_level` turns on. The package stops the library's logging at exit (atexit),
 before the interpreter finalizes.
 
+Make clients after ``fork()``. A client belongs to the process that connected it: in a child
+forked after it was made (``os.fork``, ``multiprocessing`` with the fork start method, a
+pre-fork server's workers), the client and its locks are inert. Every call on them raises
+:class:`Closed` (the message says fork), nothing is sent on the parent's session, and closing
+them or letting them be collected releases nothing of the parent's, so the child exits at once.
+A child of a process that had already made a client cannot make one (:class:`Closed`): the
+library's I/O does not survive fork. So connect in each worker after the fork, and not in the
+process that forks them.
+
 The distribution is ``pyzklock`` on the package index (``zklock`` there is an unrelated
 project); the import name is ``zklock``.
 """
@@ -490,7 +499,8 @@ def _zkl_level(level: int) -> int:
 
 
 def _start_log(level: int) -> None:
-    global _log_thread
+    global _log_thread, _log_level
+    _log_level = level
     if _lib.zkl_log_start(_zkl_level(level)) == OK:
         _log_thread = threading.Thread(target=_drain_log, name="zklock-log", daemon=True)
         _log_thread.start()
@@ -524,6 +534,7 @@ def _stop_log() -> None:
 # binding) keeps the lines: then this package logs nothing.
 _log_thread: Optional[threading.Thread] = None
 _log_mu = threading.Lock()
+_log_level = logging.INFO
 # INFO, or more if the ``zklock`` logger was made more verbose before the import.
 _start_log(min(_logger.getEffectiveLevel(), logging.INFO))
 atexit.register(_stop_log)
@@ -542,11 +553,14 @@ class _Managed:
     _free = None
     _ptr: Optional[int] = None  # also when __init__ failed before setting it
     _mu: Optional[threading.Condition] = None
+    # Set in a forked child (see _after_fork_in_child): the handle is the parent's.
+    _forked = False
 
     def __init__(self, ptr: int):
         self._mu = threading.Condition(threading.Lock())
         self._calls = 0
         self._ptr = ptr
+        _handles.add(self)
 
     def _closed(self) -> ValueError:
         return ValueError("%s is closed" % type(self).__name__)
@@ -608,6 +622,32 @@ class _Managed:
             self._dispose()
         except Exception:  # noqa: BLE001 - never raise from a finalizer
             pass
+
+
+# Every live handle, so that a forked child can make them inert.
+_handles: "weakref.WeakSet[_Managed]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """Runs in the child of every ``os.fork()`` (``os.register_at_fork``). The handles the
+    child inherited are the parent's: the library makes every call on them fail (Closed) and
+    their free release nothing. Here the package forgets what only existed in the parent: calls
+    under way in its other threads (which do not exist in the child: closing would wait for
+    them forever), locks those threads may have held, and the log drain thread, which the child
+    starts again for itself."""
+    global _log_mu, _log_thread
+    for h in list(_handles):
+        h._mu = threading.Condition(threading.Lock())
+        h._calls = 0
+        h._forked = True
+    _log_mu = threading.Lock()
+    _log_thread = None
+    _lib.zkl_log_stop()
+    _start_log(_log_level)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Participant(NamedTuple):
@@ -1093,8 +1133,9 @@ class Client(_Managed):
         waiters elsewhere get the lock without waiting for the session to expire; later calls
         on them raise ValueError), then the session is closed and the handle freed. A client
         that is only garbage-collected does not end the session while its locks live."""
-        with contextlib.suppress(ValueError):
-            _check(self._call(_lib.zkl_client_close))
+        if not self._forked:  # in a forked child the session is the parent's: left alone
+            with contextlib.suppress(ValueError):
+                _check(self._call(_lib.zkl_client_close))
         for ref in list(self._locks):
             lk = ref()
             if lk is not None:
