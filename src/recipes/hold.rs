@@ -324,8 +324,10 @@ async fn pause() {
 
 /// A create whose outcome could not be learned in time: in the background, until done or the
 /// session ends, find the node it may have made and delete it. `needle` is the attempt's unique
-/// id, in the name of a child of `dir`. Requests of a session are applied in order, so a look
-/// made after the create sees its node if the create was applied.
+/// id, in the name of a child of `dir`. A create whose reply was lost is not dead (sent through
+/// a follower cut off from its leader, it may be applied after the heal, after a first look
+/// found nothing), so the directory's children stay watched until the node is found and gone,
+/// or the session ends.
 pub(crate) fn background_forget(session: &Arc<Session>, dir: String, needle: String) {
     log::warn!("removing the node of an attempt at {dir} in the background");
     let session = session.clone();
@@ -333,25 +335,39 @@ pub(crate) fn background_forget(session: &Arc<Session>, dir: String, needle: Str
         loop {
             // Read what the leader has confirmed: a follower behind it may not show the node
             // yet.
-            let found = match sync(&session, &dir).await {
+            let looked = match sync(&session, &dir).await {
                 Err(e) => Err(e),
-                Ok(()) => match session.zk.list_children(&dir).await {
-                    Ok(children) => Ok(children
-                        .iter()
-                        .find(|c| c.contains(&needle))
-                        .map(|n| format!("{dir}/{n}"))),
-                    Err(zk::Error::NoNode) => Ok(None),
-                    Err(e) => Err(e),
-                },
+                Ok(()) => session.zk.list_and_watch_children(&dir).await,
             };
-            match found {
-                Ok(None) => return,
-                Ok(Some(node)) => return delete_until_gone(&session, &node, &Owned::ByName).await,
+            match looked {
+                Ok((children, watcher)) => {
+                    if let Some(n) = children.iter().find(|c| c.contains(&needle)) {
+                        let node = format!("{dir}/{n}");
+                        return delete_until_gone(&session, &node, &Owned::ByName).await;
+                    }
+                    if !wait_for_change(&session, watcher).await {
+                        return;
+                    }
+                }
+                // No directory: the create cannot have been applied (nor be, unless the
+                // directory is made again, which a waiting create of ours does not do).
+                Err(zk::Error::NoNode) => return,
                 Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
                 Err(_) => return,
             }
         }
     });
+}
+
+/// Waits for a watch to fire; false if the session ended meanwhile.
+async fn wait_for_change(session: &Session, watcher: zk::OneshotWatcher) -> bool {
+    let event = watcher.changed().await;
+    !(session.state().is_terminal()
+        || event.event_type == zk::EventType::Session
+            && matches!(
+                event.session_state,
+                zk::SessionState::Expired | zk::SessionState::Closed
+            ))
 }
 
 /// A simple-lock create (a `multi` of the lock node `node` and its `witness`) whose outcome
@@ -371,16 +387,9 @@ pub(crate) fn background_forget_witnessed(session: &Arc<Session>, node: String, 
             };
             match looked {
                 Ok((Some(_), _)) => return delete_until_gone(&session, &node, &owner).await,
+                // Fires when the witness is made (then delete), or when the session ends.
                 Ok((None, watcher)) => {
-                    // Fires when the witness is made (then delete), or when the session ends.
-                    let event = watcher.changed().await;
-                    if session.state().is_terminal()
-                        || event.event_type == zk::EventType::Session
-                            && matches!(
-                                event.session_state,
-                                zk::SessionState::Expired | zk::SessionState::Closed
-                            )
-                    {
+                    if !wait_for_change(&session, watcher).await {
                         return;
                     }
                 }
