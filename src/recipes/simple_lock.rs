@@ -59,42 +59,41 @@ impl SimpleLock {
 }
 
 impl RawSimpleLock {
-    /// One try of this attempt: the lock node and the attempt's witness in one `multi`.
-    /// `Some(hold)` if the node at the path is this attempt's, `None` if someone else's.
-    /// `maybe_made`: whether a create of this attempt lost its reply (then its `multi` may
-    /// have been applied, or may still be: only the witness tells).
+    /// Creates, until the lock node at the path is known to be ours (`Some`) or someone
+    /// else's (`None`). Each create is the lock node and a witness in one `multi`, with an id
+    /// of its own (in the node's data and the witness's name). `unsettled`: the witnesses of
+    /// this attempt's creates whose reply was lost; such a create may have been applied, or may
+    /// still be (held in a partition): only its witness tells, now or later.
     fn try_create(
         &self,
         session: &Arc<Session>,
-        data: &[u8],
-        witness: &str,
-        maybe_made: &mut bool,
+        unsettled: &mut Vec<String>,
         d: Deadline,
     ) -> Result<Option<Hold>> {
         let opts = self.client.create_options(zk::CreateMode::Ephemeral);
-        let held = |czxid| {
+        let held = |czxid, witness: String| {
             Some(Hold::witnessed(
                 session.clone(),
                 self.path.clone(),
                 czxid,
-                witness.to_string(),
+                witness,
             ))
         };
         let mut parents_made = false;
         let unknown = || {
-            // Whether the create was applied cannot be learned in time (or it may yet be
-            // applied): its nodes, if they appear, are removed in the background.
-            background_forget_witnessed(session, self.path.clone(), witness.to_string());
             Err(Error::ConnectionLoss(
                 format!("no reply from ZooKeeper in time to create {}", self.path).into(),
             ))
         };
         loop {
+            let id = AttemptId::new().text(Protocol::Kazoo);
+            let data = node::simple_lock_data(self.client.holder_id(), &id);
+            let witness = node::witness_path(&self.path, &id);
             // The request's failure is the call's; an operation's failure is the answer.
             let create = async {
                 let mut multi = session.zk.new_multi_writer();
-                multi.add_create(&self.path, data, &opts)?;
-                multi.add_create(witness, &[], &opts)?;
+                multi.add_create(&self.path, &data, &opts)?;
+                multi.add_create(&witness, &[], &opts)?;
                 match multi.commit().await {
                     Ok(made) => Ok(Ok(made)),
                     Err(zk::MultiWriteError::OperationFailed { index, source }) => {
@@ -109,14 +108,14 @@ impl RawSimpleLock {
                     // (Servers before 3.7.1 answer a multi's create without its stat.)
                     match made.first() {
                         Some(zk::MultiWriteResult::Create { stat, .. }) if !stat.is_invalid() => {
-                            return Ok(held(stat.czxid))
+                            return Ok(held(stat.czxid, witness))
                         }
-                        _ => *maybe_made = true,
+                        _ => unsettled.push(witness),
                     }
                 }
                 // Answered after everything before it was applied here: the lock node exists.
                 // It is ours only if an earlier create of this attempt was applied after all.
-                Ok(Err((0, zk::Error::NodeExists))) if !*maybe_made => return Ok(None),
+                Ok(Err((0, zk::Error::NodeExists))) if unsettled.is_empty() => return Ok(None),
                 Ok(Err((_, zk::Error::NodeExists))) => {}
                 Ok(Err((_, zk::Error::NoNode))) if !parents_made => {
                     create_parents_of(
@@ -134,35 +133,73 @@ impl RawSimpleLock {
                     if !is_retriable(&e) {
                         return Err(session.map_err(e));
                     }
+                    unsettled.push(witness);
                     if let Some(e) = session.ended_error() {
                         return Err(e);
                     }
-                    *maybe_made = true;
                     if d.passed() {
                         return unknown();
                     }
                     // Whether it was applied is read after a sync (a follower behind the
                     // leader may not show it yet).
-                    match session.retry(d, || session.zk.sync(witness)) {
+                    match session.retry(d, || session.zk.sync(&self.path)) {
                         Ok(()) | Err(zk::Error::NoNode) => {}
                         Err(e) if is_retriable(&e) => return unknown(),
                         Err(e) => return Err(session.map_err(e)),
                     }
                 }
             }
-            // The lock node is this attempt's only if the attempt's witness exists (never
+            // The lock node is this attempt's only if one of its witnesses exists (never
             // because its owner is our session, and never by its data, which a revocation
             // request overwrites).
-            match session.retry(d, || session.zk.check_stat(witness)) {
-                Ok(Some(stat)) => return Ok(held(stat.czxid)),
-                Ok(None) => match session.retry(d, || session.zk.check_stat(&self.path)) {
-                    Ok(Some(_)) => return Ok(None),
-                    Ok(None) => continue,
+            for i in 0..unsettled.len() {
+                match session.retry(d, || session.zk.check_stat(&unsettled[i])) {
+                    Ok(Some(stat)) => return Ok(held(stat.czxid, unsettled.swap_remove(i))),
+                    Ok(None) => {}
                     Err(e) if is_retriable(&e) => return unknown(),
                     Err(e) => return Err(session.map_err(e)),
-                },
+                }
+            }
+            match session.retry(d, || session.zk.check_stat(&self.path)) {
+                Ok(Some(_)) => return Ok(None),
+                Ok(None) => continue,
                 Err(e) if is_retriable(&e) => return unknown(),
                 Err(e) => return Err(session.map_err(e)),
+            }
+        }
+    }
+
+    /// [`Recipe::attempt`] once the session is known; `unsettled` as in
+    /// [`RawSimpleLock::try_create`].
+    fn attempt_in(
+        &self,
+        session: &Arc<Session>,
+        signal: &Arc<crate::wait::Signal>,
+        try_once: bool,
+        d: Deadline,
+        unsettled: &mut Vec<String>,
+    ) -> Result<Option<Hold>> {
+        loop {
+            if let Some(h) = self.try_create(session, unsettled, d)? {
+                if signal.is_cancelled() {
+                    // Cancel works at any time: what was taken is given back.
+                    let _ = h.release();
+                    return Err(session.ended_error().unwrap_or(Error::Cancelled));
+                }
+                return Ok(Some(h));
+            }
+            if try_once {
+                return Ok(None);
+            }
+            let watcher = match session.call(session.zk.check_and_watch_stat(&self.path), d) {
+                Ok((Some(_), w)) => w,
+                Ok((None, _)) => continue,
+                Err(e) if is_retriable(&e) && !d.passed() => continue,
+                Err(e) if is_retriable(&e) => return Ok(None),
+                Err(e) => return Err(session.map_err(e)),
+            };
+            if session.wait_watch(watcher, d.instant(), signal)?.is_none() {
+                return Ok(None);
             }
         }
     }
@@ -186,36 +223,14 @@ impl Recipe for RawSimpleLock {
         // A try-once attempt still needs its requests answered: one session timeout in all.
         let (try_once, d) = d.pinned(self.client.session_timeout());
         let session = self.client.session_for(d, Some(&reg.signal))?;
-        let attempt = AttemptId::new().text(Protocol::Kazoo);
-        let data = node::simple_lock_data(self.client.holder_id(), &attempt);
-        let witness = node::witness_path(&self.path, &attempt);
-        let mut maybe_made = false;
-        loop {
-            if let Some(h) = self.try_create(&session, &data, &witness, &mut maybe_made, d)? {
-                if reg.signal.is_cancelled() {
-                    // Cancel works at any time: what was taken is given back.
-                    let _ = h.release();
-                    return Err(session.ended_error().unwrap_or(Error::Cancelled));
-                }
-                return Ok(Some(h));
-            }
-            if try_once {
-                return Ok(None);
-            }
-            let watcher = match session.call(session.zk.check_and_watch_stat(&self.path), d) {
-                Ok((Some(_), w)) => w,
-                Ok((None, _)) => continue,
-                Err(e) if is_retriable(&e) && !d.passed() => continue,
-                Err(e) if is_retriable(&e) => return Ok(None),
-                Err(e) => return Err(session.map_err(e)),
-            };
-            if session
-                .wait_watch(watcher, d.instant(), &reg.signal)?
-                .is_none()
-            {
-                return Ok(None);
-            }
+        let mut unsettled = Vec::new();
+        let r = self.attempt_in(&session, &reg.signal, try_once, d, &mut unsettled);
+        // A create whose reply was lost and whose node is not the hold: removed in the
+        // background if it was applied, or when it is.
+        for witness in unsettled {
+            background_forget_witnessed(&session, self.path.clone(), witness);
         }
+        r
     }
 
     /// The parent: its children change when the lock's node comes and goes.
