@@ -436,6 +436,32 @@ enum zkl_status zkl_client_connect_with(const char *hosts,
                                         struct zkl_client **out_client);
 
 /*
+ Connects as zkl_client_connect_with does, and says the servers' tickTime.
+
+ server_tick_ms: the servers' tickTime in milliseconds, which the lease of every hold
+ reckons with (docs/hold-model.md, "The server's tick"); 0: the longest tickTime the servers
+ in hosts report to the `conf` four-letter word at connect, else ZooKeeper's default of
+ 2000. Saying a longer tick than the servers use only shortens leases; a shorter one makes
+ them unsound. A session timeout under about two ticks leaves holds believed little or not at
+ all (a warning is logged). Other arguments, statuses and blocking as zkl_client_connect_with.
+
+ ```c
+ zkl_client *c;
+ /* servers with tickTime=500 that do not run `conf` */
+ if (zkl_client_connect_with_tick("zk1:2181", 1000, 0, NULL, 500, &c) != ZKL_OK)
+     fprintf(stderr, "%s\n", zkl_last_error_message());
+ ```
+
+ Pointers: as zkl_client_connect_with.
+ */
+enum zkl_status zkl_client_connect_with_tick(const char *hosts,
+                                             uint32_t session_timeout_ms,
+                                             uint32_t connect_timeout_ms,
+                                             const char *holder_id,
+                                             uint32_t server_tick_ms,
+                                             struct zkl_client **out_client);
+
+/*
  Writes to *out_id the client's holder id: the text stored in every lock node it creates
  (given to zkl_client_connect_with, else "HOSTNAME:PID"). The string is owned by the client
  and stays valid until zkl_client_free; never free it.

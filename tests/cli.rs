@@ -862,3 +862,40 @@ fn revoke_asks_a_revocable_holder_and_prints_its_node() {
     assert_eq!(code, 0);
     assert!(err.contains("nobody to ask"), "{err}");
 }
+
+/// `--server-tick-ms` is the tick the hold's lease reckons with: a 1 s session on servers said
+/// to tick every 6 s can never prove its lease renewed, so the command is told the lock is no
+/// longer provably held (80); with the servers' real tick (500 ms) it runs to its end.
+#[test]
+fn the_server_tick_flag_sets_the_tick_the_lease_reckons_with() {
+    let h = hosts();
+    let p = path("tick");
+    let (code, _, err) = run(zklock(
+        &h,
+        &[
+            "--session-timeout",
+            "1",
+            "--server-tick-ms",
+            "500",
+            &p,
+            "sleep",
+            "2",
+        ],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(zklock(
+        &h,
+        &[
+            "--session-timeout",
+            "1",
+            "--server-tick-ms",
+            "6000",
+            &p,
+            "sleep",
+            "2",
+        ],
+    ));
+    assert_eq!(code, 80, "{err}");
+    let (code, _, err) = run(zklock(&h, &["--server-tick-ms", "0", &p, "true"]));
+    assert_eq!(code, 64, "{err}");
+}

@@ -620,3 +620,34 @@ fn revocation_through_c_asks_a_revocable_holder_and_forces_nobody() {
         zkl_client_free(b);
     }
 }
+
+/// `zkl_client_connect_with_tick` says the servers' tick: a 1 s session on servers said to tick
+/// every 6 s can never prove its lease renewed, so its hold is not believed after the first
+/// 0.9 s; with the servers' real tick (500 ms) it is; 0 reads the tick from the servers.
+#[test]
+fn connect_with_tick_sets_the_tick_the_lease_reckons_with() {
+    let h = cstr(&hosts());
+    let path = unique_path("tick");
+    for (tick, believed) in [(6000u32, false), (500, true), (0, true)] {
+        let mut c = null_mut();
+        let s = unsafe { zkl_client_connect_with_tick(h.as_ptr(), 1000, 0, null(), tick, &mut c) };
+        assert_eq!(s, ZKL_OK, "{}", last_error());
+        let l = new_lock(c, &path, zkl_mutex_new);
+        assert_eq!(
+            unsafe { zkl_lock_acquire(l, -1) },
+            ZKL_OK,
+            "{}",
+            last_error()
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        let held = zklock::testing::eventually(Duration::from_secs(3), || unsafe {
+            zkl_lock_is_held(l) == 1
+        });
+        assert_eq!(held, believed, "tick {tick} ms");
+        assert_eq!(unsafe { zkl_lock_release(l) }, ZKL_OK, "{}", last_error());
+        unsafe {
+            zkl_lock_free(l);
+            zkl_client_free(c);
+        }
+    }
+}

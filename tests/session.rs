@@ -410,3 +410,81 @@ fn wait_for_state_with_the_longest_timeout_waits_instead_of_panicking() {
     );
     closer.join().unwrap();
 }
+
+/// Issue 26 item 5: `close` while an acquire's create is in flight must fail the acquire with
+/// `Closed` and take the node away, for the mutex and the simple lock: the acquire must not
+/// return a token of a hold already lost, and the node must not stay (here the client and the
+/// lock handle are kept) and block everyone. In flight two ways: the server frozen with the
+/// create in its socket (it applies it and answers after the close), and the create applied
+/// with its reply dropped (the acquire finds its node again after the close).
+#[test]
+fn close_while_an_acquires_create_is_in_flight_fails_it_and_leaves_no_node() {
+    use zklock::testing::{TcpProxy, TestingServer};
+    use zklock::{Deadline, SimpleLock};
+    let zk = server();
+    let other = connect(&zk.connect_string(), 4000);
+    fn check<L: Lockable + Sync>(
+        kind: &str,
+        frozen: bool,
+        zk: &TestingServer,
+        other: &Client,
+        make: impl Fn(&Client, &str) -> L,
+    ) {
+        let kind = format!(
+            "{kind} ({})",
+            if frozen {
+                "server frozen"
+            } else {
+                "reply dropped"
+            }
+        );
+        let path = unique_path("close-in-flight");
+        let proxy = TcpProxy::start(&zk.connect_string()).unwrap();
+        let c = connect(&proxy.connect_string(), 3000);
+        let lock = make(&c, &path);
+        // The parents first, so that the fault meets the lock node's own create.
+        lock.acquire(Deadline::Forever).unwrap().expect("acquired");
+        lock.release().unwrap();
+        let creates = proxy.creates_seen();
+        if frozen {
+            zk.pause();
+        } else {
+            proxy.drop_reply_of_next_op(15);
+        }
+        let r = std::thread::scope(|s| {
+            let t = s.spawn(|| lock.acquire(Deadline::Forever));
+            assert!(
+                eventually(Duration::from_secs(5), || if frozen {
+                    proxy.creates_seen() > creates
+                } else {
+                    proxy.replies_dropped() == 1
+                }),
+                "{kind}: the create is in flight"
+            );
+            c.close();
+            zk.resume();
+            t.join().unwrap()
+        });
+        assert!(
+            matches!(r, Err(Error::Closed)),
+            "{kind}: the acquire returned {r:?}"
+        );
+        // The client and the lock handle live on: the node must be gone all the same.
+        let ol = make(other, &path);
+        let got = ol.acquire(Deadline::after(Duration::from_secs(3)));
+        assert!(
+            matches!(got, Ok(Some(_))),
+            "{kind}: another client could not acquire within the session timeout: {got:?}"
+        );
+        ol.release().unwrap();
+        drop((lock, c));
+    }
+    for frozen in [true, false] {
+        check("simple lock", frozen, &zk, &other, |c, p| {
+            SimpleLock::new(c, p).unwrap()
+        });
+        check("mutex", frozen, &zk, &other, |c, p| {
+            Mutex::per_handle(c, p).unwrap()
+        });
+    }
+}

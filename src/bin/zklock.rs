@@ -120,6 +120,10 @@ struct Conn {
     /// ZooKeeper session timeout in seconds (the server may grant less).
     #[arg(long, value_name = "S", default_value = "10", value_parser = session_seconds)]
     session_timeout: Duration,
+    /// The servers' tickTime in milliseconds, which the hold's lease reckons with (default:
+    /// read from the servers' `conf` four-letter word, else ZooKeeper's 2000).
+    #[arg(long, value_name = "MS", env = "ZKL_SERVER_TICK_MS", value_parser = tick_millis)]
+    server_tick_ms: Option<Duration>,
     /// The id stored in the lock node (default HOSTNAME:PID).
     #[arg(long, value_name = "ID")]
     holder_id: Option<String>,
@@ -276,6 +280,13 @@ fn session_seconds(v: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+fn tick_millis(v: &str) -> Result<Duration, String> {
+    match v.parse::<u64>() {
+        Ok(ms) if (1..=3_600_000).contains(&ms) => Ok(Duration::from_millis(ms)),
+        _ => Err(format!("{v:?} is not a tick of 1 to 3600000 ms")),
+    }
+}
+
 fn command() -> clap::Command {
     Cli::command()
 }
@@ -286,6 +297,7 @@ const TAKES_VALUE: &[&str] = &[
     "--protocol",
     "--session-timeout",
     "--holder-id",
+    "--server-tick-ms",
     "--timeout",
     "-w",
     "--wait",
@@ -397,6 +409,9 @@ fn with_client(
         .reconnect_on_expiry(false);
     if let Some(id) = &conn.holder_id {
         opts = opts.holder_id(id.clone());
+    }
+    if let Some(tick) = conn.server_tick_ms {
+        opts = opts.server_tick_time(tick);
     }
     let client = match Client::connect(&conn.hosts, opts) {
         Ok(c) => c,

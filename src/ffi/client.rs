@@ -211,6 +211,45 @@ pub unsafe extern "C" fn zkl_client_connect_with(
     holder_id: *const c_char,
     out_client: *mut *mut zkl_client,
 ) -> zkl_status {
+    // SAFETY: the caller's contract, passed on unchanged.
+    unsafe {
+        zkl_client_connect_with_tick(
+            hosts,
+            session_timeout_ms,
+            connect_timeout_ms,
+            holder_id,
+            0,
+            out_client,
+        )
+    }
+}
+
+/// Connects as zkl_client_connect_with does, and says the servers' tickTime.
+///
+/// server_tick_ms: the servers' tickTime in milliseconds, which the lease of every hold
+/// reckons with (docs/hold-model.md, "The server's tick"); 0: the longest tickTime the servers
+/// in hosts report to the `conf` four-letter word at connect, else ZooKeeper's default of
+/// 2000. Saying a longer tick than the servers use only shortens leases; a shorter one makes
+/// them unsound. A session timeout under about two ticks leaves holds believed little or not at
+/// all (a warning is logged). Other arguments, statuses and blocking as zkl_client_connect_with.
+///
+/// ```c
+/// zkl_client *c;
+/// /* servers with tickTime=500 that do not run `conf` */
+/// if (zkl_client_connect_with_tick("zk1:2181", 1000, 0, NULL, 500, &c) != ZKL_OK)
+///     fprintf(stderr, "%s\n", zkl_last_error_message());
+/// ```
+///
+/// Pointers: as zkl_client_connect_with.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_client_connect_with_tick(
+    hosts: *const c_char,
+    session_timeout_ms: u32,
+    connect_timeout_ms: u32,
+    holder_id: *const c_char,
+    server_tick_ms: u32,
+    out_client: *mut *mut zkl_client,
+) -> zkl_status {
     ffi_boundary!(status {
         // SAFETY: the caller's contract for `hosts`.
         let hosts = unsafe { try_str(hosts, "hosts") }?;
@@ -230,6 +269,9 @@ pub unsafe extern "C" fn zkl_client_connect_with(
         let mut options = Options::default().session_timeout(session).connect_timeout(connect);
         if let Some(id) = holder_id {
             options = options.holder_id(id);
+        }
+        if server_tick_ms != 0 {
+            options = options.server_tick_time(Duration::from_millis(server_tick_ms.into()));
         }
         let client = Client::connect(hosts, options)?;
         out.write(arc_into_ptr::<zkl_client>(ClientHandle::new(client)));

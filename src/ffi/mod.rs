@@ -57,8 +57,9 @@ mod version;
 
 pub use client::{
     zkl_client, zkl_client_add_auth, zkl_client_close, zkl_client_connect, zkl_client_connect_with,
-    zkl_client_free, zkl_client_holder_id, zkl_client_request_revoke, zkl_client_session_state,
-    zkl_client_set_acl, zkl_client_set_protocol, zkl_client_wait_session_event, zkl_session_event,
+    zkl_client_connect_with_tick, zkl_client_free, zkl_client_holder_id, zkl_client_request_revoke,
+    zkl_client_session_state, zkl_client_set_acl, zkl_client_set_protocol,
+    zkl_client_wait_session_event, zkl_session_event,
 };
 pub use last_error::zkl_last_error_message;
 pub use lock::{

@@ -299,10 +299,17 @@ impl<R: Recipe> Lockable for Lock<R> {
         let started = Instant::now();
         let r = self.holds.begin().and_then(|begin| match begin {
             Begin::Reentered(token) => Ok(Some(token)),
-            Begin::Fresh(ticket) => self
-                .raw
-                .attempt(d, &self.cancel)
-                .map(|hold| hold.map(|hold| ticket.complete(hold))),
+            Begin::Fresh(ticket) => match self.raw.attempt(d, &self.cancel)? {
+                // The client closed (or the session expired) while the attempt was under way,
+                // say with its create in flight: nothing was acquired, and the node goes now
+                // (the session may live on while the client's handles do).
+                Some(hold) if hold.session.ended_error().is_some() => {
+                    let e = hold.session.ended_error().unwrap_or(Error::Closed);
+                    let _ = hold.release();
+                    Err(e)
+                }
+                hold => Ok(hold.map(|hold| ticket.complete(hold))),
+            },
         });
         self.holds.stats.acquire_ended(started, &r);
         r

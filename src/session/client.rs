@@ -11,7 +11,7 @@ use parking_lot::{Condvar, Mutex};
 use zookeeper_client as zk;
 
 use super::events::{run_detached, Events};
-use super::lease::{boot_now, ping_gap, renew_lease};
+use super::lease::{boot_now, gap_fits, ping_gap, read_server_tick, renew_lease, DEFAULT_TICK};
 use super::options::{Acl, Options};
 use super::state::{Session, SessionEvent, SessionState};
 use super::watch::ChildrenWatch;
@@ -276,6 +276,12 @@ impl Client {
             None => (hosts.clone(), None),
         };
         let started = Instant::now();
+        // The tick the lease reckons with (`docs/hold-model.md`, "The server's tick"): the one
+        // given, else the longest the servers report, else ZooKeeper's default.
+        let tick = opts.server_tick_time.unwrap_or_else(|| {
+            let wait = Duration::from_millis(500).min(bound.saturating_duration_since(started));
+            read_server_tick(&self.inner.servers, wait).unwrap_or(DEFAULT_TICK)
+        });
         // The leader creates the session after this instant: the first lease runs from here.
         let asked = boot_now();
         // The session's tasks and socket come to be during the connect: kept, so that a caller
@@ -324,8 +330,23 @@ impl Client {
             Some(_) => self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1,
         };
         let granted = zk.session_timeout();
+        if !gap_fits(ping_gap(tick), granted) {
+            log::warn!(
+                "zklock session {:#x}: the servers' tick ({tick:?}{}) is too long for the session \
+                 timeout granted ({granted:?}): holds will be believed little or not at all \
+                 (docs/hold-model.md, \"The server's tick\"); ask for a longer session timeout, \
+                 or give the servers' tickTime if it is shorter",
+                zk.session_id().0,
+                if opts.server_tick_time.is_some() {
+                    ", as given"
+                } else {
+                    ", as read or assumed"
+                }
+            );
+        }
         let session = Arc::new(Session {
-            ping_gap: ping_gap(opts.server_tick_time, granted),
+            tick,
+            ping_gap: ping_gap(tick),
             io,
             id: zk.session_id().0,
             generation,
@@ -504,6 +525,14 @@ impl Client {
     /// The session timeout asked for.
     pub fn session_timeout(&self) -> Duration {
         self.inner.options.session_timeout
+    }
+
+    /// The servers' tick the current session's lease reckons with: the one given in
+    /// [`Options::server_tick_time`], else the longest `tickTime` the servers reported to the
+    /// `conf` four-letter word at connect, else ZooKeeper's default of 2 s (`None` once the
+    /// client is closed).
+    pub fn server_tick_time(&self) -> Option<Duration> {
+        self.inner.current.lock().as_ref().map(|s| s.tick)
     }
 
     /// Waits until the state satisfies `pred` or `timeout` passes; returns the state then.

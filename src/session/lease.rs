@@ -139,13 +139,78 @@ pub(super) fn lease_margin(timeout: Duration) -> Duration {
     timeout / 10
 }
 
+/// ZooKeeper's default `tickTime`: the tick a lease reckons with when it is neither given
+/// ([`Options::server_tick_time`](crate::Options::server_tick_time)) nor read from the servers.
+pub(super) const DEFAULT_TICK: Duration = Duration::from_secs(2);
+
 /// The longest the leader may take between two pings of one follower, with slack: it pings
-/// every half tick (`Leader.lead`); a quarter more, and 10 ms, for its scheduling. The tick is
-/// the one given in the options, or ZooKeeper's default 2 s, at most half the granted session
-/// timeout (a server with its default `minSessionTimeout` grants no less than two ticks).
-pub(super) fn ping_gap(tick: Option<Duration>, granted: Duration) -> Duration {
-    let tick = tick.unwrap_or_else(|| Duration::from_secs(2).min(granted / 2));
+/// every half tick (`Leader.lead`); a quarter more, and 10 ms, for its scheduling.
+///
+/// The tick must be the leader's own (`docs/hold-model.md`, "The server's tick"): nothing the
+/// client is granted bounds it. A server whose `minSessionTimeout` is below two ticks grants
+/// sessions shorter than the gap, and expires those of its followers' clients on its own.
+pub(super) fn ping_gap(tick: Duration) -> Duration {
     tick / 2 + tick / 8 + Duration::from_millis(10)
+}
+
+/// Whether a lease reckoned with this ping gap can stay running under a session timeout of
+/// `granted`: a renewal is anchored only once another, sent a gap after its answer, was
+/// answered too, so a gap of half the session timeout or more leaves holds believed for little
+/// or none of the time.
+pub(super) fn gap_fits(gap: Duration, granted: Duration) -> bool {
+    gap < granted / 2
+}
+
+/// The longest `tickTime` the servers at `servers` report to the `conf` four-letter word, asked
+/// in parallel, each within `wait`; `None` if none answers with one (ZooKeeper runs only the
+/// four-letter words in its `4lw.commands.whitelist`, by default `srvr` alone).
+pub(super) fn read_server_tick(
+    servers: &[std::net::SocketAddr],
+    wait: Duration,
+) -> Option<Duration> {
+    if wait.is_zero() {
+        return None;
+    }
+    std::thread::scope(|s| {
+        let asks: Vec<_> = servers
+            .iter()
+            .map(|a| s.spawn(move || ask_tick(a, wait)))
+            .collect();
+        asks.into_iter()
+            .filter_map(|h| h.join().ok().flatten())
+            .max()
+    })
+}
+
+fn ask_tick(addr: &std::net::SocketAddr, wait: Duration) -> Option<Duration> {
+    use std::io::{Read, Write};
+    let end = Instant::now() + wait;
+    let mut sock = std::net::TcpStream::connect_timeout(addr, wait).ok()?;
+    sock.write_all(b"conf").ok()?;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() || text.len() > 64 * 1024 {
+            return None;
+        }
+        sock.set_read_timeout(Some(left)).ok()?;
+        match sock.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Err(_) => return None,
+        }
+    }
+    parse_tick(&String::from_utf8_lossy(&text))
+}
+
+/// The `tickTime=<ms>` line of a `conf` answer.
+pub(super) fn parse_tick(conf: &str) -> Option<Duration> {
+    conf.lines()
+        .find_map(|l| l.trim().strip_prefix("tickTime="))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis)
 }
 
 impl Session {
@@ -253,17 +318,27 @@ mod lease_tests {
     }
 
     #[test]
-    fn the_ping_gap_follows_the_tick_and_the_granted_timeout() {
+    fn the_ping_gap_follows_the_tick() {
         // ZooKeeper's default tick: pings every second, a quarter more and 10 ms.
-        assert_eq!(ping_gap(None, Duration::from_secs(10)), ms(1260));
-        // A one-second session: the tick is at most half of it.
+        assert_eq!(ping_gap(DEFAULT_TICK), ms(1260));
+        assert_eq!(ping_gap(ms(500)), ms(322) + Duration::from_micros(500));
+        assert_eq!(ping_gap(ms(100)), ms(72) + Duration::from_micros(500));
+        // A 1 s session fits a 500 ms tick, not the default one nor a 6 s one.
+        assert!(gap_fits(ping_gap(ms(500)), ms(1000)));
+        assert!(!gap_fits(ping_gap(DEFAULT_TICK), ms(1000)));
+        assert!(!gap_fits(ping_gap(ms(6000)), ms(1000)));
+        assert!(gap_fits(ping_gap(DEFAULT_TICK), ms(4000)));
+    }
+
+    #[test]
+    fn the_tick_is_read_from_a_conf_answer() {
+        let conf = "clientPort=2181\ndataDir=/d\ntickTime=6000\nmaxClientCnxns=0\n\
+                    minSessionTimeout=1000\nmaxSessionTimeout=60000\nserverId=1\n";
+        assert_eq!(parse_tick(conf), Some(ms(6000)));
         assert_eq!(
-            ping_gap(None, Duration::from_secs(1)),
-            ms(322) + Duration::from_micros(500)
+            parse_tick("conf is not executed because it is not in the whitelist.\n"),
+            None
         );
-        assert_eq!(
-            ping_gap(Some(ms(100)), Duration::from_secs(1)),
-            ms(72) + Duration::from_micros(500)
-        );
+        assert_eq!(parse_tick("tickTime=0\n"), None);
     }
 }

@@ -137,15 +137,18 @@ impl Options {
         self.reconnect_on_expiry = on;
         self
     }
-    /// The servers' `tickTime`, if it is not ZooKeeper's default of 2 s (default: 2 s, or half
-    /// the granted session timeout if that is less, since a server with its default
-    /// `minSessionTimeout` grants no session shorter than two ticks).
+    /// The servers' `tickTime` (default: the longest one the servers in the host list report
+    /// to the `conf` four-letter word at connect, else ZooKeeper's default of 2 s; see
+    /// [`Client::server_tick_time`](crate::Client::server_tick_time) for the one in use).
     ///
     /// The lease of a hold is reckoned from it: only the leader expires sessions, and a
     /// follower tells the leader about its clients in its answers to the leader's pings, sent
     /// every half tick. A renewal counts once the leader has provably heard of it, which takes
     /// a little over half a tick (`docs/hold-model.md`). Saying a longer tick than the servers
-    /// use only makes leases shorter; a shorter one than they use makes them unsound.
+    /// use only makes leases shorter; a shorter one than they use makes them unsound. Nothing
+    /// the server grants bounds its tick: a server whose `minSessionTimeout` is set below two
+    /// ticks grants sessions its leader expires on its own; a session timeout under about two
+    /// ticks leaves holds believed little or not at all (a warning is logged at connect).
     ///
     /// ```
     /// use std::time::Duration;

@@ -82,6 +82,8 @@ pub(crate) struct Session {
     /// An instant (CLOCK_BOOTTIME) at which the leader provably heard of the session: it cannot
     /// expire the session before this plus the session timeout.
     pub(super) lease_anchor: Mutex<BootTime>,
+    /// The servers' tick the lease reckons with (`docs/hold-model.md`, "The server's tick").
+    pub(super) tick: Duration,
     /// The longest the leader may take between two pings of a follower (`confirmed`).
     pub(super) ping_gap: Duration,
     /// The lease ran out (under the state lock's condvar); cleared when it is renewed.

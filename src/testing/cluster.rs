@@ -120,7 +120,18 @@ impl TestingCluster {
     /// Starts `members` servers in parallel and waits (up to 30 s) until a leader is elected
     /// and every member serves (`srvr` answers `Mode: leader` or `Mode: follower`).
     pub fn start(members: usize) -> io::Result<TestingCluster> {
-        Self::start_with(members, false)
+        Self::start_with(members, false, &[])
+    }
+
+    /// As [`TestingCluster::start`], with `extra` lines in every member's `zoo.cfg`
+    /// (`key=value`, after the defaults, so they override them: e.g. `tickTime=6000`).
+    ///
+    /// ```no_run
+    /// let cluster =
+    ///     zklock::testing::TestingCluster::start_with_config(3, &["tickTime=6000"]).unwrap();
+    /// ```
+    pub fn start_with_config(members: usize, extra: &[&str]) -> io::Result<TestingCluster> {
+        Self::start_with(members, false, extra)
     }
 
     /// Starts `members` servers whose quorum and election links to each other go through
@@ -144,10 +155,14 @@ impl TestingCluster {
     /// assert!(eventually(Duration::from_secs(30), || cluster.serving(follower)));
     /// ```
     pub fn start_partitionable(members: usize) -> io::Result<TestingCluster> {
-        Self::start_with(members, true)
+        Self::start_with(members, true, &[])
     }
 
-    fn start_with(members: usize, partitionable: bool) -> io::Result<TestingCluster> {
+    fn start_with(
+        members: usize,
+        partitionable: bool,
+        extra: &[&str],
+    ) -> io::Result<TestingCluster> {
         if members == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -197,6 +212,10 @@ impl TestingCluster {
             std::fs::create_dir_all(&data)?;
             std::fs::write(data.join("myid"), format!("{}\n", i + 1))?;
             let mut cfg_text = base_config(&data, *client);
+            for line in extra {
+                cfg_text.push_str(line);
+                cfg_text.push('\n');
+            }
             if members > 1 {
                 cfg_text.push_str("standaloneEnabled=false\nreconfigEnabled=false\n");
                 if partitionable {

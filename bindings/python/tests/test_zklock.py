@@ -243,3 +243,20 @@ def test_close_during_interpreter_shutdown_with_an_acquire_under_way_never_stall
         run = subprocess.run([sys.executable, "-c", CLOSES_DURING_SHUTDOWN, zk_hosts, "%s/%d" % (path, i)],
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 0, "exited with %d:\n%s" % (run.returncode, run.stderr[-3000:])
+
+
+def test_server_tick_is_the_tick_the_lease_reckons_with(zk_hosts, path):
+    # A 1 s session on servers said to tick every 6 s can never prove its lease renewed: the
+    # hold is not believed after its first 0.9 s; with the servers' real tick (0.5 s) it is.
+    for tick, believed in ((6.0, False), (0.5, True), (None, True)):
+        with zklock.Client(zk_hosts, 1.0, connect_timeout=15.0, server_tick=tick) as c:
+            lock = c.mutex(path)
+            assert lock.acquire(5.0)
+            time.sleep(1.5)
+            deadline = time.monotonic() + 3.0
+            while not lock.is_held and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert lock.is_held == believed, tick
+            lock.release()
+    with pytest.raises(zklock.InvalidArgument):
+        zklock.Client(zk_hosts, 1.0, server_tick=0)

@@ -225,6 +225,8 @@ _SIGNATURES = {
     "zkl_client_connect": (_status, [c_char_p, c_uint32, POINTER(_client_p)]),
     "zkl_client_connect_with": (_status, [c_char_p, c_uint32, c_uint32, c_char_p,
                                           POINTER(_client_p)]),
+    "zkl_client_connect_with_tick": (_status, [c_char_p, c_uint32, c_uint32, c_char_p,
+                                               c_uint32, POINTER(_client_p)]),
     "zkl_client_holder_id": (_status, [_client_p, POINTER(c_char_p)]),
     "zkl_client_session_state": (_status, [_client_p, POINTER(c_uint32)]),
     "zkl_client_wait_session_event": (_status, [_client_p, c_uint64, c_int64,
@@ -1048,11 +1050,15 @@ class Client(_Managed):
 
     def __init__(self, hosts: str, session_timeout: float = 10.0, *,
                  connect_timeout: Optional[float] = None, holder_id: Optional[str] = None,
-                 protocol: Optional[int] = None):
+                 protocol: Optional[int] = None, server_tick: Optional[float] = None):
         """Connects to ``hosts`` (``"host:port[,host:port...][/chroot]"``), waiting up to
         ``connect_timeout`` seconds (default: the session timeout; :class:`ConnectionLoss`
         then, saying why). ``session_timeout``: 0.1 s to 3600 s (the server may grant less).
-        ``holder_id``: stored in this client's lock nodes (default ``HOSTNAME:PID``)."""
+        ``holder_id``: stored in this client's lock nodes (default ``HOSTNAME:PID``).
+        ``server_tick``: the servers' tickTime in seconds, which the lease of every hold reckons
+        with (default: read from the servers' ``conf`` four-letter word, else ZooKeeper's
+        2 s); saying a longer tick than the servers use only shortens leases, a shorter one
+        makes them unsound (docs/hold-model.md, "The server's tick")."""
         session_ms = _millis_u32(session_timeout, "session_timeout", 100)
         if session_ms > 3_600_000:
             raise InvalidArgument("session_timeout of %r s is more than any server grants (at"
@@ -1060,9 +1066,10 @@ class Client(_Managed):
         connect_ms = 0 if connect_timeout is None else _millis_u32(
             connect_timeout, "connect_timeout", 1)
         ident = None if holder_id is None else _text(holder_id, "holder_id")
+        tick_ms = 0 if server_tick is None else _millis_u32(server_tick, "server_tick", 1)
         ptr = _client_p()
-        _check(_lib.zkl_client_connect_with(_text(hosts, "hosts"), session_ms, connect_ms,
-                                            ident, ctypes.byref(ptr)))
+        _check(_lib.zkl_client_connect_with_tick(_text(hosts, "hosts"), session_ms, connect_ms,
+                                                 ident, tick_ms, ctypes.byref(ptr)))
         super().__init__(ptr.value)
         self._hosts = hosts
         self._locks: List["weakref.ref[Lock]"] = []
