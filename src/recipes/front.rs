@@ -71,7 +71,9 @@ pub trait Lockable: Send + Sync {
     }
 
     /// The fencing token of the calling participant's hold: strictly increasing from one holder
-    /// of the lock to the next. A multi-lock's is the largest of its locks' tokens.
+    /// of the lock to the next. A multi-lock's is the largest of its locks' tokens: it fences
+    /// only what holders of that whole set write; each lock's own is in
+    /// [`MultiLock::tokens`](crate::MultiLock::tokens).
     ///
     /// # Errors
     /// [`Error::NotHeld`] if not held or lost.

@@ -243,3 +243,24 @@ def test_close_during_interpreter_shutdown_with_an_acquire_under_way_never_stall
         run = subprocess.run([sys.executable, "-c", CLOSES_DURING_SHUTDOWN, zk_hosts, "%s/%d" % (path, i)],
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 0, "exited with %d:\n%s" % (run.returncode, run.stderr[-3000:])
+
+
+def test_a_multi_lock_gives_each_locks_own_token(zk_hosts, path):
+    # Issue 26 item 3: each lock's own token (what fences what that lock guards), in the order
+    # given or by path; the single token is the largest of them. Two locks on one path would
+    # wait for each other: refused.
+    with zklock.Client(zk_hosts, 5.0) as c:
+        b, a = c.mutex(path + "/b"), c.mutex(path + "/a")
+        both = zklock.multi_lock([b, a])
+        with both:
+            tb, ta = both.tokens
+            assert both.token(path + "/a") == ta and both.token(path + "/b") == tb
+            assert both.fencing_token == max(ta, tb)
+            with pytest.raises(zklock.InvalidArgument):
+                both.token(path + "/elsewhere")
+        with pytest.raises(zklock.NotHeld):
+            both.tokens
+        with pytest.raises(zklock.InvalidArgument):
+            c.mutex(path + "/a").tokens
+        with pytest.raises(zklock.InvalidArgument):
+            zklock.multi_lock([c.mutex(path + "/same"), c.mutex(path + "/same")])
