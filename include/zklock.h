@@ -728,15 +728,21 @@ enum zkl_status zkl_semaphore_new(struct zkl_client *client,
  Makes an all-or-nothing lock over count locks of any kinds (not multi-locks): an acquire
  takes every one (in a canonical order, so two multi-locks over the same locks cannot
  deadlock) or, on failure, releases those it took and leaves nothing held; one timeout
- covers the whole acquire. zkl_lock_is_held is 1 while every component is held;
- zkl_lock_fencing_token is the largest of the components' tokens (it increases from one
- holder of the same locks to the next, as each component's does). A failed
- component release does not keep the others (or itself) held: see zkl_lock_release.
+ covers the whole acquire. zkl_lock_is_held is 1 while every component is held. Each
+ component's own fencing token: zkl_multi_lock_token_at (by its index in locks) or
+ zkl_multi_lock_token_of (by path); fence a resource that one component guards with that
+ component's token. zkl_lock_fencing_token of the multi-lock is the largest of them: it
+ increases from one holder of this same set of exclusive locks to the next, but is no
+ component's token (on one component, a holder of that lock alone may get a smaller one).
+ A failed component release does not keep the others (or itself) held: see
+ zkl_lock_release.
 
  Takes ownership of locks[0..count) on ZKL_OK only: they must not be used or freed any more
  (zkl_lock_free of the multi-lock frees them); on any other status they stay the caller's
  and *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL array, out_lock or element,
- count 0, the same handle twice, or a multi-lock as an element. Never blocks. Any thread.
+ count 0, the same handle twice, a multi-lock as an element, or two locks on one path (the
+ second would wait for the first, held by the multi-lock itself; only the read and write
+ halves of one zkl_rwlock_new may share a path). Never blocks. Any thread.
 
  Pointers: locks is NULL or points to count readable handle pointers, each NULL or a live
  zkl_lock that no other thread uses; out_lock is NULL or valid for writing.
@@ -801,15 +807,49 @@ int zkl_lock_is_held(const struct zkl_lock *lock);
 /*
  Writes the fencing token of the current hold to *out_token: strictly increasing across
  successive holders of the same lock (the lock node's creation zxid), so a resource can
- refuse writes from a holder that lost the lock.
+ refuse writes from a holder that lost the lock. For a multi-lock: the largest of its
+ components' tokens, which fences only a resource written by holders of that whole set;
+ a component's own token is zkl_multi_lock_token_at's.
 
- Returns ZKL_NOT_HELD if this handle does not hold it or lost it, and ZKL_INVALID_ARGUMENT for
- a multi-lock; then *out_token is left unchanged. Never blocks. Any thread, even while another
- thread uses the handle.
+ Returns ZKL_NOT_HELD if this handle does not hold it or lost it; then *out_token is left
+ unchanged. Never blocks. Any thread, even while another thread uses the handle.
 
  Pointers: lock is NULL or a live zkl_lock; out_token is NULL or valid for writing.
  */
 enum zkl_status zkl_lock_fencing_token(const struct zkl_lock *lock, int64_t *out_token);
+
+/*
+ Writes the fencing token of the multi-lock's component at `index` (its index in the array
+ given to zkl_multi_lock_new) in the current hold to *out_token: that lock's own token (its
+ node's creation zxid), strictly increasing across successive holders of that lock, whether
+ they held it alone or in a multi-lock. Fence a resource that this component guards with it.
+
+ Returns ZKL_NOT_HELD if the multi-lock is not held or a component's hold was lost;
+ ZKL_INVALID_ARGUMENT for NULL, a lock that is not a multi-lock, or an index past its
+ components; then *out_token is left unchanged. Never blocks. Any thread, even while another
+ thread uses the handle.
+
+ Pointers: lock is NULL or a live zkl_lock; out_token is NULL or valid for writing.
+ */
+enum zkl_status zkl_multi_lock_token_at(const struct zkl_lock *lock,
+                                        size_t index,
+                                        int64_t *out_token);
+
+/*
+ As zkl_multi_lock_token_at, for the component at path (the write half's token, for both
+ halves of one read-write lock: the read half keeps it).
+
+ Returns ZKL_NOT_HELD if the multi-lock is not held or a component's hold was lost;
+ ZKL_INVALID_ARGUMENT for NULL, a lock that is not a multi-lock, or a path none of its
+ components has; then *out_token is left unchanged. Never blocks. Any thread, even while
+ another thread uses the handle.
+
+ Pointers: lock is NULL or a live zkl_lock; path is NULL or NUL-terminated; out_token is
+ NULL or valid for writing.
+ */
+enum zkl_status zkl_multi_lock_token_of(const struct zkl_lock *lock,
+                                        const char *path,
+                                        int64_t *out_token);
 
 /*
  Writes what this handle may believe about its hold to *out_state, as a zkl_hold_state

@@ -736,6 +736,17 @@ fn multi_lock_arguments_and_ownership() {
         assert_eq!(zkl_lock_acquire(a, 0), ZKL_OK);
         assert_eq!(zkl_lock_release(a), ZKL_OK);
 
+        // Two locks on one path would wait for each other: refused, nothing taken.
+        let a2 = mutex(c, "/ffi/multi/a");
+        let same = [a, a2];
+        assert_eq!(
+            zkl_multi_lock_new(same.as_ptr(), 2, &mut out),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(last_error().contains("/ffi/multi/a"), "{}", last_error());
+        assert_eq!(out, sentinel());
+        zkl_lock_free(a2);
+
         let mut m = null_mut();
         assert_eq!(
             zkl_multi_lock_new(both.as_ptr(), 2, &mut m),
@@ -773,8 +784,37 @@ fn multi_lock_arguments_and_ownership() {
             admin.node(&format!("{p}/{}", c[0])).unwrap().unwrap().czxid
         };
         assert_eq!(t, czxid("/ffi/multi/a").max(czxid("/ffi/multi/b")));
+        // Each component's own token (what fences what that lock guards): by its index in
+        // `locks`, or by its path.
+        let (mut ta, mut tb, mut x) = (0i64, 0i64, 7i64);
+        assert_eq!(
+            zkl_multi_lock_token_at(m, 0, &mut ta),
+            ZKL_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(ta, czxid("/ffi/multi/a"));
+        let pb = cstr("/ffi/multi/b");
+        assert_eq!(zkl_multi_lock_token_of(m, pb.as_ptr(), &mut tb), ZKL_OK);
+        assert_eq!(tb, czxid("/ffi/multi/b"));
+        assert_eq!(zkl_multi_lock_token_at(m, 2, &mut x), ZKL_INVALID_ARGUMENT);
+        let elsewhere = cstr("/elsewhere");
+        assert_eq!(
+            zkl_multi_lock_token_of(m, elsewhere.as_ptr(), &mut x),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_multi_lock_token_at(other, 0, &mut x),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            zkl_multi_lock_token_at(m, 0, null_mut()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert_eq!(x, 7);
         assert_eq!(zkl_lock_acquire(other, 0), ZKL_TIMEOUT);
         assert_eq!(zkl_lock_release(m), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_multi_lock_token_at(m, 0, &mut x), ZKL_NOT_HELD);
         assert_eq!(zkl_lock_acquire(other, 0), ZKL_OK);
         // Freeing the multi-lock frees its components (a and b are not freed separately).
         zkl_lock_free(m);

@@ -14,6 +14,7 @@ use super::boundary::{
 };
 use super::client::{zkl_client, ClientHandle};
 use super::status::{zkl_hold_state, zkl_status};
+use crate::recipes::same_path_conflict;
 use crate::{
     Client, Deadline, HoldState, Lockable, MultiLock, Mutex, Participant, ReadWriteLock, Result,
     Semaphore, SemaphoreMutex, SimpleLock,
@@ -31,9 +32,7 @@ pub struct zkl_lock {
 /// What a zkl_lock points to. Fields drop in order: the lock first (releasing what it holds
 /// while its session is still open), then the clients it keeps alive.
 pub(crate) struct LockHandle {
-    lock: Box<dyn Lockable>,
-    /// A multi-lock (which cannot be a component of another).
-    multi: bool,
+    lock: Body,
     poisoned: AtomicBool,
     _clients: Vec<Arc<ClientHandle>>,
 }
@@ -43,15 +42,25 @@ impl Castable for zkl_lock {
 }
 impl BoxCastable for zkl_lock {}
 
+/// One lock, or a multi-lock (which cannot be a component of another).
+enum Body {
+    One(Box<dyn Lockable>),
+    Multi(Box<MultiLock<'static>>),
+}
+
+impl Body {
+    fn lockable(&self) -> &dyn Lockable {
+        match self {
+            Body::One(l) => &**l,
+            Body::Multi(m) => m,
+        }
+    }
+}
+
 impl LockHandle {
-    fn new(
-        lock: Box<dyn Lockable>,
-        multi: bool,
-        clients: Vec<Arc<ClientHandle>>,
-    ) -> Box<LockHandle> {
+    fn new(lock: Body, clients: Vec<Arc<ClientHandle>>) -> Box<LockHandle> {
         Box::new(LockHandle {
             lock,
-            multi,
             poisoned: AtomicBool::new(false),
             _clients: clients,
         })
@@ -61,7 +70,18 @@ impl LockHandle {
         &self,
         f: impl FnOnce(&dyn Lockable) -> std::result::Result<T, Failure>,
     ) -> std::result::Result<T, Failure> {
-        with_poison(&self.poisoned, "zkl_lock", || f(&*self.lock))
+        with_poison(&self.poisoned, "zkl_lock", || f(self.lock.lockable()))
+    }
+
+    /// As `run`, for a multi-lock's own calls; ZKL_INVALID_ARGUMENT for any other lock.
+    fn run_multi<T>(
+        &self,
+        f: impl FnOnce(&MultiLock<'static>) -> std::result::Result<T, Failure>,
+    ) -> std::result::Result<T, Failure> {
+        match &self.lock {
+            Body::Multi(m) => with_poison(&self.poisoned, "zkl_lock", || f(m)),
+            Body::One(_) => Err(Failure::invalid("the lock is not a multi-lock")),
+        }
     }
 }
 
@@ -82,8 +102,7 @@ unsafe fn new_lock<L: Lockable + 'static>(
     let out = unsafe { Out::new(out_lock, "out_lock") }?;
     let lock = client.run(|c| Ok(make(c, path)?))?;
     out.write(box_into_ptr::<zkl_lock>(LockHandle::new(
-        Box::new(lock),
-        false,
+        Body::One(Box::new(lock)),
         vec![client],
     )));
     Ok(())
@@ -232,7 +251,7 @@ pub unsafe extern "C" fn zkl_rwlock_new(
         let out_w = unsafe { Out::new(out_write, "out_write") }?;
         let rw = client.run(|c| Ok(ReadWriteLock::per_handle(c, path)?))?;
         let handle = |lock: Box<dyn Lockable>| {
-            box_into_ptr::<zkl_lock>(LockHandle::new(lock, false, vec![client.clone()]))
+            box_into_ptr::<zkl_lock>(LockHandle::new(Body::One(lock), vec![client.clone()]))
         };
         out_r.write(handle(Box::new(rw.read_lock())));
         out_w.write(handle(Box::new(rw.write_lock())));
@@ -271,15 +290,21 @@ pub unsafe extern "C" fn zkl_semaphore_new(
 /// Makes an all-or-nothing lock over count locks of any kinds (not multi-locks): an acquire
 /// takes every one (in a canonical order, so two multi-locks over the same locks cannot
 /// deadlock) or, on failure, releases those it took and leaves nothing held; one timeout
-/// covers the whole acquire. zkl_lock_is_held is 1 while every component is held;
-/// zkl_lock_fencing_token is the largest of the components' tokens (it increases from one
-/// holder of the same locks to the next, as each component's does). A failed
-/// component release does not keep the others (or itself) held: see zkl_lock_release.
+/// covers the whole acquire. zkl_lock_is_held is 1 while every component is held. Each
+/// component's own fencing token: zkl_multi_lock_token_at (by its index in locks) or
+/// zkl_multi_lock_token_of (by path); fence a resource that one component guards with that
+/// component's token. zkl_lock_fencing_token of the multi-lock is the largest of them: it
+/// increases from one holder of this same set of exclusive locks to the next, but is no
+/// component's token (on one component, a holder of that lock alone may get a smaller one).
+/// A failed component release does not keep the others (or itself) held: see
+/// zkl_lock_release.
 ///
 /// Takes ownership of locks[0..count) on ZKL_OK only: they must not be used or freed any more
 /// (zkl_lock_free of the multi-lock frees them); on any other status they stay the caller's
 /// and *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL array, out_lock or element,
-/// count 0, the same handle twice, or a multi-lock as an element. Never blocks. Any thread.
+/// count 0, the same handle twice, a multi-lock as an element, or two locks on one path (the
+/// second would wait for the first, held by the multi-lock itself; only the read and write
+/// halves of one zkl_rwlock_new may share a path). Never blocks. Any thread.
 ///
 /// Pointers: locks is NULL or points to count readable handle pointers, each NULL or a live
 /// zkl_lock that no other thread uses; out_lock is NULL or valid for writing.
@@ -307,7 +332,7 @@ pub unsafe extern "C" fn zkl_multi_lock_new(
             if ptrs[..i].contains(&p) {
                 return Err(Failure::invalid(format!("locks[{i}] is the same handle as an earlier element")));
             }
-            if h.multi {
+            if matches!(h.lock, Body::Multi(_)) {
                 return Err(Failure::invalid(format!("locks[{i}] is a multi-lock: give its locks instead")));
             }
             if h.poisoned.load(Ordering::Acquire) {
@@ -317,17 +342,28 @@ pub unsafe extern "C" fn zkl_multi_lock_new(
                 ));
             }
         }
+        // Two locks on one path would wait for each other: refused before anything is taken.
+        let views: Vec<&dyn Lockable> = ptrs
+            .iter()
+            // SAFETY: checked above: each is a live zkl_lock.
+            .filter_map(|&p| unsafe { try_ref(p.cast_const(), "locks") }.ok())
+            .map(|h| h.lock.lockable())
+            .collect();
+        if let Some(f) = same_path_conflict(&views) {
+            return Err(Failure::from(f.error.unwrap_or(crate::Error::NotHeld)));
+        }
         let mut parts: Vec<Box<dyn Lockable>> = Vec::with_capacity(count);
         let mut clients = Vec::new();
         for &p in ptrs {
             // SAFETY: checked above: live, distinct handles the caller gives up now.
             let Some(handle) = (unsafe { box_take(p) }) else { unreachable!("checked non-NULL") };
             let LockHandle { lock, _clients: mut cs, .. } = *handle;
+            let Body::One(lock) = lock else { unreachable!("checked: not a multi-lock") };
             parts.push(lock);
             clients.append(&mut cs);
         }
         let multi = MultiLock::from_boxed(parts);
-        out.write(box_into_ptr::<zkl_lock>(LockHandle::new(Box::new(multi), true, clients)));
+        out.write(box_into_ptr::<zkl_lock>(LockHandle::new(Body::Multi(Box::new(multi)), clients)));
         Ok(())
     })
 }
@@ -422,11 +458,12 @@ pub unsafe extern "C" fn zkl_lock_is_held(lock: *const zkl_lock) -> c_int {
 
 /// Writes the fencing token of the current hold to *out_token: strictly increasing across
 /// successive holders of the same lock (the lock node's creation zxid), so a resource can
-/// refuse writes from a holder that lost the lock.
+/// refuse writes from a holder that lost the lock. For a multi-lock: the largest of its
+/// components' tokens, which fences only a resource written by holders of that whole set;
+/// a component's own token is zkl_multi_lock_token_at's.
 ///
-/// Returns ZKL_NOT_HELD if this handle does not hold it or lost it, and ZKL_INVALID_ARGUMENT for
-/// a multi-lock; then *out_token is left unchanged. Never blocks. Any thread, even while another
-/// thread uses the handle.
+/// Returns ZKL_NOT_HELD if this handle does not hold it or lost it; then *out_token is left
+/// unchanged. Never blocks. Any thread, even while another thread uses the handle.
 ///
 /// Pointers: lock is NULL or a live zkl_lock; out_token is NULL or valid for writing.
 #[no_mangle]
@@ -440,6 +477,69 @@ pub unsafe extern "C" fn zkl_lock_fencing_token(
         // SAFETY: the caller's contract for `out_token`.
         let out = unsafe { Out::new(out_token, "out_token") }?;
         let token = handle.run(|r| Ok(r.fencing_token()?))?;
+        out.write(token);
+        Ok(())
+    })
+}
+
+/// Writes the fencing token of the multi-lock's component at `index` (its index in the array
+/// given to zkl_multi_lock_new) in the current hold to *out_token: that lock's own token (its
+/// node's creation zxid), strictly increasing across successive holders of that lock, whether
+/// they held it alone or in a multi-lock. Fence a resource that this component guards with it.
+///
+/// Returns ZKL_NOT_HELD if the multi-lock is not held or a component's hold was lost;
+/// ZKL_INVALID_ARGUMENT for NULL, a lock that is not a multi-lock, or an index past its
+/// components; then *out_token is left unchanged. Never blocks. Any thread, even while another
+/// thread uses the handle.
+///
+/// Pointers: lock is NULL or a live zkl_lock; out_token is NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_multi_lock_token_at(
+    lock: *const zkl_lock,
+    index: usize,
+    out_token: *mut i64,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `lock`.
+        let handle = unsafe { try_ref(lock, "lock") }?;
+        // SAFETY: the caller's contract for `out_token`.
+        let out = unsafe { Out::new(out_token, "out_token") }?;
+        let token = handle.run_multi(|m| {
+            let n = m.paths().len();
+            if index >= n {
+                return Err(Failure::invalid(format!("`index` {index} is past the multi-lock's {n} locks")));
+            }
+            Ok(m.tokens()?[index])
+        })?;
+        out.write(token);
+        Ok(())
+    })
+}
+
+/// As zkl_multi_lock_token_at, for the component at path (the write half's token, for both
+/// halves of one read-write lock: the read half keeps it).
+///
+/// Returns ZKL_NOT_HELD if the multi-lock is not held or a component's hold was lost;
+/// ZKL_INVALID_ARGUMENT for NULL, a lock that is not a multi-lock, or a path none of its
+/// components has; then *out_token is left unchanged. Never blocks. Any thread, even while
+/// another thread uses the handle.
+///
+/// Pointers: lock is NULL or a live zkl_lock; path is NULL or NUL-terminated; out_token is
+/// NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_multi_lock_token_of(
+    lock: *const zkl_lock,
+    path: *const c_char,
+    out_token: *mut i64,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: the caller's contract for `lock`.
+        let handle = unsafe { try_ref(lock, "lock") }?;
+        // SAFETY: the caller's contract for `path`.
+        let path = unsafe { try_str(path, "path") }?;
+        // SAFETY: the caller's contract for `out_token`.
+        let out = unsafe { Out::new(out_token, "out_token") }?;
+        let token = handle.run_multi(|m| Ok(m.token_of(path)?))?;
         out.write(token);
         Ok(())
     })

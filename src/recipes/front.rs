@@ -71,7 +71,9 @@ pub trait Lockable: Send + Sync {
     }
 
     /// The fencing token of the calling participant's hold: strictly increasing from one holder
-    /// of the lock to the next. A multi-lock's is the largest of its locks' tokens.
+    /// of the lock to the next. A multi-lock's is the largest of its locks' tokens: it fences
+    /// only what holders of that whole set write; each lock's own is in
+    /// [`MultiLock::tokens`](crate::MultiLock::tokens).
     ///
     /// # Errors
     /// [`Error::NotHeld`] if not held or lost.
@@ -154,6 +156,58 @@ pub trait Lockable: Send + Sync {
     fn order_rank(&self) -> u8 {
         1
     }
+
+    /// Which lock this is, whatever the handle: the two halves of one read-write lock (and
+    /// clones of one handle) answer the same; `None` if unknown. The multi-lock takes two
+    /// locks on one path only as the write and read halves of one read-write lock.
+    #[doc(hidden)]
+    fn lock_id(&self) -> Option<usize> {
+        None
+    }
+
+    /// Releases the calling participant's hold with this fencing token (what a guard and a
+    /// multi-lock release: their own hold, not the handle's most recent). A lock that keeps
+    /// one hold per participant may release its hold whatever the token.
+    #[doc(hidden)]
+    fn release_hold(&self, token: i64) -> Result<()> {
+        let _ = token;
+        self.release()
+    }
+
+    /// The state of the calling participant's hold with this fencing token.
+    #[doc(hidden)]
+    fn hold_state_of(&self, token: i64) -> HoldState {
+        let _ = token;
+        self.hold_state()
+    }
+
+    /// How long the hold with this fencing token stays provably valid.
+    #[doc(hidden)]
+    fn lease_remaining_of(&self, token: i64) -> Option<Duration> {
+        let _ = token;
+        self.lease_remaining()
+    }
+
+    /// Waits until the hold with this fencing token is lost.
+    #[doc(hidden)]
+    fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool {
+        let _ = token;
+        self.wait_lost(timeout)
+    }
+
+    /// Calls `f` when the hold with this fencing token is lost.
+    #[doc(hidden)]
+    fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>) {
+        let _ = token;
+        self.on_lost(f)
+    }
+
+    /// The node of the hold with this fencing token.
+    #[doc(hidden)]
+    fn node_of(&self, token: i64) -> Option<String> {
+        let _ = token;
+        None
+    }
 }
 
 macro_rules! forward_lockable {
@@ -175,6 +229,13 @@ macro_rules! forward_lockable {
             fn revoke_holders(&self) -> Result<Vec<String>> { (**self).revoke_holders() }
             fn queue_path(&self) -> String { (**self).queue_path() }
             fn order_rank(&self) -> u8 { (**self).order_rank() }
+            fn lock_id(&self) -> Option<usize> { (**self).lock_id() }
+            fn release_hold(&self, t: i64) -> Result<()> { (**self).release_hold(t) }
+            fn hold_state_of(&self, t: i64) -> HoldState { (**self).hold_state_of(t) }
+            fn lease_remaining_of(&self, t: i64) -> Option<Duration> { (**self).lease_remaining_of(t) }
+            fn wait_lost_of(&self, t: i64, to: Option<Duration>) -> bool { (**self).wait_lost_of(t, to) }
+            fn on_lost_of(&self, t: i64, f: Box<dyn FnOnce() + Send>) { (**self).on_lost_of(t, f) }
+            fn node_of(&self, t: i64) -> Option<String> { (**self).node_of(t) }
         }
     )*};
 }
@@ -396,63 +457,60 @@ impl<R: Recipe> Lockable for Lock<R> {
     fn order_rank(&self) -> u8 {
         self.raw.order_rank()
     }
-}
 
-/// What a [`Guard`] needs of its lock: the answers about one hold, named by its fencing token.
-/// Sealed: implemented by [`Lock`] and [`MultiLock`](crate::MultiLock) only.
-pub trait Guarded: Lockable {
-    /// `()` if the guard may go to another thread, `*const ()` if not.
-    #[doc(hidden)]
-    type GuardSend;
-    /// Releases the hold with this token.
-    #[doc(hidden)]
-    fn release_hold(&self, token: i64) -> Result<()>;
-    /// The state of the hold with this token.
-    #[doc(hidden)]
-    fn hold_state_of(&self, token: i64) -> HoldState;
-    /// How long the hold with this token stays provably valid.
-    #[doc(hidden)]
-    fn lease_remaining_of(&self, token: i64) -> Option<Duration>;
-    /// Waits until the hold with this token is lost.
-    #[doc(hidden)]
-    fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool;
-    /// Calls `f` when the hold with this token is lost.
-    #[doc(hidden)]
-    fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>);
-    /// The node of the hold with this token.
-    #[doc(hidden)]
-    fn node_of(&self, token: i64) -> Option<String>;
-}
+    fn lock_id(&self) -> Option<usize> {
+        Some(
+            self.raw
+                .lock_id()
+                .unwrap_or(Arc::as_ptr(&self.holds) as usize),
+        )
+    }
 
-impl<R: Recipe> Guarded for Lock<R> {
-    type GuardSend = R::GuardSend;
     fn release_hold(&self, token: i64) -> Result<()> {
         self.holds.release(Some(token))
     }
+
     fn hold_state_of(&self, token: i64) -> HoldState {
         self.holds
             .hold(Some(token))
             .map_or(HoldState::NotHeld, |h| h.state())
     }
+
     fn lease_remaining_of(&self, token: i64) -> Option<Duration> {
         self.holds
             .hold(Some(token))
             .map(|h| h.session.lease_remaining())
     }
+
     fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool {
         self.holds
             .hold(Some(token))
             .map_or(true, |h| h.wait_lost(timeout))
     }
+
     fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>) {
         match self.holds.hold(Some(token)) {
             Some(h) => h.on_lost(f),
             None => f(),
         }
     }
+
     fn node_of(&self, token: i64) -> Option<String> {
         self.holds.hold(Some(token)).map(|h| h.node)
     }
+}
+
+/// What a [`Guard`] needs of its lock: the answers about one hold, named by its fencing token
+/// (the `*_of` methods of [`Lockable`]), and whether the guard may go to another thread.
+/// Sealed: implemented by [`Lock`] and [`MultiLock`](crate::MultiLock) only.
+pub trait Guarded: Lockable {
+    /// `()` if the guard may go to another thread, `*const ()` if not.
+    #[doc(hidden)]
+    type GuardSend;
+}
+
+impl<R: Recipe> Guarded for Lock<R> {
+    type GuardSend = R::GuardSend;
 }
 
 /// One hold of a lock; released on drop. The guard knows *its* hold (by its fencing token): with
@@ -480,6 +538,11 @@ impl<'a, L: Guarded + ?Sized> Guard<'a, L> {
     /// The fencing token of this hold: strictly increasing from one holder to the next.
     pub fn fencing_token(&self) -> i64 {
         self.token
+    }
+
+    /// The lock this guard holds.
+    pub(crate) fn lockable(&self) -> &'a L {
+        self.lock
     }
 
     /// The path of this hold's node (a multi-lock's: none, empty).

@@ -18,6 +18,7 @@ mod simple_lock;
 
 pub use front::{Guard, Lock, Lockable};
 pub use hold::HoldState;
+pub(crate) use multi_lock::same_path_conflict;
 #[allow(deprecated)]
 pub use multi_lock::RawMultiLock;
 pub use multi_lock::{MultiLock, MultiLockFailure, MultiLockGuard};

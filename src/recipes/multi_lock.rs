@@ -59,11 +59,28 @@ impl std::fmt::Display for MultiLockFailure {
 pub struct MultiLock<'a> {
     /// The locks, in the canonical order.
     locks: Vec<Box<dyn Lockable + 'a>>,
+    /// For each lock in the order given, its place in the canonical order.
+    given: Vec<usize>,
+    /// Why it cannot be taken (two locks on one path would wait for each other), if so.
+    refused: Option<MultiLockFailure>,
     last_failure: parking_lot::Mutex<Option<MultiLockFailure>>,
     cancel: parking_lot::Mutex<Vec<Arc<AtomicUsize>>>,
-    /// The multi-lock's own statistics (each lock keeps its own too), and when it was taken.
+    /// The multi-lock's own statistics (each lock keeps its own too).
     stats: Stats,
-    acquired: parking_lot::Mutex<Option<Instant>>,
+    /// Its holds, most recent last (one, unless its locks let one participant hold again).
+    holds: parking_lot::Mutex<Vec<Arc<MultiHold>>>,
+}
+
+/// One hold of a multi-lock: each lock's own hold, named by the token its acquire returned.
+struct MultiHold {
+    /// Each lock's token, in the canonical order.
+    tokens: Vec<i64>,
+    /// The multi-lock's token: the largest of them.
+    token: i64,
+    acquired: Instant,
+    /// Which locks' lost callbacks are registered and have not run (`wait_lost`).
+    armed: parking_lot::Mutex<Vec<bool>>,
+    lost: parking_lot::Condvar,
 }
 
 /// Holds every lock of a [`MultiLock`]; releases them (in reverse order) on drop.
@@ -98,18 +115,28 @@ impl<'a> MultiLock<'a> {
     }
 
     /// A multi-lock over owned locks, e.g. `Box::new(mutex)`.
-    pub fn from_boxed(mut locks: Vec<Box<dyn Lockable + 'a>>) -> MultiLock<'a> {
-        locks.sort_by(|a, b| {
-            a.path()
-                .cmp(b.path())
-                .then(a.order_rank().cmp(&b.order_rank()))
-        });
+    ///
+    /// Two locks on one path are refused (every acquire returns [`Error::InvalidArgument`]):
+    /// the second would wait for the first, held by this very multi-lock. The one exception is
+    /// the write and read halves of one read-write lock (a downgrade).
+    pub fn from_boxed(locks: Vec<Box<dyn Lockable + 'a>>) -> MultiLock<'a> {
+        let refused = same_path_conflict(&locks.iter().map(|l| &**l as _).collect::<Vec<_>>());
+        let mut order: Vec<usize> = (0..locks.len()).collect();
+        order.sort_by(|&a, &b| canonical(&*locks[a], &*locks[b]));
+        let mut given = vec![0; locks.len()];
+        for (place, &i) in order.iter().enumerate() {
+            given[i] = place;
+        }
+        let mut slots: Vec<Option<Box<dyn Lockable + 'a>>> = locks.into_iter().map(Some).collect();
+        let locks = order.iter().filter_map(|&i| slots[i].take()).collect();
         MultiLock {
             locks,
+            given,
+            refused,
             last_failure: parking_lot::Mutex::new(None),
             cancel: parking_lot::Mutex::new(Vec::new()),
             stats: Default::default(),
-            acquired: parking_lot::Mutex::new(None),
+            holds: parking_lot::Mutex::new(Vec::new()),
         }
     }
 
@@ -152,10 +179,59 @@ impl<'a> MultiLock<'a> {
     pub fn last_failure(&self) -> Option<MultiLockFailure> {
         self.last_failure.lock().clone()
     }
+
+    /// Each lock's own fencing token in the current hold, in the order the locks were given:
+    /// the token to fence a resource that one of the locks guards (a lock's tokens increase
+    /// from one holder of that lock to the next, whether it was held alone or in a multi-lock;
+    /// the multi-lock's single token does not, see [`MultiLock::fencing_token`]).
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] if not held, or if any lock's hold was lost.
+    ///
+    /// [`MultiLock::fencing_token`]: Lockable::fencing_token
+    pub fn tokens(&self) -> Result<Vec<i64>> {
+        let hold = self.current_held()?;
+        Ok(self.given.iter().map(|&place| hold.tokens[place]).collect())
+    }
+
+    /// The fencing token of the lock at `path` in the current hold (of its write half, for
+    /// both halves of one read-write lock: the read half keeps the write half's token).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if none of the locks is at `path`; [`Error::NotHeld`] if not
+    /// held, or if any lock's hold was lost.
+    pub fn token_of(&self, path: &str) -> Result<i64> {
+        let place = self.place_of(path)?;
+        Ok(self.current_held()?.tokens[place])
+    }
+}
+
+/// Each lock's own token, as the multi-lock's are ([`MultiLock::tokens`]).
+impl MultiLockGuard<'_, '_> {
+    /// Each lock's own fencing token in this hold, in the order the locks were given (empty
+    /// once the hold is released). Fence a resource that one lock guards with that lock's
+    /// token: the guard's [`fencing_token`](Guard::fencing_token), the largest of them, goes
+    /// backwards on a lock that is next held alone.
+    pub fn tokens(&self) -> Vec<i64> {
+        let multi = self.lockable();
+        multi.hold(self.fencing_token()).map_or_else(Vec::new, |h| {
+            multi.given.iter().map(|&place| h.tokens[place]).collect()
+        })
+    }
+
+    /// The fencing token of the lock at `path` in this hold (`None` if no lock is at `path`, or
+    /// the hold was released).
+    pub fn token_of(&self, path: &str) -> Option<i64> {
+        let multi = self.lockable();
+        let place = multi.place_of(path).ok()?;
+        Some(multi.hold(self.fencing_token())?.tokens[place])
+    }
 }
 
 impl MultiLock<'_> {
-    fn acquire_all(&self, d: Deadline, progress: &AtomicUsize) -> Result<bool> {
+    /// Takes the locks in order: their tokens (in the canonical order) when all are held.
+    fn acquire_all(&self, d: Deadline, progress: &AtomicUsize) -> Result<Option<Vec<i64>>> {
+        let mut tokens = Vec::with_capacity(self.locks.len());
         for (i, l) in self.locks.iter().enumerate() {
             let cancelled = progress.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |p| {
                 Some((p & CANCELLED) | i)
@@ -166,11 +242,14 @@ impl MultiLock<'_> {
                 l.acquire(d)
             };
             let failure = match r {
-                Ok(Some(_)) => continue,
+                Ok(Some(token)) => {
+                    tokens.push(token);
+                    continue;
+                }
                 Ok(None) => None,
                 Err(e) => Some(e),
             };
-            let _ = self.release_taken(i);
+            let _ = self.release_taken(&tokens);
             let f = MultiLockFailure {
                 path: l.path().to_string(),
                 position: i,
@@ -179,7 +258,7 @@ impl MultiLock<'_> {
             log::info!("multi-lock: {f}; released the {i} lock(s) already taken");
             *self.last_failure.lock() = Some(f);
             return match failure {
-                None => Ok(false),
+                None => Ok(None),
                 Some(e) => Err(with_path(e, l.path())),
             };
         }
@@ -188,7 +267,7 @@ impl MultiLock<'_> {
             // was taken is given back.
             log::debug!("multi-lock: cancel arrived as the last lock was taken; releasing all");
             let n = self.locks.len();
-            let _ = self.release_taken(n);
+            let _ = self.release_taken(&tokens);
             *self.last_failure.lock() = Some(MultiLockFailure {
                 path: self.locks.last().map_or("", |l| l.path()).to_string(),
                 position: n.saturating_sub(1),
@@ -197,19 +276,155 @@ impl MultiLock<'_> {
             return Err(Error::Cancelled);
         }
         *self.last_failure.lock() = None;
-        Ok(true)
+        Ok(Some(tokens))
     }
 
-    /// Releases the first `n` locks (in reverse order), each through the one release path.
-    fn release_taken(&self, n: usize) -> Result<()> {
+    /// Releases the holds of the first `tokens.len()` locks, each the hold with its token (not
+    /// the handle's most recent: a semaphore handle shared with other threads keeps their
+    /// leases), in reverse order, each through the one release path.
+    fn release_taken(&self, tokens: &[i64]) -> Result<()> {
         let mut first = None;
-        for l in self.locks[..n].iter().rev() {
-            if let Err(e) = l.release() {
+        for (l, &token) in self.locks.iter().zip(tokens).rev() {
+            if let Err(e) = l.release_hold(token) {
                 log::warn!("multi-lock: releasing {} failed: {e}", l.path());
                 first.get_or_insert_with(|| with_path(e, l.path()));
             }
         }
         first.map_or(Ok(()), Err)
+    }
+
+    /// The most recent hold whose token is `token`.
+    fn hold(&self, token: i64) -> Option<Arc<MultiHold>> {
+        self.holds
+            .lock()
+            .iter()
+            .rev()
+            .find(|h| h.token == token)
+            .cloned()
+    }
+
+    /// The most recent hold.
+    fn current(&self) -> Option<Arc<MultiHold>> {
+        self.holds.lock().last().cloned()
+    }
+
+    /// The most recent hold, unless one of its locks' holds was lost (or released apart).
+    fn current_held(&self) -> Result<Arc<MultiHold>> {
+        let hold = self.current().ok_or(Error::NotHeld)?;
+        match self.state_of(&hold) {
+            HoldState::Lost | HoldState::NotHeld => Err(Error::NotHeld),
+            _ => Ok(hold),
+        }
+    }
+
+    /// The canonical place of the lock at `path`.
+    fn place_of(&self, path: &str) -> Result<usize> {
+        self.locks
+            .iter()
+            .position(|l| l.path() == path)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "no lock of this multi-lock is at {path} (its locks: {})",
+                    self.paths().join(", ")
+                ))
+            })
+    }
+
+    /// `Held` only when every lock's hold is; otherwise the worst state among them.
+    fn state_of(&self, hold: &MultiHold) -> HoldState {
+        let states: Vec<_> = self
+            .locks
+            .iter()
+            .zip(&hold.tokens)
+            .map(|(l, &t)| l.hold_state_of(t))
+            .collect();
+        [HoldState::Lost, HoldState::NotHeld, HoldState::Uncertain]
+            .into_iter()
+            .find(|s| states.contains(s))
+            .unwrap_or(HoldState::Held)
+    }
+
+    /// The shortest of the locks' leases in `hold` (`None` unless every lock is held).
+    fn lease_of(&self, hold: &MultiHold) -> Option<Duration> {
+        self.locks
+            .iter()
+            .zip(&hold.tokens)
+            .map(|(l, &t)| l.lease_remaining_of(t))
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .min()
+    }
+
+    /// Releases one hold (the one with `token`, or the most recent): every lock's, in reverse
+    /// order.
+    fn release_one(&self, token: Option<i64>) -> Result<()> {
+        let hold = {
+            let mut holds = self.holds.lock();
+            let i = match token {
+                None => holds.len().checked_sub(1),
+                Some(t) => holds.iter().rposition(|h| h.token == t),
+            };
+            holds.remove(i.ok_or(Error::NotHeld)?)
+        };
+        let r = self.release_taken(&hold.tokens);
+        self.stats.hold_ended(hold.acquired.elapsed(), &r);
+        r
+    }
+
+    /// Until any lock of `hold` is lost. A lock's lost callback is registered once per hold and
+    /// again only after it ran (its lease lapsed, then was renewed): a watcher polling a held
+    /// multi-lock (the C and Python `wait_lost` wait in slices) adds nothing per call.
+    fn wait_lost_hold(&self, hold: &Arc<MultiHold>, timeout: Option<Duration>) -> bool {
+        if self.state_of(hold) != HoldState::Held {
+            return true;
+        }
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let unarmed: Vec<usize> = {
+            let mut armed = hold.armed.lock();
+            let unarmed = (0..armed.len()).filter(|&i| !armed[i]).collect();
+            armed.iter_mut().for_each(|a| *a = true);
+            unarmed
+        };
+        for i in unarmed {
+            let watch = Arc::downgrade(hold);
+            self.locks[i].on_lost_of(
+                hold.tokens[i],
+                Box::new(move || {
+                    if let Some(hold) = watch.upgrade() {
+                        hold.armed.lock()[i] = false;
+                        hold.lost.notify_all();
+                    }
+                }),
+            );
+        }
+        let mut armed = hold.armed.lock();
+        while armed.iter().all(|a| *a) {
+            match deadline {
+                Some(d) => {
+                    if hold.lost.wait_until(&mut armed, d).timed_out() {
+                        return !armed.iter().all(|a| *a);
+                    }
+                }
+                None => hold.lost.wait(&mut armed),
+            }
+        }
+        true
+    }
+
+    /// Calls `f` once, when the first lock of `hold` is lost.
+    fn on_lost_hold(&self, hold: &MultiHold, f: Box<dyn FnOnce() + Send>) {
+        let once = Arc::new(parking_lot::Mutex::new(Some(f)));
+        for (l, &token) in self.locks.iter().zip(&hold.tokens) {
+            let once = once.clone();
+            l.on_lost_of(
+                token,
+                Box::new(move || {
+                    if let Some(f) = once.lock().take() {
+                        f()
+                    }
+                }),
+            );
+        }
     }
 }
 
@@ -218,24 +433,33 @@ impl Lockable for MultiLock<'_> {
         self.locks.first().map_or("", |l| l.path())
     }
 
-    /// Takes every lock, or none. The token returned is the largest of the locks' tokens.
+    /// Takes every lock, or none. The token returned is the largest of the locks' tokens
+    /// (see [`Lockable::fencing_token`]); each lock's own is in [`MultiLock::tokens`].
+    ///
+    /// [`Error::InvalidArgument`] at once if two of its locks are on one path (see
+    /// [`MultiLock::from_boxed`]).
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
+        if let Some(f) = &self.refused {
+            *self.last_failure.lock() = Some(f.clone());
+            return Err(f.error.clone().unwrap_or(Error::NotHeld));
+        }
         self.stats.attempt(|| {
             let progress = Arc::new(AtomicUsize::new(0));
             self.cancel.lock().push(progress.clone());
             let r = self.acquire_all(d, &progress);
             self.cancel.lock().retain(|a| !Arc::ptr_eq(a, &progress));
-            let token = r?.then(|| {
-                self.locks
-                    .iter()
-                    .filter_map(|l| l.fencing_token().ok())
-                    .max()
-                    .unwrap_or(0)
-            });
-            if token.is_some() {
-                *self.acquired.lock() = Some(Instant::now());
-            }
-            Ok(token)
+            let Some(tokens) = r? else {
+                return Ok(None);
+            };
+            let token = tokens.iter().copied().max().unwrap_or(0);
+            self.holds.lock().push(Arc::new(MultiHold {
+                armed: parking_lot::Mutex::new(vec![false; tokens.len()]),
+                tokens,
+                token,
+                acquired: Instant::now(),
+                lost: parking_lot::Condvar::new(),
+            }));
+            Ok(Some(token))
         })
     }
 
@@ -243,45 +467,33 @@ impl Lockable for MultiLock<'_> {
         self.stats.snapshot()
     }
 
-    /// Releases every lock, in reverse order. Tries them all (each through the one release
-    /// path, so none keeps its node); returns the first error, with the lock's path.
+    /// Releases every lock's hold of the most recent multi-lock hold, in reverse order. Tries
+    /// them all (each through the one release path, so none keeps its node); returns the first
+    /// error, with the lock's path.
     fn release(&self) -> Result<()> {
-        let acquired = self.acquired.lock().take();
-        let r = self.release_taken(self.locks.len());
-        if let Some(at) = acquired {
-            self.stats.hold_ended(at.elapsed(), &r);
-        }
-        r
+        self.release_one(None)
     }
 
     /// `Held` only when every lock is held; otherwise the worst state among them.
     fn hold_state(&self) -> HoldState {
-        let states: Vec<_> = self.locks.iter().map(|l| l.hold_state()).collect();
-        [HoldState::Lost, HoldState::NotHeld, HoldState::Uncertain]
-            .into_iter()
-            .find(|s| states.contains(s))
-            .unwrap_or(HoldState::Held)
+        self.current()
+            .map_or(HoldState::NotHeld, |h| self.state_of(&h))
     }
 
     /// The largest of the locks' tokens (what its acquire returned), while every lock is held.
+    ///
+    /// It increases from one holder of this same set of exclusive locks to the next, and fences
+    /// a resource that only holders of the whole set write. It is no lock's own token: on one of
+    /// the locks, a holder of that lock alone (or in another set) may get a smaller token than
+    /// this. A resource that one of the locks guards is fenced with that lock's own token
+    /// ([`MultiLock::tokens`], [`MultiLock::token_of`]).
     fn fencing_token(&self) -> Result<i64> {
-        self.locks
-            .iter()
-            .map(|l| l.fencing_token())
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .max()
-            .ok_or(Error::NotHeld)
+        Ok(self.current_held()?.token)
     }
 
     /// The shortest of the locks' leases (`None` unless every lock is held).
     fn lease_remaining(&self) -> Option<Duration> {
-        self.locks
-            .iter()
-            .map(|l| l.lease_remaining())
-            .collect::<Option<Vec<_>>>()?
-            .into_iter()
-            .min()
+        self.lease_of(&*self.current()?)
     }
 
     /// Cancels the acquires of this multi-lock that are waiting now (the locks they took are
@@ -326,44 +538,18 @@ impl Lockable for MultiLock<'_> {
         Ok(out)
     }
 
-    /// Until any of the locks is lost.
+    /// Until any of the locks is lost (true at once if nothing is held). Polling keeps nothing:
+    /// each lock's lost callback is registered once per hold.
     fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        if self.hold_state() == HoldState::Lost {
-            return true;
-        }
-        let lost = Arc::new((parking_lot::Mutex::new(false), parking_lot::Condvar::new()));
-        for l in &self.locks {
-            let lost = lost.clone();
-            l.on_lost(Box::new(move || {
-                *lost.0.lock() = true;
-                lost.1.notify_all();
-            }));
-        }
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let mut flag = lost.0.lock();
-        while !*flag {
-            match deadline {
-                Some(d) => {
-                    if lost.1.wait_until(&mut flag, d).timed_out() {
-                        break;
-                    }
-                }
-                None => lost.1.wait(&mut flag),
-            }
-        }
-        *flag
+        self.current()
+            .map_or(true, |h| self.wait_lost_hold(&h, timeout))
     }
 
     /// Once, when the first of the locks is lost.
     fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
-        let once = Arc::new(parking_lot::Mutex::new(Some(f)));
-        for l in &self.locks {
-            let once = once.clone();
-            l.on_lost(Box::new(move || {
-                if let Some(f) = once.lock().take() {
-                    f()
-                }
-            }));
+        match self.current() {
+            Some(h) => self.on_lost_hold(&h, f),
+            None => f(),
         }
     }
 
@@ -386,29 +572,78 @@ impl Lockable for MultiLock<'_> {
         }
         Ok(asked)
     }
+
+    fn release_hold(&self, token: i64) -> Result<()> {
+        self.release_one(Some(token))
+    }
+
+    fn hold_state_of(&self, token: i64) -> HoldState {
+        self.hold(token)
+            .map_or(HoldState::NotHeld, |h| self.state_of(&h))
+    }
+
+    fn lease_remaining_of(&self, token: i64) -> Option<Duration> {
+        self.lease_of(&*self.hold(token)?)
+    }
+
+    fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool {
+        self.hold(token)
+            .map_or(true, |h| self.wait_lost_hold(&h, timeout))
+    }
+
+    fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>) {
+        match self.hold(token) {
+            Some(h) => self.on_lost_hold(&h, f),
+            None => f(),
+        }
+    }
 }
 
-/// A multi-lock's guard answers for the multi-lock (it has one hold of all its locks).
+/// A multi-lock's guard answers for its hold of all its locks (named by its token).
 impl Guarded for MultiLock<'_> {
     type GuardSend = *const ();
-    fn release_hold(&self, _: i64) -> Result<()> {
-        self.release()
+}
+
+/// The canonical order: by path, then write before read.
+fn canonical(a: &dyn Lockable, b: &dyn Lockable) -> std::cmp::Ordering {
+    a.path()
+        .cmp(b.path())
+        .then(a.order_rank().cmp(&b.order_rank()))
+}
+
+/// Why locks cannot be taken together: two on one path (the second would wait for the first,
+/// held by the same multi-lock), unless they are the write and read halves of one read-write
+/// lock. The failure names the second lock and its canonical place.
+pub(crate) fn same_path_conflict(locks: &[&dyn Lockable]) -> Option<MultiLockFailure> {
+    let mut sorted = locks.to_vec();
+    sorted.sort_by(|a, b| canonical(*a, *b));
+    let downgrade = |w: &dyn Lockable, r: &dyn Lockable| {
+        w.order_rank() == 0
+            && r.order_rank() == 2
+            && w.lock_id().is_some()
+            && w.lock_id() == r.lock_id()
+    };
+    for (i, pair) in sorted.windows(2).enumerate() {
+        let (a, b) = (pair[0], pair[1]);
+        if a.path() != b.path() {
+            continue;
+        }
+        let third = sorted.get(i + 2).is_some_and(|c| c.path() == a.path());
+        if downgrade(a, b) && !third {
+            continue;
+        }
+        let path = a.path();
+        return Some(MultiLockFailure {
+            path: path.to_string(),
+            position: i + 1,
+            error: Some(Error::InvalidArgument(format!(
+                "two locks of the multi-lock are at {path}: the second would wait for the first, \
+                 held by the multi-lock itself (only the write and read halves of one read-write \
+                 lock may share a path)"
+            ))),
+        });
     }
-    fn hold_state_of(&self, _: i64) -> HoldState {
-        self.hold_state()
-    }
-    fn lease_remaining_of(&self, _: i64) -> Option<Duration> {
-        self.lease_remaining()
-    }
-    fn wait_lost_of(&self, _: i64, timeout: Option<Duration>) -> bool {
-        self.wait_lost(timeout)
-    }
-    fn on_lost_of(&self, _: i64, f: Box<dyn FnOnce() + Send>) {
-        self.on_lost(f)
-    }
-    fn node_of(&self, _: i64) -> Option<String> {
-        None
-    }
+    None
 }
 
 /// The error, with the lock's path added where the error carries a message.

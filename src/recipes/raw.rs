@@ -59,6 +59,12 @@ pub trait Recipe: Send + Sync {
         1
     }
 
+    /// What tells this lock from another on the same path, if not its handle's holds (the two
+    /// halves of one read-write lock: their shared core).
+    fn lock_id(&self) -> Option<usize> {
+        None
+    }
+
     /// Whether holders may be asked to let go (Curator's revocation).
     fn revocable(&self) -> bool {
         true

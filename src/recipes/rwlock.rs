@@ -221,6 +221,10 @@ impl Recipe for RawReadLock {
     fn order_rank(&self) -> u8 {
         2
     }
+
+    fn lock_id(&self) -> Option<usize> {
+        Some(Arc::as_ptr(&self.core) as usize)
+    }
 }
 
 impl Recipe for RawWriteLock {
@@ -253,6 +257,10 @@ impl Recipe for RawWriteLock {
 
     fn order_rank(&self) -> u8 {
         0
+    }
+
+    fn lock_id(&self) -> Option<usize> {
+        Some(Arc::as_ptr(&self.core) as usize)
     }
 }
 

@@ -717,6 +717,17 @@ impl Client {
         self.inner.events.watch_events.load(Ordering::Relaxed)
     }
 
+    /// How many lock-lost callbacks the current session keeps (of holds not yet released): what
+    /// a watcher's polling must not grow.
+    #[doc(hidden)]
+    pub fn lost_callbacks(&self) -> usize {
+        self.inner
+            .current
+            .lock()
+            .as_ref()
+            .map_or(0, |s| s.lost_callbacks.lock().len())
+    }
+
     /// Whether TCP_NODELAY is set on this process's sockets to the servers (one entry per socket).
     #[doc(hidden)]
     pub fn socket_nodelay(&self) -> Vec<bool> {

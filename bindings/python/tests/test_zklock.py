@@ -260,3 +260,24 @@ def test_server_tick_is_the_tick_the_lease_reckons_with(zk_hosts, path):
             lock.release()
     with pytest.raises(zklock.InvalidArgument):
         zklock.Client(zk_hosts, 1.0, server_tick=0)
+
+
+def test_a_multi_lock_gives_each_locks_own_token(zk_hosts, path):
+    # Issue 26 item 3: each lock's own token (what fences what that lock guards), in the order
+    # given or by path; the single token is the largest of them. Two locks on one path would
+    # wait for each other: refused.
+    with zklock.Client(zk_hosts, 5.0) as c:
+        b, a = c.mutex(path + "/b"), c.mutex(path + "/a")
+        both = zklock.multi_lock([b, a])
+        with both:
+            tb, ta = both.tokens
+            assert both.token(path + "/a") == ta and both.token(path + "/b") == tb
+            assert both.fencing_token == max(ta, tb)
+            with pytest.raises(zklock.InvalidArgument):
+                both.token(path + "/elsewhere")
+        with pytest.raises(zklock.NotHeld):
+            both.tokens
+        with pytest.raises(zklock.InvalidArgument):
+            c.mutex(path + "/a").tokens
+        with pytest.raises(zklock.InvalidArgument):
+            zklock.multi_lock([c.mutex(path + "/same"), c.mutex(path + "/same")])

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use zookeeper_client as zk;
 
-use super::leases::{list_watch, wait, Leases};
+use super::leases::{give_back, list_watch, wait, Leases};
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::node::lease_prefix;
@@ -30,17 +30,20 @@ pub(super) enum AtOnce {
 }
 
 impl Leases {
-    /// Curator: create our lease node, then hold once there are at most N lease nodes.
+    /// Curator: create our lease node, then hold once there are at most N lease nodes (a
+    /// try-once attempt, `try_once`, never waits for that: its `d` is its pinned instant).
     pub(super) fn take_curator(
         &self,
         session: &Arc<Session>,
         d: Deadline,
+        try_once: bool,
         reg: &Registration<'_>,
     ) -> Result<Option<Hold>> {
         let prefix = lease_prefix();
         let data = self.client.holder_id().as_bytes();
         // First try: create our lease node and list the leases in one round trip.
-        let (mut made, mut listed) = self.create_and_list(session, &prefix, data, d, None)?;
+        let (mut made, mut listed) =
+            self.create_and_list(session, &prefix, data, d, try_once, None)?;
         loop {
             let (name, token) = match &made {
                 Some(m) => m.clone(),
@@ -59,7 +62,7 @@ impl Leases {
                 Ok(Some((c, w))) => (c, w),
                 Ok(None) => (Vec::new(), None),
                 Err(e) => {
-                    let _ = remove_node(session, &self.child(&name), false);
+                    self.remove_lease(session, &name, try_once, d);
                     return Err(e);
                 }
             };
@@ -74,8 +77,8 @@ impl Leases {
             if children.len() <= self.max_leases as usize {
                 return Ok(Some(Hold::new(session.clone(), self.child(&name), token)));
             }
-            if d.is_try_once() {
-                let _ = remove_node(session, &self.child(&name), false);
+            if try_once {
+                self.remove_lease(session, &name, try_once, d);
                 return Ok(None);
             }
             // Listed without a watch (the first time): list again, with one.
@@ -83,11 +86,11 @@ impl Leases {
             match wait(session, watcher, d, reg) {
                 Ok(true) => {}
                 Ok(false) => {
-                    let _ = remove_node(session, &self.child(&name), false);
+                    self.remove_lease(session, &name, try_once, d);
                     return Ok(None);
                 }
                 Err(e) => {
-                    let _ = remove_node(session, &self.child(&name), false);
+                    self.remove_lease(session, &name, try_once, d);
                     return Err(e);
                 }
             }
@@ -106,10 +109,12 @@ impl Leases {
         session: &Arc<Session>,
         guard: Hold,
         d: Deadline,
+        try_once: bool,
     ) -> Result<AtOnce> {
         let prefix = lease_prefix();
         let data = self.client.holder_id().as_bytes();
-        let (made, listed) = self.create_and_list(session, &prefix, data, d, Some(guard))?;
+        let (made, listed) =
+            self.create_and_list(session, &prefix, data, d, try_once, Some(guard))?;
         // The parents are missing (the ordinary way makes them).
         let Some((name, token)) = made else {
             return Ok(AtOnce::Again);
@@ -146,6 +151,7 @@ impl Leases {
         prefix: &str,
         data: &[u8],
         d: Deadline,
+        try_once: bool,
         release: Option<Hold>,
     ) -> Result<(Option<(String, i64)>, Option<Vec<String>>)> {
         let opts = self
@@ -160,8 +166,9 @@ impl Leases {
         // Replies come in request order: the listing's after the create's, the delete's last.
         let listed = session.call(list, d).ok();
         let created = session.call(create, d);
-        if let Some(Err(e)) = released.map(|r| r.finish()) {
-            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
+        if let Some(r) = released {
+            let what = format!("the mutex of the semaphore {}", self.path);
+            give_back(session, try_once, d, what, move || r.finish());
         }
         match created {
             Ok((stat, seq)) => Ok((Some((format!("{prefix}{seq}"), stat.czxid)), listed)),

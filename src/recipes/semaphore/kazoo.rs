@@ -18,11 +18,13 @@ use crate::session::Session;
 use crate::wait::Registration;
 
 impl Leases {
-    /// kazoo: create our lease node only while fewer than N exist.
+    /// kazoo: create our lease node only while fewer than N exist (a try-once attempt,
+    /// `try_once`, never waits for that: its `d` is its pinned instant).
     pub(super) fn take_kazoo(
         &self,
         session: &Arc<Session>,
         d: Deadline,
+        try_once: bool,
         reg: &Registration<'_>,
     ) -> Result<Option<Hold>> {
         let name = AttemptId::new().text(Protocol::Kazoo);
@@ -38,7 +40,7 @@ impl Leases {
                     create_ephemeral(&self.client, session, &self.dir, &name, data, false, d)?;
                 return Ok(Some(Hold::new(session.clone(), self.child(&name), token)));
             }
-            if d.is_try_once() {
+            if try_once {
                 return Ok(None);
             }
             if !wait(session, watcher, d, reg)? {

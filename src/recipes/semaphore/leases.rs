@@ -2,13 +2,15 @@
 //! waits on it that both layouts share.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use zookeeper_client as zk;
 
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::node::Protocol;
-use crate::session::{Client, Session};
+use crate::recipes::hold::remove_node;
+use crate::session::{Client, Session, SessionState};
 use crate::wait::Registration;
 
 /// The semaphore's place and size (both layouts work on it).
@@ -59,6 +61,59 @@ impl Leases {
 
     pub(super) fn child(&self, name: &str) -> String {
         format!("{}/{}", self.dir, name)
+    }
+
+    /// Removes our lease node `name` (not held: a failed, timed-out or cancelled attempt's),
+    /// through the one release path, as [`give_back`] says.
+    pub(super) fn remove_lease(
+        &self,
+        session: &Arc<Session>,
+        name: &str,
+        try_once: bool,
+        d: Deadline,
+    ) {
+        let (s, node) = (session.clone(), self.child(name));
+        give_back(session, try_once, d, node.clone(), move || {
+            remove_node(&s, &node, false)
+        });
+    }
+}
+
+/// Runs `release` (a delete of ours through the one release path: retried for up to a session
+/// timeout, then in the background) and waits for it, unless it could keep a try-once attempt
+/// past its pinned instant `d` (the instant passed, or the session is cut off): then it goes
+/// on on a thread of its own and the try returns now. Waited for otherwise, so that a process
+/// that exits right after a failed acquire does not leave the node behind. `what` names the
+/// node in the log.
+pub(super) fn give_back(
+    session: &Session,
+    try_once: bool,
+    d: Deadline,
+    what: String,
+    release: impl FnOnce() -> Result<()> + Send + 'static,
+) {
+    let job = Arc::new(parking_lot::Mutex::new(Some(move || {
+        if let Err(e) = release() {
+            log::warn!("releasing {what}: {e}");
+        }
+    })));
+    if try_once && (d.passed() || session.state() != SessionState::Connected) {
+        let j = job.clone();
+        let spawned = std::thread::Builder::new()
+            .name("zklock-release".into())
+            .spawn(move || run_once(&j));
+        if spawned.is_ok() {
+            return;
+        }
+    }
+    run_once(&job);
+}
+
+/// Runs the job unless it ran (or runs) already.
+fn run_once<F: FnOnce()>(job: &parking_lot::Mutex<Option<F>>) {
+    let f = job.lock().take();
+    if let Some(f) = f {
+        f()
     }
 }
 

@@ -187,13 +187,16 @@ impl Recipe for RawSemaphore {
         // Registered first (before a fresh session opens, the guarding mutex's wait and the
         // lease wait) and kept until the lease wait ends, so no cancel in between is lost.
         let reg = cancel.register();
+        // A try-once attempt has one instant for every step, as the mutex's: the guarding
+        // mutex, the lease's create and listing, the recovery of a lost reply, a fresh session.
+        let (try_once, d) = d.pinned(self.leases.client.session_timeout());
         let session = self.leases.client.session_for(d, Some(&reg.signal))?;
         if self.leases.protocol == Protocol::Kazoo
             && !self.leases.root_checked.load(Ordering::Acquire)
         {
             self.leases.ensure_kazoo_root(&session, d)?;
         }
-        let guard_d = if d.is_try_once() {
+        let guard_d = if try_once {
             Deadline::At(d.capped(TRY_GUARD_WAIT))
         } else {
             d
@@ -211,7 +214,7 @@ impl Recipe for RawSemaphore {
             at_once = false;
             match self
                 .leases
-                .take_curator_at_once(&guard.session.clone(), guard, d)?
+                .take_curator_at_once(&guard.session.clone(), guard, d, try_once)?
             {
                 AtOnce::Held(hold) if reg.signal.is_cancelled() => {
                     // Cancel works at any time: what was taken is given back.
@@ -220,7 +223,7 @@ impl Recipe for RawSemaphore {
                 }
                 AtOnce::Held(hold) => return Ok(Some(hold)),
                 // Every lease is taken (a try ends here; an acquire queues for the mutex again).
-                AtOnce::Full if d.is_try_once() => return Ok(None),
+                AtOnce::Full if try_once => return Ok(None),
                 AtOnce::Full | AtOnce::Again => {}
             }
         };
@@ -228,8 +231,8 @@ impl Recipe for RawSemaphore {
             Err(Error::Cancelled)
         } else {
             match self.leases.protocol {
-                Protocol::Curator => self.leases.take_curator(&guard.session, d, &reg),
-                Protocol::Kazoo => self.leases.take_kazoo(&guard.session, d, &reg),
+                Protocol::Curator => self.leases.take_curator(&guard.session, d, try_once, &reg),
+                Protocol::Kazoo => self.leases.take_kazoo(&guard.session, d, try_once, &reg),
             }
         };
         let r = match r {
@@ -243,12 +246,9 @@ impl Recipe for RawSemaphore {
         // Waited for, not sent and forgotten: a process that exits right after a failed acquire
         // would otherwise leave the guard's node, blocking every acquirer until its session
         // expires.
-        if let Err(e) = guard.release() {
-            log::warn!(
-                "releasing the mutex of the semaphore {}: {e}",
-                self.leases.path
-            );
-        }
+        let what = format!("the mutex of the semaphore {}", self.leases.path);
+        let session = guard.session.clone();
+        leases::give_back(&session, try_once, d, what, move || guard.release());
         r
     }
 

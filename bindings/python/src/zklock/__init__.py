@@ -245,6 +245,8 @@ _SIGNATURES = {
     "zkl_semaphore_new": (_status, [_client_p, c_char_p, c_uint32, POINTER(_lock_p)]),
     "zkl_simple_lock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
     "zkl_multi_lock_new": (_status, [POINTER(_lock_p), c_size_t, POINTER(_lock_p)]),
+    "zkl_multi_lock_token_at": (_status, [_lock_p, c_size_t, POINTER(c_int64)]),
+    "zkl_multi_lock_token_of": (_status, [_lock_p, c_char_p, POINTER(c_int64)]),
     "zkl_lock_acquire": (_status, [_lock_p, c_int64]),
     "zkl_lock_release": (_status, [_lock_p]),
     "zkl_lock_cancel": (_status, [_lock_p]),
@@ -711,6 +713,7 @@ class Lock(_Managed):
                  client: Optional["Client"] = None):
         super().__init__(ptr)
         self._kind, self._path, self._client = kind, path, client
+        self._parts: List[str] = []  # a multi-lock's locks' paths, in the order given
 
     def __repr__(self) -> str:
         try:
@@ -863,9 +866,31 @@ class Lock(_Managed):
     @property
     def fencing_token(self) -> int:
         """The current hold's fencing token, strictly increasing from one holder to the next
-        (:class:`NotHeld` if not held)."""
+        (:class:`NotHeld` if not held). A multi-lock's is the largest of its locks' tokens: it
+        fences only what holders of that whole set write (a holder of one of the locks alone may
+        get a smaller one); fence a resource that one lock guards with :attr:`tokens` or
+        :meth:`token`."""
         token = c_int64()
         _check(self._call(_lib.zkl_lock_fencing_token, ctypes.byref(token)))
+        return token.value
+
+    @property
+    def tokens(self) -> List[int]:
+        """A multi-lock's: each lock's own fencing token in the current hold, in the order the
+        locks were given to :func:`multi_lock` (:class:`NotHeld` if not held;
+        :class:`InvalidArgument` for a lock that is not a multi-lock)."""
+        out = []
+        for i in range(max(len(self._parts), 1)):
+            token = c_int64()
+            _check(self._call(_lib.zkl_multi_lock_token_at, i, ctypes.byref(token)))
+            out.append(token.value)
+        return out
+
+    def token(self, path: str) -> int:
+        """A multi-lock's: the fencing token of its lock at ``path`` in the current hold."""
+        token = c_int64()
+        _check(self._call(_lib.zkl_multi_lock_token_of, path.encode("utf-8"),
+                          ctypes.byref(token)))
         return token.value
 
     def participants(self) -> List[Participant]:
@@ -1038,7 +1063,9 @@ def multi_lock(locks: Iterable[Lock]) -> Lock:
             with lk._mu:
                 lk._ptr = ptr
         raise
-    return Lock(out.value, "multi_lock", ",".join(lk.path for lk in locks))
+    multi = Lock(out.value, "multi_lock", ",".join(lk.path for lk in locks))
+    multi._parts = [lk.path for lk in locks]
+    return multi
 
 
 class Client(_Managed):
