@@ -91,3 +91,62 @@ fn an_isolated_leader_loses_its_quorum_and_the_others_elect_a_new_one() {
         .all(|i| cluster.serving(i))));
     assert_eq!(cluster.mode(old).as_deref(), Some("follower"));
 }
+
+/// A partition holds bytes, as a real one does: a write that an isolated follower forwarded to
+/// its leader is not lost but arrives, and is applied, once the partition heals (before the
+/// members' own timeouts, syncLimit × tickTime, give up on each other).
+#[test]
+fn a_write_forwarded_during_a_partition_is_held_and_applied_after_the_heal() {
+    let cluster = TestingCluster::start_partitionable(3).expect("start ensemble");
+    let leader = cluster.leader().expect("a leader");
+    let follower = (leader + 1) % 3;
+    let through_follower = Admin::connect(&cluster.member_connect_string(follower)).unwrap();
+    let at_leader = Admin::connect(&cluster.member_connect_string(leader)).unwrap();
+    through_follower.create("/held-before", b"x").unwrap();
+
+    cluster.isolate(follower);
+    let cut = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let r = through_follower.create("/held-during", b"y");
+        (r, Instant::now())
+    });
+    // The follower forwards the create to the leader: the partition keeps it.
+    assert!(
+        eventually(Duration::from_secs(2), || cluster.held_from(follower) > 0),
+        "nothing held from the isolated follower"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        at_leader.node("/held-during").unwrap().is_none(),
+        "the create crossed the partition"
+    );
+    let held_for = cut.elapsed();
+    cluster.heal(follower);
+    let (created, at) = writer.join().unwrap();
+    assert!(
+        created.is_ok(),
+        "the held create failed after a partition of {held_for:?}: {created:?}"
+    );
+    assert!(at > cut + Duration::from_millis(300));
+    assert!(at_leader.node("/held-during").unwrap().is_some());
+    assert_eq!(cluster.held_from(follower), 0);
+}
+
+/// `isolate_dropping` keeps the old black hole: what the isolated follower forwards is lost,
+/// and the follower still rejoins after the heal.
+#[test]
+fn a_dropping_partition_loses_what_was_sent_and_the_follower_rejoins() {
+    let cluster = TestingCluster::start_partitionable(3).expect("start ensemble");
+    let leader = cluster.leader().expect("a leader");
+    let follower = (leader + 1) % 3;
+    let through_follower = Admin::connect(&cluster.member_connect_string(follower)).unwrap();
+    let at_leader = Admin::connect(&cluster.member_connect_string(leader)).unwrap();
+    cluster.isolate_dropping(follower);
+    let writer = std::thread::spawn(move || through_follower.create("/dropped", b"y"));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(cluster.held_from(follower), 0);
+    cluster.heal(follower);
+    let _ = writer.join().unwrap();
+    assert!(eventually(Duration::from_secs(30), || cluster.serving(follower)));
+    assert!(at_leader.node("/dropped").unwrap().is_none());
+}
