@@ -2,9 +2,14 @@
 //! `heal`, on real ZooKeeper servers.
 #![cfg(feature = "testing")]
 
+mod common;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zklock::testing::{eventually, Admin, TestingCluster};
+use common::{connect, unique_path};
+use zklock::testing::{eventually, Admin, TcpProxy, TestingCluster};
+use zklock::{Deadline, Lockable, SimpleLock};
 
 #[test]
 fn an_isolated_follower_stops_serving_the_leader_stays_and_the_healed_follower_rejoins() {
@@ -149,4 +154,140 @@ fn a_dropping_partition_loses_what_was_sent_and_the_follower_rejoins() {
     let _ = writer.join().unwrap();
     assert!(eventually(Duration::from_secs(30), || cluster.serving(follower)));
     assert!(at_leader.node("/dropped").unwrap().is_none());
+}
+
+/// Issue 26, item 1. A releases a simple lock through a follower F that a partition cuts off
+/// from its leader: the release's delete is held in the partition, A's connection to F is cut
+/// (F revalidates A's moving session through the held link too), A's session moves to another
+/// member, and A's release retries and completes there. B then takes the lock at the same path.
+/// When the partition heals, the held delete reaches the leader: it must not remove B's node.
+/// After the heal B's node is still there, B holds, and C cannot take the lock.
+///
+/// F also carries other clients' writes, held ahead of A's delete: at the heal the leader's
+/// request pipeline is busy with them when it reaches the delete, and by then it has read F's
+/// revalidation of A's session (held after the delete), which makes F A's server again, so
+/// ZooKeeper's session-moved check passes the stale delete (without that traffic it does
+/// about half of the time). Seen in the leader's transaction log: A's session's retried delete,
+/// B's create, the busy writes, then A's first delete.
+#[test]
+fn a_release_delete_held_in_a_partition_never_deletes_the_next_holders_node() {
+    let cluster = TestingCluster::start_partitionable(3).expect("start ensemble");
+    let leader = cluster.leader().expect("a leader");
+    let (f, o) = ((leader + 1) % 3, (leader + 2) % 3);
+    let proxies: Vec<TcpProxy> = (0..3)
+        .map(|i| TcpProxy::start(&cluster.member_connect_string(i)).unwrap())
+        .collect();
+    // A's host list names every member, each through a proxy; it starts on F (the others
+    // refuse it for now).
+    proxies[leader].refuse_new(true);
+    proxies[o].refuse_new(true);
+    let a_hosts = [f, leader, o]
+        .map(|i| proxies[i].connect_string())
+        .join(",");
+    let a = connect(&a_hosts, 4000);
+    let b = connect(&cluster.member_connect_string(leader), 4000);
+    let c = connect(
+        &format!(
+            "{},{}",
+            cluster.member_connect_string(leader),
+            cluster.member_connect_string(o)
+        ),
+        4000,
+    );
+    let path = unique_path("held-release-delete");
+    let la = Arc::new(SimpleLock::new(&a, &path).unwrap());
+    let lb = SimpleLock::new(&b, &path).unwrap();
+    let lc = SimpleLock::new(&c, &path).unwrap();
+    let token_a = la
+        .acquire(Deadline::Forever)
+        .unwrap()
+        .expect("A takes the free lock");
+    assert_eq!(cluster.member_of_session(a.session_id()), Some(f));
+
+    // Other clients of F write too, so that F's stream to the leader carries their writes
+    // ahead of A's delete (a follower with traffic): at the heal the leader reads them all.
+    let busy_proxy = TcpProxy::start(&cluster.member_connect_string(f)).unwrap();
+    let busy = Arc::new(Admin::connect(&busy_proxy.connect_string()).unwrap());
+
+    cluster.isolate(f);
+    let isolated_at = Instant::now();
+    const BUSY: usize = 200;
+    let writers: Vec<_> = (0..BUSY)
+        .map(|i| {
+            let (busy, path) = (busy.clone(), format!("{path}-busy-{i}"));
+            std::thread::spawn(move || busy.create(&path, b"w"))
+        })
+        .collect();
+    assert!(
+        eventually(Duration::from_secs(2), || busy_proxy.creates_seen() >= BUSY),
+        "the busy writes did not reach F"
+    );
+    // The release's write: a delete (op 2), or a multi (op 14) holding one.
+    let releases = || proxies[f].requests_seen(2) + proxies[f].requests_seen(14);
+    let deletes = releases();
+    let held = cluster.held_from(f);
+    let la2 = la.clone();
+    let releaser = std::thread::spawn(move || la2.release());
+    // The release's delete reaches F, which forwards it to the leader: the partition holds it.
+    assert!(
+        eventually(Duration::from_secs(2), || releases() > deletes
+            && cluster.held_from(f) > held),
+        "A's delete was not held in the partition"
+    );
+    // A's connection to F is cut. A comes back to F (the others still refuse): F asks the
+    // leader to revalidate A's session, and the partition holds that too.
+    let (connects, held) = (proxies[f].connects_seen(), cluster.held_from(f));
+    proxies[f].cut_all();
+    assert!(
+        eventually(Duration::from_secs(2), || proxies[f].connects_seen()
+            > connects
+            && cluster.held_from(f) > held),
+        "A did not come back to F"
+    );
+    // Cut again, F refusing now: A's session moves to another member, where the release's
+    // retry completes.
+    proxies[f].refuse_new(true);
+    proxies[leader].refuse_new(false);
+    proxies[o].refuse_new(false);
+    proxies[f].cut_all();
+    let released = releaser.join().unwrap();
+    let token_b = lb
+        .acquire(Deadline::after(Duration::from_secs(10)))
+        .unwrap()
+        .expect("B takes the lock A released");
+    assert!(token_b > token_a);
+    let partition = isolated_at.elapsed();
+    cluster.heal(f);
+    eprintln!(
+        "A's release: {released:?}; B took the lock {partition:?} after the partition began \
+         (the members give up on each other after 2.5 s)"
+    );
+    for w in writers {
+        let _ = w.join();
+    }
+    assert!(
+        eventually(Duration::from_secs(30), || (0..3)
+            .all(|i| cluster.serving(i))
+            && cluster.held_from(f) == 0),
+        "the ensemble did not settle after the heal"
+    );
+    // What a user would check, for a while after the heal: B's node is still there, B holds,
+    // nobody else gets the lock.
+    let admin = Admin::connect(&cluster.member_connect_string(leader)).unwrap();
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        let node = admin.node(&path).unwrap();
+        assert_eq!(
+            node.as_ref().map(|n| n.czxid),
+            Some(token_b),
+            "B's node (czxid {token_b}) is gone after the heal: the held delete removed it \
+             (at the path now: {node:?})"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(lb.is_held(), "B no longer holds after the heal");
+    assert!(
+        lc.try_lock().unwrap().is_none(),
+        "C took the lock while B said it held"
+    );
 }
