@@ -63,6 +63,10 @@ struct Shared {
     /// Replies dropped so far.
     dropped: AtomicUsize,
     creates: AtomicUsize,
+    /// Requests forwarded so far, by op code.
+    ops: Mutex<HashMap<i32, usize>>,
+    /// Connect requests (first frames of framed connections) forwarded so far.
+    connects: AtomicUsize,
     next_id: AtomicU64,
     conns: Mutex<HashMap<u64, Arc<Conn>>>,
 }
@@ -111,6 +115,8 @@ impl TcpProxy {
             drop_xid: AtomicI32::new(0),
             dropped: AtomicUsize::new(0),
             creates: AtomicUsize::new(0),
+            ops: Mutex::new(HashMap::new()),
+            connects: AtomicUsize::new(0),
             next_id: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
         });
@@ -191,6 +197,18 @@ impl TcpProxy {
     /// Number of create requests forwarded to the server so far.
     pub fn creates_seen(&self) -> usize {
         self.shared.creates.load(Ordering::SeqCst)
+    }
+
+    /// Number of requests with op code `op` (e.g. 2, delete) forwarded to the server so far.
+    pub fn requests_seen(&self, op: i32) -> usize {
+        let ops = self.shared.ops.lock().unwrap_or_else(|e| e.into_inner());
+        ops.get(&op).copied().unwrap_or(0)
+    }
+
+    /// Number of connect requests (a session's first message on a connection: a new session
+    /// or one moving here) forwarded to the server so far.
+    pub fn connects_seen(&self) -> usize {
+        self.shared.connects.load(Ordering::SeqCst)
     }
 
     /// While on, accepted connections are closed at once.
@@ -397,6 +415,7 @@ fn client_to_server(
             .into_iter()
             .flatten()
             .any(|op| CREATE_OPS.contains(&op));
+        let first_frame = first;
         first = false;
         if let Some(op) = op {
             if sh
@@ -422,6 +441,15 @@ fn client_to_server(
                 let xid = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
                 sh.drop_xid.store(xid, Ordering::SeqCst);
             }
+        }
+        if let Some(op) = op {
+            *sh.ops
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(op)
+                .or_insert(0) += 1;
+        } else if first_frame {
+            sh.connects.fetch_add(1, Ordering::SeqCst);
         }
         if is_create {
             sh.creates.fetch_add(1, Ordering::SeqCst);
