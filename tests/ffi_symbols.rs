@@ -23,8 +23,6 @@ const CONTRACT_FUNCTIONS: &[&str] = &[
     "zkl_semaphore_new",
     "zkl_simple_lock_new",
     "zkl_multi_lock_new",
-    "zkl_multi_lock_token_at",
-    "zkl_multi_lock_token_of",
     "zkl_lock_acquire",
     "zkl_lock_release",
     "zkl_lock_cancel",

@@ -235,7 +235,7 @@ pub unsafe extern "C" fn zkl_client_connect_with(
 ///
 /// ```c
 /// zkl_client *c;
-/// /* servers with tickTime=500 that do not run `conf` */
+/// // servers with tickTime=500 that do not run `conf`
 /// if (zkl_client_connect_with_tick("zk1:2181", 1000, 0, NULL, 500, &c) != ZKL_OK)
 ///     fprintf(stderr, "%s\n", zkl_last_error_message());
 /// ```
