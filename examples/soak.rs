@@ -15,11 +15,18 @@
 //! tickTime) holds one exclusive lock for seconds at a time and sends little else: the holder
 //! that a follower cut off from its leader can go on answering after the leader expired it.
 //!
-//! Meanwhile two nemeses inject faults: one on the servers (kill and restart the leader or a
+//! Meanwhile nemeses inject faults: one on the servers (kill and restart the leader or a
 //! follower; partition a follower, with the clients connected to it, from the rest, preferably
-//! while a quiet client holds a lock through it), one on the clients (SIGSTOP past or short of
-//! the session timeout, black-hole a client's connections, reset them, drop one reply, kill a
-//! client and start a new one). Each kind comes up once per round, in a random order.
+//! while a quiet client holds a lock through it; or partition a follower for less than
+//! syncLimit x tickTime while the clients connected to it move to other members: their
+//! connection to it is cut, they may come back to it, it is cut again and refused), one on the
+//! clients (SIGSTOP past or short of the session timeout, black-hole a client's connections,
+//! reset them, drop one reply, kill a client and start a new one). A partition holds bytes, as
+//! a real one does ([`TestingCluster::isolate`]): what the follower forwarded before or during
+//! it reaches the leader at the heal, and is applied if the members had not yet given up on
+//! each other. Each kind comes up once per round, in a random order. With `--all-at-once true`
+//! (what `scripts/soak.sh` runs) every kind overlaps: server faults come twice as often and a
+//! second client nemesis faults the clients' networks while the first one works.
 //!
 //! Every client writes its events as JSON lines with CLOCK_MONOTONIC timestamps (one clock for
 //! every process of the machine): `acq` when an acquire returned a hold, `chk` each time the
@@ -34,8 +41,10 @@
 //! soak's root, and every lock must be acquirable. The judge is checked on fabricated
 //! violations before each run. One summary line; exit status 1 on any violation, each printed
 //! with its holds and the faults before it; 2 if the soak itself failed (a member that would
-//! not restart). The events, faults, client logs and (on a violation) the servers' logs stay in
-//! the results directory (`--out`, default `target/soak/<time>`).
+//! not restart). The events, faults, client logs and (on a violation) the servers' logs and
+//! transaction logs stay in the results directory (`--out`, default `target/soak/<time>`); a
+//! violation's evidence says who removed each lock node (session, client, zxid, transaction),
+//! read with ZooKeeper's `TxnLogToolkit`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
@@ -64,10 +73,11 @@ const LEASES: u32 = 3;
 const TICK: Duration = Duration::from_millis(500);
 
 /// The fault kinds, in the order of the summary line.
-const FAULT_KINDS: [&str; 9] = [
+const FAULT_KINDS: [&str; 10] = [
     "kill-leader",
     "kill-follower",
     "partition",
+    "partition-move",
     "sigstop-long",
     "sigstop-short",
     "blackhole",
@@ -162,7 +172,15 @@ const CLIENT_FAULTS: [&str; 6] = [
     "drop-reply",
     "kill-client",
 ];
-const SERVER_FAULTS: [&str; 3] = ["kill-leader", "kill-follower", "partition"];
+const SERVER_FAULTS: [&str; 4] = [
+    "kill-leader",
+    "kill-follower",
+    "partition",
+    "partition-move",
+];
+/// The client faults that need no client process of their own (only its proxies): what the
+/// second client nemesis of `--all-at-once` deals.
+const NET_FAULTS: [&str; 3] = ["blackhole", "reset", "drop-reply"];
 
 /// `--name value` arguments.
 struct Args(HashMap<String, String>);
@@ -197,7 +215,7 @@ fn main() -> ExitCode {
     }
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!(
-            "usage: soak [--minutes M] [--clients N] [--quiet N] [--session-ms MS,..] [--quiet-session-ms MS,..] [--seed S] [--out DIR]"
+            "usage: soak [--minutes M] [--clients N] [--quiet N] [--session-ms MS,..] [--quiet-session-ms MS,..] [--seed S] [--out DIR] [--all-at-once true] [--txnlog true]"
         );
         return ExitCode::SUCCESS;
     }
@@ -309,6 +327,22 @@ fn client_main(a: &Args) {
     } else {
         WORKS.iter().map(|(w, n)| (*w, n.to_string())).collect()
     };
+    // Each session this client has (a new one after an expiry): the transaction logs name
+    // sessions, the evidence names clients.
+    {
+        let (client, log, stop) = (client.clone(), log.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut last = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let sid = client.session_id();
+                if sid != last && sid != 0 {
+                    log.put(json!({"e": "session", "t": now_ns(), "sid": sid}));
+                    last = sid;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+    }
     let mut threads = Vec::new();
     for (i, (work, name)) in works.into_iter().enumerate() {
         let (client, log, stop) = (client.clone(), log.clone(), stop.clone());
@@ -593,9 +627,11 @@ fn record(faults: &Faults, kind: &'static str, target: String, start: u64) {
 /// A client slot's network: its proxies (one per member), and a lock that one fault at a time
 /// holds on it (the two nemeses may both want it).
 struct Net {
+    index: usize,
     proxies: Vec<TcpProxy>,
     busy: StdMutex<()>,
     quiet: bool,
+    session: Duration,
     /// The event log of the slot's current process.
     events: StdMutex<PathBuf>,
 }
@@ -707,8 +743,8 @@ fn signal(pid: u32, sig: i32) {
 const OPS: [i32; 14] = [2, 2, 2, 2, 1, 15, 15, 14, 3, 4, 8, 12, 9, 2];
 
 /// The proxy through which the client of `slot` is connected now, if any.
-fn live_proxy(slot: &Slot) -> Option<&TcpProxy> {
-    slot.net.proxies.iter().find(|p| p.connections() > 0)
+fn live_proxy(net: &Net) -> Option<&TcpProxy> {
+    net.proxies.iter().find(|p| p.connections() > 0)
 }
 
 /// One client fault on a random slot; returns false if nothing was injected.
@@ -741,14 +777,40 @@ fn client_fault(
             signal(pid, libc::SIGCONT);
             record(faults, kind, format!("{target} for {d:?}"), start);
         }
+        "blackhole" | "reset" | "drop-reply" => {
+            return net_fault(kind, &slot.net, &target, rng, faults);
+        }
+        "kill-client" => {
+            signal(pid, libc::SIGKILL);
+            if let Some(mut c) = slot.child.take() {
+                let _ = c.wait();
+            }
+            record(faults, kind, target, start);
+            std::thread::sleep(rng.ms(0, 1500));
+            slot.incarnation += 1;
+            if let Err(e) = run.spawn(slot) {
+                problem(format!("could not start client {}: {e}", slot.id()));
+            }
+        }
+        _ => unreachable!(),
+    }
+    true
+}
+
+/// One fault on a client's network (its proxies): black-hole it, reset a connection at a
+/// request, drop one reply. The caller holds `net.busy`. Returns false if nothing was injected.
+fn net_fault(kind: &'static str, net: &Net, target: &str, rng: &mut Rng, faults: &Faults) -> bool {
+    let session = net.session.as_millis() as u64;
+    let start = now_ns();
+    match kind {
         "blackhole" => {
             let d = rng.ms(session / 4, session * 2);
-            for p in &slot.net.proxies {
+            for p in &net.proxies {
                 p.set_blackhole(true);
             }
             std::thread::sleep(d);
             let cut = rng.chance(0.5);
-            for p in &slot.net.proxies {
+            for p in &net.proxies {
                 p.set_blackhole(false);
                 if cut {
                     p.cut_all();
@@ -758,7 +820,7 @@ fn client_fault(
             record(faults, kind, format!("{target} for {d:?}{how}"), start);
         }
         "reset" => {
-            let Some(p) = live_proxy(slot) else {
+            let Some(p) = live_proxy(net) else {
                 return false;
             };
             let op = *rng.pick(&OPS);
@@ -777,7 +839,7 @@ fn client_fault(
             record(faults, kind, format!("{target}: {how}"), start);
         }
         "drop-reply" => {
-            let Some(p) = live_proxy(slot) else {
+            let Some(p) = live_proxy(net) else {
                 return false;
             };
             let before = p.replies_dropped();
@@ -793,18 +855,6 @@ fn client_fault(
             }
             let Some(op) = fired else { return false };
             record(faults, kind, format!("{target}: reply to op {op}"), start);
-        }
-        "kill-client" => {
-            signal(pid, libc::SIGKILL);
-            if let Some(mut c) = slot.child.take() {
-                let _ = c.wait();
-            }
-            record(faults, kind, target, start);
-            std::thread::sleep(rng.ms(0, 1500));
-            slot.incarnation += 1;
-            if let Err(e) = run.spawn(slot) {
-                problem(format!("could not start client {}: {e}", slot.id()));
-            }
         }
         _ => unreachable!(),
     }
@@ -898,8 +948,11 @@ fn server_fault(
                 others(*s).for_each(|p| p.set_blackhole(true));
             }
             let d = rng.ms(1000, 9000);
+            // The partition holds bytes (as a real one): what crossed it late is delivered at
+            // the heal, applied if the members had not yet given up on each other.
             cluster.isolate(f);
             std::thread::sleep(d);
+            let held = cluster.held_from(f);
             cluster.heal(f);
             for (s, _) in &with {
                 others(*s).for_each(|p| {
@@ -912,7 +965,80 @@ fn server_fault(
             record(
                 faults,
                 kind,
-                format!("member {f} for {d:?}, with client slots {slots:?}"),
+                format!(
+                    "member {f} for {d:?} (held {held} bytes from it), with client slots {slots:?}"
+                ),
+                start,
+            );
+        }
+        "partition-move" => {
+            // A partition that holds bytes, shorter than syncLimit x tickTime (so what the
+            // follower forwarded is still applied after the heal), while the clients connected
+            // to the follower move to other members: their connection to it is cut, they come
+            // back to it (the follower's revalidation of their sessions is held too), it is cut
+            // again with the follower refusing them, and their sessions move. Preferably the
+            // follower of a client that holds a lock now.
+            let on = |m: usize| clients_on(nets, m);
+            let f = (0..n)
+                .filter(|&i| i != leader)
+                .max_by_key(|&i| {
+                    let holders = on(i).iter().filter(|&&s| nets[s].holding()).count();
+                    (holders, on(i).len(), i == follower)
+                })
+                .unwrap_or(follower);
+            let with: Vec<(usize, std::sync::MutexGuard<'_, ()>)> = on(f)
+                .into_iter()
+                .filter_map(|s| nets[s].busy.try_lock().ok().map(|g| (s, g)))
+                .collect();
+            let start = now_ns();
+            let began = Instant::now();
+            cluster.isolate(f);
+            // Let requests sent now cross into the partition, then move the clients: first
+            // back to the follower (the other members refuse them for a moment), whose
+            // revalidation of their sessions is held after those requests, then away.
+            std::thread::sleep(rng.ms(50, 500));
+            let others = |s: usize| {
+                nets[s]
+                    .proxies
+                    .iter()
+                    .enumerate()
+                    .filter(move |(m, _)| *m != f)
+                    .map(|(_, p)| p)
+            };
+            let back: Vec<usize> = with
+                .iter()
+                .map(|(s, _)| {
+                    others(*s).for_each(|p| p.refuse_new(true));
+                    let p = &nets[*s].proxies[f];
+                    let n = p.connects_seen();
+                    p.cut_all();
+                    n
+                })
+                .collect();
+            eventually(Duration::from_millis(800), || {
+                with.iter()
+                    .zip(&back)
+                    .all(|((s, _), n)| nets[*s].proxies[f].connects_seen() > *n)
+            });
+            for (s, _) in &with {
+                nets[*s].proxies[f].refuse_new(true);
+                others(*s).for_each(|p| p.refuse_new(false));
+                nets[*s].proxies[f].cut_all();
+            }
+            let d = rng.ms(1200, 2300);
+            std::thread::sleep(d.saturating_sub(began.elapsed()));
+            let held = cluster.held_from(f);
+            cluster.heal(f);
+            let d = began.elapsed();
+            for (s, _) in &with {
+                nets[*s].proxies[f].refuse_new(false);
+            }
+            let slots: Vec<usize> = with.iter().map(|(s, _)| *s).collect();
+            drop(with);
+            record(
+                faults,
+                kind,
+                format!("member {f} for {d:?} (held {held} bytes from it), client slots {slots:?} moved off it"),
                 start,
             );
         }
@@ -952,6 +1078,9 @@ fn coordinator(a: &Args) -> io::Result<bool> {
     let sessions = ms_list("session-ms", "4000,3000")?;
     let quiet_sessions = ms_list("quiet-session-ms", "1000,2000")?;
     let seed: u64 = a.get("seed", now_ns());
+    // Every fault kind at once: faults on the servers come twice as often, and a second
+    // client nemesis faults the clients' networks while the first one works.
+    let all_at_once: bool = a.get("all-at-once", false);
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -962,7 +1091,8 @@ fn coordinator(a: &Args) -> io::Result<bool> {
         .unwrap_or_else(|| PathBuf::from(format!("target/soak/{stamp}")));
     std::fs::create_dir_all(&out)?;
     println!(
-        "soak: {minutes} min, {n_clients} busy clients (sessions {sessions:?}) + {n_quiet} quiet (sessions {quiet_sessions:?}), seed {seed}, results in {}",
+        "soak: {minutes} min, {n_clients} busy clients (sessions {sessions:?}) + {n_quiet} quiet (sessions {quiet_sessions:?}), {}, seed {seed}, results in {}",
+        if all_at_once { "every fault kind at once" } else { "one server and one client fault at a time" },
         out.display()
     );
     let mut cluster = TestingCluster::start_partitionable(3)?;
@@ -993,6 +1123,12 @@ fn coordinator(a: &Args) -> io::Result<bool> {
             },
             quiet,
             net: Arc::new(Net {
+                index,
+                session: if quiet {
+                    quiet_sessions[(index - n_clients) % quiet_sessions.len()]
+                } else {
+                    sessions[index % sessions.len()]
+                },
                 proxies,
                 busy: StdMutex::new(()),
                 quiet,
@@ -1015,8 +1151,13 @@ fn coordinator(a: &Args) -> io::Result<bool> {
         let mut rng = Rng::new(seed ^ 0x5E4F);
         let mut deck = Deck::new(&SERVER_FAULTS);
         std::thread::spawn(move || {
+            let pause = if all_at_once {
+                (500, 2000)
+            } else {
+                (1000, 4000)
+            };
             while Instant::now() < end {
-                std::thread::sleep(rng.ms(1000, 4000));
+                std::thread::sleep(rng.ms(pause.0, pause.1));
                 if Instant::now() >= end {
                     break;
                 }
@@ -1028,6 +1169,32 @@ fn coordinator(a: &Args) -> io::Result<bool> {
             cluster
         })
     };
+    let net_nemesis = all_at_once.then(|| {
+        let faults = faults.clone();
+        let nets: Vec<Arc<Net>> = slots.iter().map(|s| s.net.clone()).collect();
+        let mut rng = Rng::new(seed ^ 0x0E7);
+        let mut deck = Deck::new(&NET_FAULTS);
+        std::thread::spawn(move || {
+            while Instant::now() < end {
+                std::thread::sleep(rng.ms(500, 2500));
+                if Instant::now() >= end {
+                    break;
+                }
+                let kind = deck.deal(&mut rng);
+                let net = &nets[rng.range(0, nets.len() as u64 - 1) as usize];
+                let injected = match net.busy.try_lock() {
+                    Ok(_busy) => {
+                        let target = format!("client slot {}", net.index);
+                        net_fault(kind, net, &target, &mut rng, &faults)
+                    }
+                    Err(_) => false,
+                };
+                if !injected {
+                    deck.undo(kind);
+                }
+            }
+        })
+    });
     // The client nemesis runs on this thread: it (re)starts client processes, which die with
     // the thread that started them.
     let mut rng = Rng::new(seed ^ 0xC11E);
@@ -1041,6 +1208,9 @@ fn coordinator(a: &Args) -> io::Result<bool> {
         if !client_fault(kind, &run, &mut slots, &mut rng, &faults) {
             deck.undo(kind);
         }
+    }
+    if let Some(t) = net_nemesis {
+        let _ = t.join();
     }
     let cluster = server_nemesis
         .join()
@@ -1123,10 +1293,27 @@ fn coordinator(a: &Args) -> io::Result<bool> {
                 out.join(format!("zookeeper-member{i}.log")),
             );
         }
+        match txn_log_evidence(&cluster, &out) {
+            Ok(summary) => {
+                writeln!(
+                    f,
+                    "Who removed each lock node (the members' transaction logs):"
+                )?;
+                f.write_all(summary.as_bytes())?;
+            }
+            Err(e) => problem(format!("could not read the transaction logs: {e}")),
+        }
         println!(
-            "soak: evidence in {}/violations.txt (events-*.jsonl, zookeeper-member*.log beside it)",
+            "soak: evidence in {}/violations.txt (events-*.jsonl, zookeeper-member*.log, txnlog.txt beside it)",
             out.display()
         );
+    }
+    if violations.is_empty() && a.get("txnlog", false) {
+        // Asked for: who removed each lock node, without a violation.
+        match txn_log_evidence(&cluster, &out) {
+            Ok(summary) => std::fs::write(out.join("removals.txt"), summary)?,
+            Err(e) => problem(format!("could not read the transaction logs: {e}")),
+        }
     }
     let counts: Vec<String> = FAULT_KINDS
         .iter()
@@ -1157,6 +1344,158 @@ fn coordinator(a: &Args) -> io::Result<bool> {
         )?;
     }
     Ok(violations.is_empty())
+}
+
+/// Reads the members' transaction logs (ZooKeeper's `TxnLogToolkit`), writes every transaction
+/// on the soak's nodes, and each session's creation and close, to `out/txnlog.txt` (one line a
+/// zxid, from whichever member has it), and returns who removed each lock node: for each node
+/// created under the soak's root, the transaction that removed it (a delete or a multi naming
+/// it, with its session, client and zxid, or its owner's closeSession), one line per node.
+fn txn_log_evidence(cluster: &TestingCluster, out: &Path) -> io::Result<String> {
+    let classpath = std::env::var("ZOOKEEPER_CLASSPATH").unwrap_or_else(|_| {
+        "/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar"
+            .into()
+    });
+    let mut txns: BTreeMap<u64, String> = BTreeMap::new();
+    for i in 0..cluster.len() {
+        let dir = cluster.dir().join(format!("member{i}/data/version-2"));
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if !e.file_name().to_string_lossy().starts_with("log.") {
+                continue;
+            }
+            let dump = Command::new("java")
+                .args(["-cp", &classpath])
+                .arg("org.apache.zookeeper.server.persistence.TxnLogToolkit")
+                .arg("-d")
+                .arg(e.path())
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()?;
+            for line in String::from_utf8_lossy(&dump.stdout).lines() {
+                // "<date> session 0x.. cxid 0x.. zxid 0x.. <type> <details>"
+                let Some(at) = line.find(" session 0x") else {
+                    continue;
+                };
+                let txn = &line[at + 1..];
+                let w: Vec<&str> = txn.splitn(8, ' ').collect();
+                let Some(zxid) = w
+                    .get(5)
+                    .and_then(|z| u64::from_str_radix(z.trim_start_matches("0x"), 16).ok())
+                else {
+                    continue;
+                };
+                let kind = w.get(6).copied().unwrap_or("");
+                if txn.contains(ROOT) || kind == "createSession" || kind == "closeSession" {
+                    txns.entry(zxid).or_insert_with(|| txn.to_string());
+                }
+            }
+        }
+    }
+    // Session id -> client, from the clients' `session` events.
+    let mut clients: HashMap<i64, String> = HashMap::new();
+    for e in std::fs::read_dir(out)?.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(id) = name
+            .strip_prefix("events-")
+            .and_then(|n| n.strip_suffix(".jsonl"))
+        else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        for v in text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        {
+            if let Some(sid) = v.get("sid").and_then(Value::as_i64) {
+                clients.insert(sid, id.to_string());
+            }
+        }
+    }
+    let who = |session: &str| -> String {
+        let sid = i64::from_str_radix(session.trim_start_matches("0x"), 16)
+            .or_else(|_| {
+                u64::from_str_radix(session.trim_start_matches("0x"), 16).map(|v| v as i64)
+            })
+            .unwrap_or(0);
+        match clients.get(&sid) {
+            Some(c) => format!("session {session} (client {c})"),
+            None => format!("session {session}"),
+        }
+    };
+    let mut dump = File::create(out.join("txnlog.txt"))?;
+    // Live nodes: path -> (creating zxid, owner session).
+    let mut live: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    let mut summary = String::new();
+    // Deletes by a session other than the node's creator's: what to look at first.
+    let mut foreign = String::new();
+    for (zxid, txn) in &txns {
+        writeln!(dump, "{txn}")?;
+        let w: Vec<&str> = txn.splitn(8, ' ').collect();
+        let (session, kind, rest) = (
+            w[1],
+            w.get(6).copied().unwrap_or(""),
+            w.get(7).copied().unwrap_or(""),
+        );
+        let path_of = |r: &str| -> String {
+            r.trim_start_matches('\'')
+                .split([',', ' '])
+                .next()
+                .unwrap_or("")
+                .to_string()
+        };
+        match kind {
+            k if k.starts_with("create") && k != "createSession" => {
+                live.insert(path_of(rest), (*zxid, session.to_string()));
+            }
+            "delete" => {
+                let path = path_of(rest);
+                let by = who(session);
+                match live.remove(&path) {
+                    Some((cz, owner)) => {
+                        let line = format!(
+                            "{path} (created {cz:#x} by {}) deleted by {by}: zxid {zxid:#x}, delete\n",
+                            who(&owner)
+                        );
+                        if owner != session && path != ROOT {
+                            foreign += &line;
+                        }
+                        summary += &line;
+                    }
+                    None => summary += &format!("{path} deleted by {by}: zxid {zxid:#x}, delete\n"),
+                }
+            }
+            "closeSession" => {
+                let gone: Vec<String> = live
+                    .iter()
+                    .filter(|(_, (_, o))| o == session)
+                    .map(|(p, _)| p.clone())
+                    .collect();
+                for path in gone {
+                    if let Some((cz, _)) = live.remove(&path) {
+                        summary += &format!(
+                            "{path} (created {cz:#x}) removed with its owner {}: zxid {zxid:#x}, closeSession\n",
+                            who(session)
+                        );
+                    }
+                }
+            }
+            "multi" => {
+                summary += &format!("multi by {}: zxid {zxid:#x}: {rest}\n", who(session));
+            }
+            _ => {}
+        }
+    }
+    if foreign.is_empty() {
+        foreign = "(none)\n".into();
+    }
+    Ok(format!(
+        "Deleted by a session other than its creator's:\n{foreign}\nEvery removal:\n{summary}"
+    ))
 }
 
 fn group_thousands(n: usize) -> String {
