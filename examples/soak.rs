@@ -21,7 +21,9 @@
 //! syncLimit x tickTime while the clients connected to it move to other members: their
 //! connection to it is cut, they may come back to it, it is cut again and refused), one on the
 //! clients (SIGSTOP past or short of the session timeout, black-hole a client's connections,
-//! reset them, drop one reply, kill a client and start a new one). A partition holds bytes, as
+//! reset them, drop one reply, kill a client and start a new one, or have a client fork a
+//! child that lets go of every handle it inherited and exits: nothing of the parent's may
+//! change, and the child must exit at once). A partition holds bytes, as
 //! a real one does ([`TestingCluster::isolate`]): what the follower forwarded before or during
 //! it reaches the leader at the heal, and is applied if the members had not yet given up on
 //! each other. Each kind comes up once per round, in a random order. With `--all-at-once true`
@@ -73,7 +75,7 @@ const LEASES: u32 = 3;
 const TICK: Duration = Duration::from_millis(500);
 
 /// The fault kinds, in the order of the summary line.
-const FAULT_KINDS: [&str; 10] = [
+const FAULT_KINDS: [&str; 11] = [
     "kill-leader",
     "kill-follower",
     "partition",
@@ -84,6 +86,7 @@ const FAULT_KINDS: [&str; 10] = [
     "reset",
     "drop-reply",
     "kill-client",
+    "fork-child",
 ];
 
 /// What went wrong with the soak's own machinery (a member that would not restart, a client
@@ -164,13 +167,14 @@ impl Deck {
     }
 }
 
-const CLIENT_FAULTS: [&str; 6] = [
+const CLIENT_FAULTS: [&str; 7] = [
     "sigstop-long",
     "sigstop-short",
     "blackhole",
     "reset",
     "drop-reply",
     "kill-client",
+    "fork-child",
 ];
 const SERVER_FAULTS: [&str; 4] = [
     "kill-leader",
@@ -286,13 +290,19 @@ fn client_main(a: &Args) {
     // then closes it (close the session and exit).
     let stop = Arc::new(AtomicBool::new(false));
     let (exit_tx, exit_rx) = mpsc::channel::<()>();
+    let (fork_tx, fork_rx) = mpsc::channel::<()>();
     {
         let stop = stop.clone();
         std::thread::spawn(move || {
             let mut line = String::new();
             while matches!(io::stdin().read_line(&mut line), Ok(n) if n > 0) {
-                if line.trim() == "stop" {
-                    stop.store(true, Ordering::SeqCst);
+                match line.trim() {
+                    "stop" => stop.store(true, Ordering::SeqCst),
+                    // The coordinator's fork fault.
+                    "fork" => {
+                        let _ = fork_tx.send(());
+                    }
+                    _ => {}
                 }
                 line.clear();
             }
@@ -343,6 +353,42 @@ fn client_main(a: &Args) {
             }
         });
     }
+    // The fork fault: a child forked while this client's workers hold and wait lets go of
+    // every inherited handle and exits, as a pre-fork server's worker or a Python child does;
+    // nothing of this process's may change (the judge sees it if a hold of ours goes).
+    {
+        let (client, log) = (client.clone(), log.clone());
+        std::thread::spawn(move || {
+            while fork_rx.recv().is_ok() {
+                let handles: Vec<Arc<dyn Lockable>> = INHERITABLE
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                let inherited = client.clone();
+                let t = now_ns();
+                let child = zklock::testing::fork_child(move || {
+                    for h in &handles {
+                        let _ = h.release();
+                    }
+                    drop(handles);
+                    inherited.close();
+                    0
+                });
+                let outcome = match child {
+                    Ok(pid) => match zklock::testing::wait_child(pid, Duration::from_secs(10)) {
+                        Some(code) => format!("exit {code}"),
+                        None => {
+                            signal(pid, libc::SIGKILL);
+                            let _ = zklock::testing::wait_child(pid, Duration::from_secs(5));
+                            "hung: killed after 10 s".to_string()
+                        }
+                    },
+                    Err(e) => format!("fork failed: {e}"),
+                };
+                log.put(json!({"e": "fork", "t": t, "x": outcome}));
+            }
+        });
+    }
     let mut threads = Vec::new();
     for (i, (work, name)) in works.into_iter().enumerate() {
         let (client, log, stop) = (client.clone(), log.clone(), stop.clone());
@@ -364,6 +410,9 @@ fn client_main(a: &Args) {
     client.close();
     log.put(json!({"e": "exit", "t": now_ns()}));
 }
+
+/// Every lock handle of this client process: what a forked child inherits and lets go of.
+static INHERITABLE: StdMutex<Vec<Arc<dyn Lockable>>> = StdMutex::new(Vec::new());
 
 /// One workload's locks: what it acquires, the holds an acquire makes (path, lock whose token
 /// it is), its mode, and the read half a writer downgrades to.
@@ -463,6 +512,12 @@ fn worker(
             }
         }
     };
+    {
+        let mut all = INHERITABLE.lock().unwrap_or_else(|e| e.into_inner());
+        all.push(h.main.clone());
+        all.extend(h.parts.iter().map(|(_, l)| l.clone()));
+        all.extend(h.downgrade.clone());
+    }
     let canceller = Canceller::start(h.main.clone());
     let mut n = 0u64;
     while !stop.load(Ordering::SeqCst) {
@@ -779,6 +834,19 @@ fn client_fault(
         }
         "blackhole" | "reset" | "drop-reply" => {
             return net_fault(kind, &slot.net, &target, rng, faults);
+        }
+        "fork-child" => {
+            let Some(stdin) = slot.child.as_mut().and_then(|c| c.stdin.as_mut()) else {
+                return false;
+            };
+            if stdin
+                .write_all(b"fork\n")
+                .and_then(|()| stdin.flush())
+                .is_err()
+            {
+                return false;
+            }
+            record(faults, kind, target, start);
         }
         "kill-client" => {
             signal(pid, libc::SIGKILL);
@@ -1273,6 +1341,7 @@ fn coordinator(a: &Args) -> io::Result<bool> {
     let faults = faults.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let (holds, lines) = read_events(&out)?;
     judge(&holds, &lines, &faults, t0, &mut violations);
+    fork_check(&out, &mut violations)?;
     end_checks(&cluster, longest, &mut violations);
 
     let acquired = holds.len();
@@ -1564,6 +1633,34 @@ impl Hold {
 
 /// Every hold by id, and each hold's raw event lines (the evidence).
 type Events = (BTreeMap<String, Hold>, HashMap<String, Vec<String>>);
+
+/// Every forked child exited at once with 0 (it let go of what it inherited without waiting
+/// for anything, and sent nothing on its parent's session; what it might have released of its
+/// parent's, the judge sees as a hold that ended while believed).
+fn fork_check(out: &Path, violations: &mut Vec<String>) -> io::Result<()> {
+    for entry in std::fs::read_dir(out)?.flatten() {
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if !name.starts_with("events-") {
+            continue;
+        }
+        for line in BufReader::new(File::open(&path)?).lines() {
+            let Ok(v) = serde_json::from_str::<Value>(&line?) else {
+                continue;
+            };
+            if v.get("e").and_then(Value::as_str) != Some("fork") {
+                continue;
+            }
+            let outcome = v.get("x").and_then(Value::as_str).unwrap_or("");
+            if outcome != "exit 0" {
+                violations.push(format!("a forked child ({name}): {outcome}"));
+            }
+        }
+    }
+    Ok(())
+}
 
 fn read_events(out: &Path) -> io::Result<Events> {
     let mut holds: BTreeMap<String, Hold> = BTreeMap::new();

@@ -329,6 +329,47 @@ pub(crate) mod process {
         unsafe { libc::kill(pid, sig) == 0 }
     }
 
+    /// Forks this process: the child runs `child` and ends with `_exit` of what it returns (no
+    /// exit handlers run, nothing of other threads is dropped: it ends as a C child does after
+    /// its work); the parent gets the child's pid. For tests of what a forked child does with
+    /// what it inherited; `child` runs with this thread alone, so it must not wait for anything
+    /// another thread of the parent's held at the fork.
+    pub fn fork_child(child: impl FnOnce() -> i32) -> std::io::Result<u32> {
+        // SAFETY: fork(2) has no memory-safety preconditions; in the child only this thread
+        // exists, and it runs `child` then _exit, never returning into the parent's code.
+        match unsafe { libc::fork() } {
+            -1 => Err(std::io::Error::last_os_error()),
+            0 => {
+                let code = child();
+                // SAFETY: _exit(2) ends the process at once; nothing is touched after it.
+                unsafe { libc::_exit(code) }
+            }
+            pid => Ok(pid as u32),
+        }
+    }
+
+    /// Waits up to `timeout` for the child `pid` to end: its exit status (128 + the signal if
+    /// a signal ended it), or None if it still runs (or is not our child).
+    pub fn wait_child(pid: u32, timeout: std::time::Duration) -> Option<i32> {
+        let end = std::time::Instant::now() + timeout;
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid(2) writes the status to a valid i32.
+            let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+            if r == pid as libc::pid_t {
+                return Some(if libc::WIFEXITED(status) {
+                    libc::WEXITSTATUS(status)
+                } else {
+                    128 + libc::WTERMSIG(status)
+                });
+            }
+            if r < 0 || std::time::Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     /// CPU time used by this process so far (user + system, all threads); for benchmarks.
     pub fn process_cpu_time() -> std::time::Duration {
         // SAFETY: an all-zero rusage is a valid value of that plain C struct.
