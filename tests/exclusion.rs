@@ -174,6 +174,58 @@ fn try_lock_on_a_frozen_server_returns_within_one_session_timeout() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Try-once means one instant for every step, whichever step the network goes silent at: right
+/// after the attempt's first create reached the server, or right after its reply came back (the
+/// listing pipelined behind it is lost), `try_lock()` returns within one session timeout of
+/// its call (plus slack for a loaded machine), not a session timeout more for the removal of
+/// the node it made. The fault is armed in the proxy, so it lands at the same step every run.
+#[test]
+fn try_lock_returns_within_one_session_timeout_when_the_network_goes_silent_after_its_create() {
+    let server = TestingServer::start().unwrap();
+    let proxy = TcpProxy::start(&server.connect_string()).unwrap();
+    let t = Duration::from_secs(2);
+    let slack = Duration::from_millis(500);
+    let mut failures = Vec::new();
+    for (name, make) in recipes() {
+        for reply in [false, true] {
+            let fault = if reply {
+                "after its create's reply"
+            } else {
+                "once its create was sent"
+            };
+            let c = Client::connect(&proxy.connect_string(), opts(t.as_millis() as u64)).unwrap();
+            let l = make(&c, &unique_path("try-silent"));
+            // Lays the lock out, so the next try's first create is its own node's.
+            assert!(l.acquire(Deadline::TryOnce).unwrap().is_some(), "{name}");
+            l.release().unwrap();
+            if reply {
+                proxy.blackhole_after_reply_to_creates(1);
+            } else {
+                proxy.blackhole_after_creates(1);
+            }
+            let start = Instant::now();
+            let r = l.acquire(Deadline::TryOnce);
+            let took = start.elapsed();
+            proxy.blackhole_after_creates(0);
+            proxy.blackhole_after_reply_to_creates(0);
+            proxy.set_blackhole(false);
+            eprintln!("{name}, silent {fault}: {took:?}, {r:?}");
+            if took > t + slack {
+                failures.push(format!(
+                    "{name}: try-once with the network silent {fault} took {took:?} \
+                     (session timeout {t:?}), returned {r:?}"
+                ));
+            }
+            if r.is_ok_and(|h| h.is_some()) {
+                let _ = l.release();
+            }
+            c.wait_for_state(Duration::from_secs(15), |s| s != SessionState::Suspended);
+            c.close();
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The heart of issue 16. A holds through a follower; that follower is cut off from the leader
 /// (and the other member) while A's connection to it stays up, so it keeps answering A for
 /// syncLimit × tickTime. Only the leader expires sessions: it does so a session timeout after it

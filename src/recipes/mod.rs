@@ -4,6 +4,7 @@
 //! recipe.
 
 mod front;
+mod give_back;
 mod hold;
 mod holds;
 mod multi_lock;

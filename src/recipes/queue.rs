@@ -5,9 +5,11 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Instant;
 
 use zookeeper_client as zk;
 
+use super::give_back::give_back;
 use super::hold::{self, Hold};
 use super::protected;
 use super::raw::{Participant, Recipe};
@@ -157,6 +159,7 @@ impl<K> Queue<K> {
         session: &Arc<Session>,
         prefix: &str,
         d: Deadline,
+        bound: Option<Instant>,
     ) -> Result<(String, i64, Vec<String>)> {
         let full_prefix = self.child(prefix);
         let data = self.client.holder_id().as_bytes();
@@ -202,7 +205,7 @@ impl<K> Queue<K> {
             return match self.list(session, d) {
                 Ok(children) => Ok((name, czxid, children)),
                 Err(e) => {
-                    self.cleanup(session, &name);
+                    self.cleanup(session, &name, bound);
                     Err(e)
                 }
             };
@@ -217,9 +220,13 @@ impl<K> Queue<K> {
         }
     }
 
-    /// Deletes our node of a failed attempt: now if possible, else in the background.
-    fn cleanup(&self, session: &Arc<Session>, name: &str) {
-        let _ = hold::remove_node(session, &self.child(name), false);
+    /// Deletes our node of a failed attempt: now if possible, else in the background; waited
+    /// for until `bound` at most (a try-once attempt's pinned instant: see [`give_back`]).
+    fn cleanup(&self, session: &Arc<Session>, name: &str, bound: Option<Instant>) {
+        let (s, node) = (session.clone(), self.child(name));
+        give_back(session, bound, node.clone(), move || {
+            hold::remove_node(&s, &node, false)
+        });
     }
 
     /// The queue: every contender with its holder id, in order.
@@ -272,21 +279,42 @@ impl<K: QueueKind> Recipe for Queue<K> {
     /// kind's rules), wait, look again. The hold says whether the attempt had to wait for
     /// another holder.
     fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+        self.attempt_within(d, None, cancel)
+    }
+
+    fn participants(&self) -> Result<Vec<Participant>> {
+        self.all_participants()
+    }
+}
+
+impl<K: QueueKind> Queue<K> {
+    /// [`Recipe::attempt`], with the removal of the attempt's node (when it fails) waited for
+    /// until `bound` at most: the pinned instant of the try-once operation this attempt is a
+    /// step of (the semaphore's guarding mutex), if any. A try-once attempt of the queue itself
+    /// is bounded by its own pinned instant.
+    pub(crate) fn attempt_within(
+        &self,
+        d: Deadline,
+        bound: Option<Instant>,
+        cancel: &CancelToken,
+    ) -> Result<Option<Hold>> {
         let rules = &K::RULES;
         // This thread waits for every request it sends here (`session::waiting_caller`).
         let _caller = crate::session::waiting_caller();
         // Registered first: a cancel from here on is heard, even while a fresh session opens.
         let reg = cancel.register();
-        // A try-once attempt has one instant for every step.
+        // A try-once attempt has one instant for every step, the removal of its node included.
         let (try_once, d) = d.pinned(self.client.session_timeout());
+        let bound = bound.or(if try_once { d.instant() } else { None });
         let session = self.client.session_for(d, Some(&reg.signal))?;
         let prefix = AttemptId::new().prefix(self.protocol, rules.kind);
-        let (mut name, mut token, mut children) = self.create_and_list(&session, &prefix, d)?;
+        let (mut name, mut token, mut children) =
+            self.create_and_list(&session, &prefix, d, bound)?;
         let mut waited = false;
         // Held, unless a cancel came meanwhile (then the node goes: cancel works at any time).
         let held = |name: &str, token: i64, waited: bool| {
             if reg.signal.is_cancelled() {
-                self.cleanup(&session, name);
+                self.cleanup(&session, name, bound);
                 return Err(session.ended_error().unwrap_or(Error::Cancelled));
             }
             let mut hold = Hold::new(session.clone(), self.child(name), token);
@@ -301,14 +329,14 @@ impl<K: QueueKind> Recipe for Queue<K> {
                     return Err(e);
                 }
                 log::warn!("lock node {name} vanished; queueing again");
-                (name, token, children) = self.create_and_list(&session, &prefix, d)?;
+                (name, token, children) = self.create_and_list(&session, &prefix, d, bound)?;
                 continue;
             };
             let Some((w, sole)) = (rules.blocker)(&queue, idx) else {
                 return held(&name, token, waited);
             };
             if try_once {
-                self.cleanup(&session, &name);
+                self.cleanup(&session, &name, bound);
                 return Ok(None);
             }
             // The no-relist handoff is safe only if nothing can appear ahead of us: a downgrade
@@ -330,7 +358,7 @@ impl<K: QueueKind> Recipe for Queue<K> {
                 Ok((None, _)) => None,
                 Err(e) if crate::session::is_retriable(&e) => None,
                 Err(e) => {
-                    self.cleanup(&session, &name);
+                    self.cleanup(&session, &name, bound);
                     return Err(session.map_err(e));
                 }
             };
@@ -341,31 +369,27 @@ impl<K: QueueKind> Recipe for Queue<K> {
                     }
                     Ok(Some(_)) => {}
                     Ok(None) => {
-                        self.cleanup(&session, &name);
+                        self.cleanup(&session, &name, bound);
                         return Ok(None);
                     }
                     Err(e) => {
-                        self.cleanup(&session, &name);
+                        self.cleanup(&session, &name, bound);
                         return Err(e);
                     }
                 }
             } else if d.passed() {
-                self.cleanup(&session, &name);
+                self.cleanup(&session, &name, bound);
                 return Ok(None);
             }
             waited = true;
             children = match self.list(&session, d) {
                 Ok(c) => c,
                 Err(e) => {
-                    self.cleanup(&session, &name);
+                    self.cleanup(&session, &name, bound);
                     return Err(e);
                 }
             };
         }
-    }
-
-    fn participants(&self) -> Result<Vec<Participant>> {
-        self.all_participants()
     }
 }
 

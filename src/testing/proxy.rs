@@ -53,6 +53,13 @@ struct Shared {
     refuse: AtomicBool,
     /// The cut comes after this many more creates (0: not armed).
     arm_create: AtomicUsize,
+    /// The network goes silent once this many more creates were forwarded (0: not armed).
+    arm_blackhole_create: AtomicUsize,
+    /// The network goes silent once the reply to this many more creates reached the client
+    /// (0: not armed).
+    arm_blackhole_reply: AtomicUsize,
+    /// The xid of the create whose reply is the last to reach the client (0: none).
+    blackhole_xid: AtomicI32,
     /// The op code whose next request resets its connection instead of being forwarded (-1:
     /// not armed).
     arm_reset: AtomicI32,
@@ -110,6 +117,9 @@ impl TcpProxy {
             blackhole: AtomicBool::new(false),
             refuse: AtomicBool::new(false),
             arm_create: AtomicUsize::new(0),
+            arm_blackhole_create: AtomicUsize::new(0),
+            arm_blackhole_reply: AtomicUsize::new(0),
+            blackhole_xid: AtomicI32::new(0),
             arm_reset: AtomicI32::new(-1),
             arm_drop: AtomicI32::new(-1),
             drop_xid: AtomicI32::new(0),
@@ -167,6 +177,23 @@ impl TcpProxy {
     /// ones before it go through; `n` = 0 disarms).
     pub fn cut_after_creates(&self, n: usize) {
         self.shared.arm_create.store(n, Ordering::SeqCst);
+    }
+
+    /// Arms a one-shot fault: the `n`-th create request from now (as counted by
+    /// [`TcpProxy::cut_after_creates`]) is forwarded to the server, and the network is
+    /// black-holed ([`TcpProxy::set_blackhole`]) before its reply can come back: the server
+    /// applies the create, the client hears nothing more. `n` = 0 disarms;
+    /// `set_blackhole(false)` ends the silence.
+    pub fn blackhole_after_creates(&self, n: usize) {
+        self.shared.arm_blackhole_create.store(n, Ordering::SeqCst);
+    }
+
+    /// As [`TcpProxy::blackhole_after_creates`], one reply later: the reply to the `n`-th
+    /// create from now reaches the client, and the network is black-holed right after it
+    /// (replies the server sent after that one, e.g. to requests pipelined behind the create,
+    /// are dropped).
+    pub fn blackhole_after_reply_to_creates(&self, n: usize) {
+        self.shared.arm_blackhole_reply.store(n, Ordering::SeqCst);
     }
 
     /// Arms a one-shot fault: the next request with op code `op` (e.g. 3, exists) is not
@@ -457,6 +484,19 @@ fn client_to_server(
                 .arm_create
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 == Ok(1);
+            let countdown = |arm: &AtomicUsize| {
+                arm.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)) == Ok(1)
+            };
+            if countdown(&sh.arm_blackhole_reply) {
+                let xid = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+                sh.blackhole_xid.store(xid, Ordering::SeqCst);
+            }
+            if countdown(&sh.arm_blackhole_create) {
+                // Silent from here on (its reply included), the create itself forwarded.
+                sh.blackhole.store(true, Ordering::SeqCst);
+                w.write_all(&frame)?;
+                continue;
+            }
             if armed {
                 // Nothing more reaches the client from here on, then cut once the server
                 // has had time to apply the create.
@@ -510,6 +550,17 @@ fn server_to_client(
                     .is_ok()
             {
                 sh.dropped.fetch_add(1, Ordering::SeqCst);
+                continue;
+            }
+            if xid > 0
+                && sh
+                    .blackhole_xid
+                    .compare_exchange(xid, 0, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+            {
+                // The armed create's reply goes through; nothing after it.
+                w.write_all(&frame)?;
+                sh.blackhole.store(true, Ordering::SeqCst);
                 continue;
             }
         }

@@ -12,9 +12,9 @@ use zookeeper_client as zk;
 
 use super::leases::{give_back, list_watch, wait, Leases};
 use crate::deadline::Deadline;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::node::lease_prefix;
-use crate::recipes::hold::{remove_node, Hold};
+use crate::recipes::hold::Hold;
 use crate::recipes::protected::{self, create_ephemeral};
 use crate::session::Session;
 use crate::wait::Registration;
@@ -25,7 +25,8 @@ pub(super) enum AtOnce {
     Held(Hold),
     /// Every lease was taken (our node is gone again, and so is our hold of the mutex).
     Full,
-    /// Not learned (parents missing, connection lost); nothing of ours is left.
+    /// Not learned (parents missing, or the listing lost in an acquire that may wait: a
+    /// try-once attempt's lost listing is its error); nothing of ours is left.
     Again,
 }
 
@@ -130,11 +131,18 @@ impl Leases {
                 )))
             }
             listed => {
-                remove_node(session, &self.child(&name), false)?;
-                Ok(match listed {
-                    Some(c) if c.contains(&name) => AtOnce::Full,
-                    _ => AtOnce::Again,
-                })
+                // Through the one release path, waited for as every give-back (a try-once
+                // attempt never past its instant: its listing may have been lost at it).
+                self.remove_lease(session, &name, try_once, d);
+                match listed {
+                    Some(c) if c.contains(&name) => Ok(AtOnce::Full),
+                    // The listing was lost: a try does not start over (its instant is near, or
+                    // gone, and the connection with it).
+                    None if try_once => Err(session.ended_error().unwrap_or_else(|| {
+                        Error::ConnectionLoss("no reply from ZooKeeper to the lease listing".into())
+                    })),
+                    _ => Ok(AtOnce::Again),
+                }
             }
         }
     }

@@ -10,7 +10,7 @@ use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::node::Protocol;
 use crate::recipes::hold::remove_node;
-use crate::session::{Client, Session, SessionState};
+use crate::session::{Client, Session};
 use crate::wait::Registration;
 
 /// The semaphore's place and size (both layouts work on it).
@@ -79,12 +79,8 @@ impl Leases {
     }
 }
 
-/// Runs `release` (a delete of ours through the one release path: retried for up to a session
-/// timeout, then in the background) and waits for it, unless it could keep a try-once attempt
-/// past its pinned instant `d` (the instant passed, or the session is cut off): then it goes
-/// on on a thread of its own and the try returns now. Waited for otherwise, so that a process
-/// that exits right after a failed acquire does not leave the node behind. `what` names the
-/// node in the log.
+/// [`give_back`](crate::recipes::give_back::give_back) of a semaphore's attempt: waited for,
+/// but a try-once attempt (`try_once`) never past its pinned instant `d`.
 pub(super) fn give_back(
     session: &Session,
     try_once: bool,
@@ -92,29 +88,8 @@ pub(super) fn give_back(
     what: String,
     release: impl FnOnce() -> Result<()> + Send + 'static,
 ) {
-    let job = Arc::new(parking_lot::Mutex::new(Some(move || {
-        if let Err(e) = release() {
-            log::warn!("releasing {what}: {e}");
-        }
-    })));
-    if try_once && (d.passed() || session.state() != SessionState::Connected) {
-        let j = job.clone();
-        let spawned = std::thread::Builder::new()
-            .name("zklock-release".into())
-            .spawn(move || run_once(&j));
-        if spawned.is_ok() {
-            return;
-        }
-    }
-    run_once(&job);
-}
-
-/// Runs the job unless it ran (or runs) already.
-fn run_once<F: FnOnce()>(job: &parking_lot::Mutex<Option<F>>) {
-    let f = job.lock().take();
-    if let Some(f) = f {
-        f()
-    }
+    let bound = if try_once { d.instant() } else { None };
+    crate::recipes::give_back::give_back(session, bound, what, release)
 }
 
 /// Waits for a watch of an acquire: Ok(true) woken (look again), Ok(false) deadline passed.

@@ -196,6 +196,8 @@ impl Recipe for RawSemaphore {
         {
             self.leases.ensure_kazoo_root(&session, d)?;
         }
+        // The guard's node, if its attempt fails, is given back by this instant too.
+        let bound = if try_once { d.instant() } else { None };
         let guard_d = if try_once {
             Deadline::At(d.capped(TRY_GUARD_WAIT))
         } else {
@@ -203,7 +205,7 @@ impl Recipe for RawSemaphore {
         };
         let mut at_once = self.leases.protocol == Protocol::Curator;
         let guard = loop {
-            let Some(guard) = self.guard.attempt(guard_d, cancel)? else {
+            let Some(guard) = self.guard.attempt_within(guard_d, bound, cancel)? else {
                 return Ok(None);
             };
             // Only an acquirer that found the mutex free tries the short way: one that queued
