@@ -930,6 +930,15 @@ fn net_fault(kind: &'static str, net: &Net, target: &str, rng: &mut Rng, faults:
 }
 
 /// Which client slots are connected to member `m` now (through their proxy to it).
+/// A client's proxies to every member but `member`.
+fn proxies_but(net: &Net, member: usize) -> impl Iterator<Item = &TcpProxy> {
+    net.proxies
+        .iter()
+        .enumerate()
+        .filter(move |(m, _)| *m != member)
+        .map(|(_, p)| p)
+}
+
 fn clients_on(nets: &[Arc<Net>], m: usize) -> Vec<usize> {
     (0..nets.len())
         .filter(|&s| nets[s].proxies[m].connections() > 0)
@@ -1002,14 +1011,7 @@ fn server_fault(
                 .into_iter()
                 .filter_map(|s| nets[s].busy.try_lock().ok().map(|g| (s, g)))
                 .collect();
-            let others = |s: usize| {
-                nets[s]
-                    .proxies
-                    .iter()
-                    .enumerate()
-                    .filter(move |(m, _)| *m != f)
-                    .map(|(_, p)| p)
-            };
+            let others = |s: usize| proxies_but(&nets[s], f);
             // The fault starts now (not when the search for a target began).
             let start = now_ns();
             for (s, _) in &with {
@@ -1065,14 +1067,7 @@ fn server_fault(
             // back to the follower (the other members refuse them for a moment), whose
             // revalidation of their sessions is held after those requests, then away.
             std::thread::sleep(rng.ms(50, 500));
-            let others = |s: usize| {
-                nets[s]
-                    .proxies
-                    .iter()
-                    .enumerate()
-                    .filter(move |(m, _)| *m != f)
-                    .map(|(_, p)| p)
-            };
+            let others = |s: usize| proxies_but(&nets[s], f);
             let back: Vec<usize> = with
                 .iter()
                 .map(|(s, _)| {

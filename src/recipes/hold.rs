@@ -172,8 +172,9 @@ pub(crate) enum Owned {
     Witness(String),
 }
 
-/// One delete of `node`: by name, or (at a shared path) with its witness in one `multi` that
-/// fails whole, deleting nothing, unless the witness exists when the server applies it.
+/// One delete of `node`: by name, or (at a shared path) with its witness in one `multi` (the
+/// witness's delete first) that fails whole, deleting nothing, unless the witness exists when
+/// the server applies it.
 /// `NoNode` when the node (or its witness) is gone.
 async fn delete_once(
     session: &Session,
@@ -184,10 +185,11 @@ async fn delete_once(
         Owned::ByName => return session.zk.delete(node, None).await,
         Owned::Witness(w) => w,
     };
+    // The witness's delete is the check: it fails, and the multi with it, once the witness is
+    // gone.
     let mut multi = session.zk.new_multi_writer();
-    multi.add_check_version(witness, -1)?;
-    multi.add_delete(node, None)?;
     multi.add_delete(witness, None)?;
+    multi.add_delete(node, None)?;
     match multi.commit().await {
         Ok(_) => Ok(()),
         // The lock node went without its witness (deleted by hand): the witness goes alone.

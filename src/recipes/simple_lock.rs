@@ -89,13 +89,27 @@ impl RawSimpleLock {
             let id = AttemptId::new().text(Protocol::Kazoo);
             let data = node::simple_lock_data(self.client.holder_id(), &id);
             let witness = node::witness_path(&self.path, &id);
-            // The request's failure is the call's; an operation's failure is the answer.
-            let create = async {
-                let mut multi = session.zk.new_multi_writer();
-                multi.add_create(&self.path, &data, &opts)?;
-                multi.add_create(&witness, &[], &opts)?;
-                match multi.commit().await {
-                    Ok(made) => Ok(Ok(made)),
+            // Sent now (the crate sends a request when it is made; the call waits for it). The
+            // token is the lock node's czxid: the witness's, as all of a multi's nodes share its
+            // zxid. A server before 3.9 answers a multi's creates without their stat, but a
+            // write's stat always comes back: hence the (empty) write of the witness.
+            let mut multi = session.zk.new_multi_writer();
+            multi
+                .add_create(&self.path, &data, &opts)
+                .and_then(|()| multi.add_create(&witness, &[], &opts))
+                .and_then(|()| multi.add_set_data(&witness, &[], None))
+                .map_err(|e| session.map_err(e))?;
+            let sent = multi.commit();
+            // The request's failure is the call's; an operation's failure is the answer: the
+            // token if the nodes were made.
+            let create = async move {
+                match sent.await {
+                    Ok(made) => Ok(Ok(made.iter().find_map(|r| match r {
+                        zk::MultiWriteResult::SetData { stat } if !stat.is_invalid() => {
+                            Some(stat.czxid)
+                        }
+                        _ => None,
+                    }))),
                     Err(zk::MultiWriteError::OperationFailed { index, source }) => {
                         Ok(Err((index, source)))
                     }
@@ -103,16 +117,9 @@ impl RawSimpleLock {
                 }
             };
             match session.call(create, d) {
-                Ok(Ok(made)) => {
-                    // All of a multi's nodes share its zxid: the witness's czxid is the token.
-                    // (Servers before 3.7.1 answer a multi's create without its stat.)
-                    match made.first() {
-                        Some(zk::MultiWriteResult::Create { stat, .. }) if !stat.is_invalid() => {
-                            return Ok(held(stat.czxid, witness))
-                        }
-                        _ => unsettled.push(witness),
-                    }
-                }
+                Ok(Ok(Some(czxid))) => return Ok(held(czxid, witness)),
+                // Made, with no stat to read the token from: the witness check below reads it.
+                Ok(Ok(None)) => unsettled.push(witness),
                 // Answered after everything before it was applied here: the lock node exists.
                 // It is ours only if an earlier create of this attempt was applied after all.
                 Ok(Err((0, zk::Error::NodeExists))) if unsettled.is_empty() => return Ok(None),
