@@ -178,7 +178,7 @@ impl Runtime {
 
     /// Whether this is a forked child of the process that made the set (where it is inert).
     fn forked(&self) -> bool {
-        std::process::id() != self.pid
+        crate::sys::process_id() != self.pid
     }
 
     /// A task (of `owner`'s session) was woken or spawned: make sure some thread polls it.
@@ -277,7 +277,7 @@ fn runtime() -> &'static Runtime {
         dirty: AtomicBool::new(false),
         io_kick: Mutex::new(false),
         io_cv: Condvar::new(),
-        pid: std::process::id(),
+        pid: crate::sys::process_id(),
     });
     static IO: OnceLock<()> = OnceLock::new();
     IO.get_or_init(|| {
@@ -306,7 +306,7 @@ fn runtime() -> &'static Runtime {
 pub(crate) fn made_in_parent() -> Option<u32> {
     RT.get()
         .map(|rt| rt.pid)
-        .filter(|&p| p != std::process::id())
+        .filter(|&p| p != crate::sys::process_id())
 }
 
 /// Runs `f` with the runtime as the spawner of zookeeper-client's tasks (its `connect`

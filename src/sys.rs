@@ -4,6 +4,33 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
+/// This process's id, without a system call: the checks that make a forked child's inherited
+/// sessions inert run on every wake-up of the executor, and `getpid` costs a system call each
+/// time. The id is read once, and again in every child right after `fork` (a
+/// `pthread_atfork` handler, registered on first use).
+pub(crate) fn process_id() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static PID: AtomicU32 = AtomicU32::new(0);
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    extern "C" fn in_child() {
+        // SAFETY: getpid(2) is async-signal-safe and has no preconditions.
+        PID.store(unsafe { libc::getpid() } as u32, Ordering::SeqCst);
+    }
+    REGISTERED.call_once(|| {
+        // SAFETY: getpid(2) has no preconditions.
+        PID.store(unsafe { libc::getpid() } as u32, Ordering::SeqCst);
+        // SAFETY: registers a child handler that only calls getpid and stores an atomic.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+        if rc != 0 {
+            log::warn!("pthread_atfork failed ({rc}): a forked child is told by getpid");
+        }
+    });
+    match PID.load(Ordering::SeqCst) {
+        0 => std::process::id(),
+        pid => pid,
+    }
+}
+
 /// This host's name (for the default holder id).
 pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];

@@ -208,7 +208,7 @@ impl Client {
             generation: AtomicU64::new(0),
             events: Arc::new(Events::new()),
             added_auth: Mutex::new(Vec::new()),
-            pid: std::process::id(),
+            pid: crate::sys::process_id(),
         });
         let client = Client { inner };
         let bound = Instant::now() + client.inner.options.connect_timeout;
@@ -451,7 +451,7 @@ impl Client {
 
     /// `Err(Forked)` in a forked child of the process that made this client.
     fn not_forked(&self) -> Result<()> {
-        if std::process::id() == self.inner.pid {
+        if crate::sys::process_id() == self.inner.pid {
             Ok(())
         } else {
             Err(Error::forked(self.inner.pid))

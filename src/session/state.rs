@@ -105,7 +105,7 @@ impl Session {
 
     /// [`Error::Forked`] if this process is a forked child of the one that opened the session.
     pub(crate) fn forked(&self) -> Option<Error> {
-        (std::process::id() != self.pid).then(|| Error::forked(self.pid))
+        (crate::sys::process_id() != self.pid).then(|| Error::forked(self.pid))
     }
 
     pub(super) fn fire_lost(&self) {
