@@ -109,7 +109,13 @@ impl Hold {
     /// `Err(LockLost)` when the session ended first or someone else had deleted the node;
     /// `Err(ConnectionLoss)` when the delete was handed to the background.
     pub(crate) fn release(self) -> Result<()> {
-        let r = remove_node_from(&self.session, &self.node, true, None, self.owner());
+        self.release_by(None)
+    }
+
+    /// [`Hold::release`], waited for until `bound` at most (a try-once attempt's pinned
+    /// instant): past it the delete goes on in the background.
+    pub(crate) fn release_by(self, bound: Option<Instant>) -> Result<()> {
+        let r = remove_node_from(&self.session, &self.node, true, None, self.owner(), bound);
         self.log_release(&r);
         r
     }
@@ -155,8 +161,15 @@ impl Hold {
 /// background. Used by release and by every failed, timed-out or cancelled attempt.
 /// `held`: whether the node was a hold (then a node already gone means someone else removed it:
 /// `LockLost`).
-pub(crate) fn remove_node(session: &Arc<Session>, node: &str, held: bool) -> Result<()> {
-    remove_node_from(session, node, held, None, Owned::ByName)
+/// `bound`: waited for until then at most (a try-once attempt's pinned instant: it returns by
+/// then, and past it the delete goes on in the background).
+pub(crate) fn remove_node(
+    session: &Arc<Session>,
+    node: &str,
+    held: bool,
+    bound: Option<Instant>,
+) -> Result<()> {
+    remove_node_from(session, node, held, None, Owned::ByName, bound)
 }
 
 /// What a delete carries to take only the node it means, whenever the server applies it (a
@@ -208,13 +221,14 @@ async fn delete_once(
 type SentDelete = Pin<Box<dyn Future<Output = std::result::Result<(), zk::Error>> + Send>>;
 
 /// [`remove_node`], whose first delete may have been sent already (`first`): its reply is taken
-/// as the first try's.
+/// as the first try's. `bound`: waited for until then at most, else for one session timeout.
 fn remove_node_from(
     session: &Arc<Session>,
     node: &str,
     held: bool,
     mut first: Option<SentDelete>,
     owner: Owned,
+    bound: Option<Instant>,
 ) -> Result<()> {
     // This thread waits for every request it sends here (`session::waiting_caller`).
     let _caller = crate::session::waiting_caller();
@@ -229,7 +243,7 @@ fn remove_node_from(
         _ => {}
     }
     let t = session.zk.session_timeout();
-    let budget = Instant::now() + t;
+    let budget = bound.map_or(Instant::now() + t, |b| b.min(Instant::now() + t));
     // One try waits a quarter of the session timeout for its reply at most: a reply lost while
     // the connection lives (the crate has no per-request timeout) is then asked again.
     let per_try = (t / 4).max(Duration::from_millis(200));
@@ -289,17 +303,18 @@ fn remove_node_from(
 pub(crate) struct SentRelease(Option<(Hold, Option<SentDelete>)>);
 
 impl SentRelease {
-    /// Takes the sent delete's reply; on connection loss deletes again as [`Hold::release`] does.
-    pub(crate) fn finish(mut self) -> Result<()> {
-        self.complete()
+    /// Takes the sent delete's reply; on connection loss deletes again as [`Hold::release`] does,
+    /// waited for until `bound` at most (as [`Hold::release_by`]).
+    pub(crate) fn finish(mut self, bound: Option<Instant>) -> Result<()> {
+        self.complete(bound)
     }
 
-    fn complete(&mut self) -> Result<()> {
+    fn complete(&mut self, bound: Option<Instant>) -> Result<()> {
         let Some((hold, first)) = self.0.take() else {
             return Ok(());
         };
         let owner = hold.owner();
-        let r = remove_node_from(&hold.session, &hold.node, true, first, owner);
+        let r = remove_node_from(&hold.session, &hold.node, true, first, owner, bound);
         hold.log_release(&r);
         r
     }
@@ -307,7 +322,7 @@ impl SentRelease {
 
 impl Drop for SentRelease {
     fn drop(&mut self) {
-        let _ = self.complete();
+        let _ = self.complete(None);
     }
 }
 

@@ -4,7 +4,6 @@
 //! recipe.
 
 mod front;
-mod give_back;
 mod hold;
 mod holds;
 mod multi_lock;

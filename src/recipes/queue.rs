@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use zookeeper_client as zk;
 
-use super::give_back::give_back;
 use super::hold::{self, Hold};
 use super::protected;
 use super::raw::{Participant, Recipe};
@@ -221,12 +220,9 @@ impl<K> Queue<K> {
     }
 
     /// Deletes our node of a failed attempt: now if possible, else in the background; waited
-    /// for until `bound` at most (a try-once attempt's pinned instant: see [`give_back`]).
+    /// for until `bound` at most (a try-once attempt's pinned instant).
     fn cleanup(&self, session: &Arc<Session>, name: &str, bound: Option<Instant>) {
-        let (s, node) = (session.clone(), self.child(name));
-        give_back(session, bound, node.clone(), move || {
-            hold::remove_node(&s, &node, false)
-        });
+        let _ = hold::remove_node(session, &self.child(name), false, bound);
     }
 
     /// The queue: every contender with its holder id, in order.

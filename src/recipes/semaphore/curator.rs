@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use zookeeper_client as zk;
 
-use super::leases::{give_back, list_watch, wait, Leases};
+use super::leases::{bound, list_watch, wait, Leases};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::lease_prefix;
@@ -174,9 +174,8 @@ impl Leases {
         // Replies come in request order: the listing's after the create's, the delete's last.
         let listed = session.call(list, d).ok();
         let created = session.call(create, d);
-        if let Some(r) = released {
-            let what = format!("the mutex of the semaphore {}", self.path);
-            give_back(session, try_once, d, what, move || r.finish());
+        if let Some(Err(e)) = released.map(|r| r.finish(bound(try_once, d))) {
+            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
         }
         match created {
             Ok((stat, seq)) => Ok((Some((format!("{prefix}{seq}"), stat.czxid)), listed)),

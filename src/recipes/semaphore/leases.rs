@@ -3,6 +3,7 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Instant;
 
 use zookeeper_client as zk;
 
@@ -64,7 +65,8 @@ impl Leases {
     }
 
     /// Removes our lease node `name` (not held: a failed, timed-out or cancelled attempt's),
-    /// through the one release path, as [`give_back`] says.
+    /// through the one release path, waited for but a try-once attempt (`try_once`) never past
+    /// its pinned instant `d`.
     pub(super) fn remove_lease(
         &self,
         session: &Arc<Session>,
@@ -72,24 +74,18 @@ impl Leases {
         try_once: bool,
         d: Deadline,
     ) {
-        let (s, node) = (session.clone(), self.child(name));
-        give_back(session, try_once, d, node.clone(), move || {
-            remove_node(&s, &node, false)
-        });
+        let _ = remove_node(session, &self.child(name), false, bound(try_once, d));
     }
 }
 
-/// [`give_back`](crate::recipes::give_back::give_back) of a semaphore's attempt: waited for,
-/// but a try-once attempt (`try_once`) never past its pinned instant `d`.
-pub(super) fn give_back(
-    session: &Session,
-    try_once: bool,
-    d: Deadline,
-    what: String,
-    release: impl FnOnce() -> Result<()> + Send + 'static,
-) {
-    let bound = if try_once { d.instant() } else { None };
-    crate::recipes::give_back::give_back(session, bound, what, release)
+/// How long a give-back of a semaphore's attempt is waited for: a try-once attempt's
+/// (`try_once`) never past its pinned instant `d`; any other's, the release path's own bound.
+pub(super) fn bound(try_once: bool, d: Deadline) -> Option<Instant> {
+    if try_once {
+        d.instant()
+    } else {
+        None
+    }
 }
 
 /// Waits for a watch of an acquire: Ok(true) woken (look again), Ok(false) deadline passed.

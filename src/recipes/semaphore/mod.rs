@@ -248,9 +248,12 @@ impl Recipe for RawSemaphore {
         // Waited for, not sent and forgotten: a process that exits right after a failed acquire
         // would otherwise leave the guard's node, blocking every acquirer until its session
         // expires.
-        let what = format!("the mutex of the semaphore {}", self.leases.path);
-        let session = guard.session.clone();
-        leases::give_back(&session, try_once, d, what, move || guard.release());
+        if let Err(e) = guard.release_by(leases::bound(try_once, d)) {
+            log::warn!(
+                "releasing the mutex of the semaphore {}: {e}",
+                self.leases.path
+            );
+        }
         r
     }
 
