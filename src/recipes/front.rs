@@ -364,12 +364,14 @@ impl<R: Recipe> Lockable for Lock<R> {
                 // The client closed (or the session expired) while the attempt was under way,
                 // say with its create in flight: nothing was acquired, and the node goes now
                 // (the session may live on while the client's handles do).
-                Some(hold) if hold.session.ended_error().is_some() => {
-                    let e = hold.session.ended_error().unwrap_or(Error::Closed);
-                    let _ = hold.release();
-                    Err(e)
-                }
-                hold => Ok(hold.map(|hold| ticket.complete(hold))),
+                Some(hold) => match hold.session.ended_error() {
+                    Some(e) => {
+                        let _ = hold.release();
+                        Err(e)
+                    }
+                    None => Ok(Some(ticket.complete(hold))),
+                },
+                None => Ok(None),
             },
         });
         self.holds.stats.acquire_ended(started, &r);

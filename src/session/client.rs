@@ -38,6 +38,9 @@ pub(crate) struct Inner {
     /// The process that connected. In a forked child the client is inert (see
     /// [`Client::connect`], "fork()").
     pid: u32,
+    /// The servers' tick as read at the first session's connect: a later session (after an
+    /// expiry) reckons with it too, without asking again.
+    read_tick: Mutex<Option<Duration>>,
 }
 
 /// One ZooKeeper session, shared by any number of threads and locks (`Send + Sync`, cheap to
@@ -209,6 +212,7 @@ impl Client {
             events: Arc::new(Events::new()),
             added_auth: Mutex::new(Vec::new()),
             pid: crate::sys::process_id(),
+            read_tick: Mutex::new(None),
         });
         let client = Client { inner };
         let bound = Instant::now() + client.inner.options.connect_timeout;
@@ -279,8 +283,12 @@ impl Client {
         // The tick the lease reckons with (`docs/hold-model.md`, "The server's tick"): the one
         // given, else the longest the servers report, else ZooKeeper's default.
         let tick = opts.server_tick_time.unwrap_or_else(|| {
-            let wait = Duration::from_millis(500).min(bound.saturating_duration_since(started));
-            read_server_tick(&self.inner.servers, wait).unwrap_or(DEFAULT_TICK)
+            let mut read = self.inner.read_tick.lock();
+            if read.is_none() {
+                let wait = Duration::from_millis(500).min(bound.saturating_duration_since(started));
+                *read = read_server_tick(&self.inner.servers, wait);
+            }
+            read.unwrap_or(DEFAULT_TICK)
         });
         // The leader creates the session after this instant: the first lease runs from here.
         let asked = boot_now();
