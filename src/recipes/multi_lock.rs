@@ -75,12 +75,17 @@ pub struct MultiLock<'a> {
 struct MultiHold {
     /// Each lock's token, in the canonical order.
     tokens: Vec<i64>,
-    /// The multi-lock's token: the largest of them.
-    token: i64,
     acquired: Instant,
     /// Which locks' lost callbacks are registered and have not run (`wait_lost`).
     armed: parking_lot::Mutex<Vec<bool>>,
     lost: parking_lot::Condvar,
+}
+
+impl MultiHold {
+    /// The multi-lock's token: the largest of its locks' tokens.
+    fn token(&self) -> i64 {
+        self.tokens.iter().copied().max().unwrap_or(0)
+    }
 }
 
 /// Holds every lock of a [`MultiLock`]; releases them (in reverse order) on drop.
@@ -299,7 +304,7 @@ impl MultiLock<'_> {
             .lock()
             .iter()
             .rev()
-            .find(|h| h.token == token)
+            .find(|h| h.token() == token)
             .cloned()
     }
 
@@ -362,7 +367,7 @@ impl MultiLock<'_> {
             let mut holds = self.holds.lock();
             let i = match token {
                 None => holds.len().checked_sub(1),
-                Some(t) => holds.iter().rposition(|h| h.token == t),
+                Some(t) => holds.iter().rposition(|h| h.token() == t),
             };
             holds.remove(i.ok_or(Error::NotHeld)?)
         };
@@ -451,14 +456,14 @@ impl Lockable for MultiLock<'_> {
             let Some(tokens) = r? else {
                 return Ok(None);
             };
-            let token = tokens.iter().copied().max().unwrap_or(0);
-            self.holds.lock().push(Arc::new(MultiHold {
+            let hold = MultiHold {
                 armed: parking_lot::Mutex::new(vec![false; tokens.len()]),
                 tokens,
-                token,
                 acquired: Instant::now(),
                 lost: parking_lot::Condvar::new(),
-            }));
+            };
+            let token = hold.token();
+            self.holds.lock().push(Arc::new(hold));
             Ok(Some(token))
         })
     }
@@ -488,7 +493,7 @@ impl Lockable for MultiLock<'_> {
     /// this. A resource that one of the locks guards is fenced with that lock's own token
     /// ([`MultiLock::tokens`], [`MultiLock::token_of`]).
     fn fencing_token(&self) -> Result<i64> {
-        Ok(self.current_held()?.token)
+        Ok(self.current_held()?.token())
     }
 
     /// The shortest of the locks' leases (`None` unless every lock is held).
