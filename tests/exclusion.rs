@@ -185,6 +185,7 @@ fn try_lock_returns_within_one_session_timeout_when_the_network_goes_silent_afte
     let proxy = TcpProxy::start(&server.connect_string()).unwrap();
     let t = Duration::from_secs(2);
     let slack = Duration::from_millis(500);
+    let other = Client::connect(&server.connect_string(), opts(t.as_millis() as u64)).unwrap();
     let mut failures = Vec::new();
     for (name, make) in recipes() {
         for reply in [false, true] {
@@ -194,7 +195,8 @@ fn try_lock_returns_within_one_session_timeout_when_the_network_goes_silent_afte
                 "once its create was sent"
             };
             let c = Client::connect(&proxy.connect_string(), opts(t.as_millis() as u64)).unwrap();
-            let l = make(&c, &unique_path("try-silent"));
+            let path = unique_path("try-silent");
+            let l = make(&c, &path);
             // Lays the lock out, so the next try's first create is its own node's.
             assert!(l.acquire(Deadline::TryOnce).unwrap().is_some(), "{name}");
             l.release().unwrap();
@@ -216,10 +218,26 @@ fn try_lock_returns_within_one_session_timeout_when_the_network_goes_silent_afte
                      (session timeout {t:?}), returned {r:?}"
                 ));
             }
-            if r.is_ok_and(|h| h.is_some()) {
+            let held = r.is_ok_and(|h| h.is_some());
+            if held {
                 let _ = l.release();
             }
             c.wait_for_state(Duration::from_secs(15), |s| s != SessionState::Suspended);
+            // Nothing of the try is left once the network is back (its node's removal went on
+            // in the background past the try's instant): another client gets the lock while
+            // this client is still open.
+            let rival = make(&other, &path);
+            let free = common::eventually(Duration::from_secs(10), || {
+                rival
+                    .acquire(Deadline::TryOnce)
+                    .is_ok_and(|h| h.is_some() && rival.release().is_ok())
+            });
+            if !free {
+                failures.push(format!(
+                    "{name}, silent {fault}: another client could not take the lock after the                      try ({}): its node was left",
+                    if held { "held, released" } else { "not held" }
+                ));
+            }
             c.close();
         }
     }
