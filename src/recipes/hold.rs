@@ -358,10 +358,11 @@ pub(crate) fn background_forget(session: &Arc<Session>, dir: String, needle: Str
             };
             match looked {
                 Ok((children, watcher)) => {
-                    if let Some(n) = children.iter().find(|c| c.contains(&needle)) {
-                        let node = format!("{dir}/{n}");
-                        return delete_until_gone(&session, &node, &Owned::ByName).await;
+                    let orphans = children.iter().filter(|c| c.contains(&needle));
+                    for n in orphans {
+                        delete_until_gone(&session, &format!("{dir}/{n}"), &Owned::ByName).await;
                     }
+                    // Several creates of the attempt may have lost their reply: watch on.
                     if !wait_for_change(&session, watcher).await {
                         return;
                     }

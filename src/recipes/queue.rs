@@ -156,17 +156,19 @@ impl<K> Queue<K> {
     fn create_and_list(
         &self,
         session: &Arc<Session>,
-        prefix: &str,
+        kind: Kind,
         d: Deadline,
         bound: Option<Instant>,
     ) -> Result<(String, i64, Vec<String>)> {
-        let full_prefix = self.child(prefix);
+        // The attempt's id, fresh for every create whose earlier try may still be applied.
+        let mut prefix = AttemptId::new().prefix(self.protocol, kind);
         let data = self.client.holder_id().as_bytes();
         let opts = self
             .client
             .create_options(zk::CreateMode::EphemeralSequential);
         let mut parents_made = false;
         loop {
+            let full_prefix = self.child(&prefix);
             let create = session.zk.create(&full_prefix, data, &opts);
             let list = session.zk.list_children(&self.path);
             // Replies come in request order: wait for the listing's first, and the create's is
@@ -194,9 +196,17 @@ impl<K> Queue<K> {
                 Err(e) if crate::session::is_retriable(&e) => {
                     // The create may have been applied although its reply was lost: find our node
                     // by its unique id before creating again (never two nodes for one attempt).
-                    match protected::recover(session, &self.path, prefix, true, d)? {
+                    match protected::recover(session, &self.path, &prefix, true, d)? {
                         Some(found) => found,
-                        None => continue,
+                        None => {
+                            // Not applied yet, but not dead: held in a partition, it may be
+                            // applied later, beside the node of the next create. That one
+                            // gets a fresh id, and a node with this one is removed when it
+                            // appears.
+                            hold::background_forget(session, self.path.clone(), prefix);
+                            prefix = AttemptId::new().prefix(self.protocol, kind);
+                            continue;
+                        }
                     }
                 }
                 Err(e) => return Err(session.map_err(e)),
@@ -303,9 +313,8 @@ impl<K: QueueKind> Queue<K> {
         let (try_once, d) = d.pinned(self.client.session_timeout());
         let bound = bound.or(if try_once { d.instant() } else { None });
         let session = self.client.session_for(d, Some(&reg.signal))?;
-        let prefix = AttemptId::new().prefix(self.protocol, rules.kind);
         let (mut name, mut token, mut children) =
-            self.create_and_list(&session, &prefix, d, bound)?;
+            self.create_and_list(&session, rules.kind, d, bound)?;
         let mut waited = false;
         // Held, unless a cancel came meanwhile (then the node goes: cancel works at any time).
         let held = |name: &str, token: i64, waited: bool| {
@@ -325,7 +334,7 @@ impl<K: QueueKind> Queue<K> {
                     return Err(e);
                 }
                 log::warn!("lock node {name} vanished; queueing again");
-                (name, token, children) = self.create_and_list(&session, &prefix, d, bound)?;
+                (name, token, children) = self.create_and_list(&session, rules.kind, d, bound)?;
                 continue;
             };
             let Some((w, sole)) = (rules.blocker)(&queue, idx) else {
