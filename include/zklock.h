@@ -106,6 +106,12 @@ typedef enum zkl_status {
    holder taking the write half of the same participant. Before 0.3: ZKL_INVALID_ARGUMENT.
    */
   ZKL_WOULD_DEADLOCK = 11,
+  /*
+   The servers would not take this client's credentials (SASL) or certificate, or the
+   client would not take the servers' certificate (an untrusted CA, another name): the
+   message says what to fix. Retrying does not help.
+   */
+  ZKL_AUTH_FAILED = 12,
 } zkl_status;
 
 /*

@@ -35,6 +35,11 @@ pub enum Error {
     /// session is the parent's, and the child can use nothing of it (the message says which
     /// process made it). Make clients after fork, in the process that uses them.
     Forked(String),
+    /// The servers would not take this client's credentials or certificate, or this client
+    /// would not take the servers' certificate: SASL authentication failed, a TLS handshake
+    /// failed (a CA this client does not trust, a certificate for another name, a client
+    /// certificate refused). Retrying does not help; the message says what to fix.
+    AuthFailed(ErrorDetail),
 }
 
 /// What an [`Error::ConnectionLoss`] or [`Error::ZooKeeper`] says: a message (it reads as a
@@ -169,6 +174,7 @@ impl fmt::Display for Error {
             Error::WouldDeadlock(m) => write!(f, "would deadlock: {m}"),
             Error::ZooKeeper(m) => write!(f, "ZooKeeper error: {m}"),
             Error::Forked(m) => f.write_str(m),
+            Error::AuthFailed(m) => write!(f, "authentication failed: {m}"),
         }
     }
 }
@@ -178,7 +184,7 @@ impl std::error::Error for Error {
     /// reported one.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::ConnectionLoss(d) | Error::ZooKeeper(d) => d.source(),
+            Error::ConnectionLoss(d) | Error::ZooKeeper(d) | Error::AuthFailed(d) => d.source(),
             _ => None,
         }
     }

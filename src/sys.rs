@@ -601,3 +601,14 @@ pub(crate) mod process {
         }
     }
 }
+
+/// TLS options that accept a server certificate whatever name it was issued for
+/// ([`Tls::danger_accept_any_server_name`](crate::Tls::danger_accept_any_server_name)).
+#[cfg(feature = "tls")]
+pub(crate) fn tls_without_server_name_check(
+    o: zookeeper_client::TlsOptions,
+) -> zookeeper_client::TlsOptions {
+    // SAFETY: no memory-safety condition: zookeeper-client marks the call `unsafe` to flag the
+    // man-in-the-middle risk, which `Tls::danger_accept_any_server_name` documents and logs.
+    unsafe { o.with_no_hostname_verification() }
+}

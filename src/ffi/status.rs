@@ -37,6 +37,10 @@ pub enum zkl_status {
     /// holds the lock, a semaphore handle whose own leases fill max_leases, or the read half's
     /// holder taking the write half of the same participant. Before 0.3: ZKL_INVALID_ARGUMENT.
     ZKL_WOULD_DEADLOCK = 11,
+    /// The servers would not take this client's credentials (SASL) or certificate, or the
+    /// client would not take the servers' certificate (an untrusted CA, another name): the
+    /// message says what to fix. Retrying does not help.
+    ZKL_AUTH_FAILED = 12,
 }
 
 /// How lock nodes are named, so that other ZooKeeper clients can share the lock path.
@@ -152,6 +156,7 @@ impl From<&Error> for zkl_status {
             Error::Closed | Error::Forked(_) => zkl_status::ZKL_CLOSED,
             Error::Cancelled => zkl_status::ZKL_CANCELLED,
             Error::ZooKeeper(_) => zkl_status::ZKL_ZOOKEEPER_ERROR,
+            Error::AuthFailed(_) => zkl_status::ZKL_AUTH_FAILED,
         }
     }
 }
@@ -173,6 +178,7 @@ impl TryFrom<u32> for zkl_status {
             9 => ZKL_LOCK_LOST,
             10 => ZKL_CLOSED,
             11 => ZKL_WOULD_DEADLOCK,
+            12 => ZKL_AUTH_FAILED,
             other => return Err(other),
         })
     }
@@ -215,6 +221,7 @@ impl zkl_status {
             ZKL_LOCK_LOST => c"ZKL_LOCK_LOST",
             ZKL_CLOSED => c"ZKL_CLOSED",
             ZKL_WOULD_DEADLOCK => c"ZKL_WOULD_DEADLOCK",
+            ZKL_AUTH_FAILED => c"ZKL_AUTH_FAILED",
         }
     }
 }
@@ -243,6 +250,7 @@ mod tests {
             (Error::Timeout, ZKL_TIMEOUT),
             (Error::InvalidArgument("x".into()), ZKL_INVALID_ARGUMENT),
             (Error::WouldDeadlock("x".into()), ZKL_WOULD_DEADLOCK),
+            (Error::AuthFailed("x".into()), ZKL_AUTH_FAILED),
             (Error::NotHeld, ZKL_NOT_HELD),
             (Error::ConnectionLoss("x".into()), ZKL_CONNECTION_LOSS),
             (Error::SessionExpired, ZKL_SESSION_EXPIRED),
@@ -259,12 +267,12 @@ mod tests {
 
     #[test]
     fn u32_round_trip() {
-        for v in 0..=11u32 {
+        for v in 0..=12u32 {
             let s = zkl_status::try_from(v).unwrap();
             assert_eq!(s as u32, v);
             assert!(s.name().to_str().unwrap().starts_with("ZKL_"));
         }
-        assert_eq!(zkl_status::try_from(12), Err(12));
+        assert_eq!(zkl_status::try_from(13), Err(13));
         assert_eq!(
             zkl_protocol::try_from(1),
             Ok(zkl_protocol::ZKL_PROTOCOL_KAZOO)

@@ -76,10 +76,45 @@ impl std::fmt::Debug for Client {
     }
 }
 
-fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
-    let list = match hosts.find('/') {
-        Some(i) => {
-            crate::path::validate_path(&hosts[i..]).map_err(|e| {
+/// A host list's servers and its chroot: `host:port,...[/chroot]`, each host optionally
+/// written `tcp://host:port` (plaintext) or `tcp+tls://host:port` (TLS), as zookeeper-client
+/// reads them.
+struct HostList<'a> {
+    /// The list without the chroot (what zookeeper-client is given).
+    list: &'a str,
+    chroot: Option<&'a str>,
+    /// Each host: (its text without the prefix, name, port, `Some(true)` for `tcp+tls://`,
+    /// `Some(false)` for `tcp://`, `None`: the client's default).
+    hosts: Vec<(&'a str, &'a str, u16, Option<bool>)>,
+}
+
+const PLAIN: &str = "tcp://";
+const SECURE: &str = "tcp+tls://";
+
+fn strip_scheme(h: &str) -> (&str, Option<bool>) {
+    if let Some(rest) = h.strip_prefix(SECURE) {
+        (rest, Some(true))
+    } else if let Some(rest) = h.strip_prefix(PLAIN) {
+        (rest, Some(false))
+    } else {
+        (h, None)
+    }
+}
+
+impl<'a> HostList<'a> {
+    fn parse(hosts: &'a str) -> Result<HostList<'a>> {
+        // The chroot starts at the first '/' of the last host, after its scheme.
+        let last = hosts.rfind(',').map_or(0, |i| i + 1);
+        let tail = &hosts[last..];
+        let lead = tail.len() - tail.trim_start().len();
+        let (rest, _) = strip_scheme(&tail[lead..]);
+        let at = last + lead + (tail.len() - lead - rest.len());
+        let (list, chroot) = match hosts[at..].find('/') {
+            Some(i) => (&hosts[..at + i], Some(&hosts[at + i..])),
+            None => (hosts, None),
+        };
+        if let Some(c) = chroot {
+            crate::path::validate_path(c).map_err(|e| {
                 // The path's own words, without a second "invalid argument: ".
                 let why = match e {
                     Error::InvalidArgument(m) => m,
@@ -87,33 +122,54 @@ fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
                 };
                 Error::invalid(format!("bad chroot in host list {hosts:?}: {why}"))
             })?;
-            &hosts[..i]
         }
-        None => hosts,
-    };
-    if list.trim().is_empty() {
-        return Err(Error::invalid(format!(
-            "host list {hosts:?} names no server"
-        )));
-    }
-    let mut out = Vec::new();
-    for h in list.split(',') {
-        let h = h.trim();
-        let (host, port) = match h.rsplit_once(':') {
-            Some((host, port)) => (host, port),
-            None => (h, "2181"),
-        };
-        let port: u16 = port.parse().map_err(|_| {
-            Error::invalid(format!("bad port in host {h:?} of host list {hosts:?}"))
-        })?;
-        if host.is_empty() {
+        if list.trim().is_empty() {
             return Err(Error::invalid(format!(
-                "empty host name in host list {hosts:?}"
+                "host list {hosts:?} names no server"
             )));
         }
-        match (host, port).to_socket_addrs() {
+        let mut out = Vec::new();
+        for h in list.split(',') {
+            let (text, tls) = strip_scheme(h.trim());
+            if text.contains("://") {
+                return Err(Error::invalid(format!(
+                    "host {h:?} of host list {hosts:?}: the only schemes are tcp:// and tcp+tls://"
+                )));
+            }
+            let (name, port) = match text.rsplit_once(':') {
+                Some((name, port)) => (name, port),
+                None => (text, "2181"),
+            };
+            let port: u16 = port.parse().map_err(|_| {
+                Error::invalid(format!("bad port in host {h:?} of host list {hosts:?}"))
+            })?;
+            if name.is_empty() {
+                return Err(Error::invalid(format!(
+                    "empty host name in host list {hosts:?}"
+                )));
+            }
+            out.push((text, name, port, tls));
+        }
+        Ok(HostList {
+            list,
+            chroot,
+            hosts: out,
+        })
+    }
+
+    /// Whether some host is written `tcp+tls://`.
+    fn names_tls(&self) -> bool {
+        self.hosts.iter().any(|h| h.3 == Some(true))
+    }
+}
+
+fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
+    let parsed = HostList::parse(hosts)?;
+    let mut out = Vec::new();
+    for (text, name, port, _) in &parsed.hosts {
+        match (*name, *port).to_socket_addrs() {
             Ok(addrs) => out.extend(addrs),
-            Err(e) => log::warn!("cannot resolve {h}: {e}"),
+            Err(e) => log::warn!("cannot resolve {text}: {e}"),
         }
     }
     if out.is_empty() {
@@ -121,7 +177,7 @@ fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
         return Err(Error::ConnectionLoss(
             format!(
                 "cannot connect to {hosts}: {}",
-                diagnose(hosts, Duration::ZERO)
+                diagnose(hosts, None, Duration::ZERO)
             )
             .into(),
         ));
@@ -130,15 +186,17 @@ fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
 }
 
 /// Why no session could be opened with `hosts`, in words: per server, "cannot resolve host",
-/// "connection refused by", "no answer from" or "accepts connections" (each probed once,
-/// waiting at most `wait` for a TCP answer).
-fn diagnose(hosts: &str, wait: Duration) -> String {
-    let list = hosts.split('/').next().unwrap_or_default();
+/// "connection refused by", "no answer from", why its TLS handshake fails, or that it
+/// "accepts connections" (each probed once, waiting at most `wait` for each answer). `tls`:
+/// the client's TLS options, when it has some (hosts without a scheme then use TLS).
+fn diagnose(hosts: &str, tls: Option<&super::secure::Tls>, wait: Duration) -> String {
+    let Ok(parsed) = HostList::parse(hosts) else {
+        return String::new();
+    };
     let mut why = Vec::new();
-    for h in list.split(',').map(str::trim).filter(|h| !h.is_empty()) {
-        let (host, port) = h.rsplit_once(':').unwrap_or((h, "2181"));
-        let port: u16 = port.parse().unwrap_or(2181);
-        let addrs: Vec<SocketAddr> = match (host, port).to_socket_addrs() {
+    for (_, host, port, scheme) in &parsed.hosts {
+        let secure = scheme.unwrap_or(tls.is_some());
+        let addrs: Vec<SocketAddr> = match (*host, *port).to_socket_addrs() {
             Ok(a) => a.collect(),
             Err(_) => {
                 why.push(format!("cannot resolve host {host:?}"));
@@ -150,7 +208,7 @@ fn diagnose(hosts: &str, wait: Duration) -> String {
                 continue;
             }
             why.push(match std::net::TcpStream::connect_timeout(&a, wait) {
-                Ok(_) => format!("{a} accepts connections but opened no ZooKeeper session"),
+                Ok(_) => explain_silence(a, host, secure, tls, wait),
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     format!("connection refused by {a}")
                 }
@@ -159,6 +217,67 @@ fn diagnose(hosts: &str, wait: Duration) -> String {
         }
     }
     why.join("; ")
+}
+
+/// Why a server that accepts connections opened no session.
+fn explain_silence(
+    a: SocketAddr,
+    host: &str,
+    secure: bool,
+    tls: Option<&super::secure::Tls>,
+    wait: Duration,
+) -> String {
+    #[cfg(feature = "tls")]
+    {
+        if secure {
+            return super::secure::explain_handshake(a, host, tls, wait).unwrap_or_else(|| {
+                format!("{a} completed the TLS handshake but opened no ZooKeeper session")
+            });
+        }
+        if super::secure::speaks_tls(a, wait) {
+            return format!(
+                "{a} did not answer as ZooKeeper: it speaks TLS; is it a TLS port? (write \
+                 tcp+tls://{host}:{} or give Options::tls)",
+                a.port()
+            );
+        }
+    }
+    #[cfg(not(feature = "tls"))]
+    let _ = (host, secure, tls);
+    format!("{a} accepts connections but opened no ZooKeeper session")
+}
+
+/// Starts zookeeper-client's connect: hosts without a scheme use TLS when `tls` is set.
+fn connect(
+    connector: zk::Connector,
+    tls: bool,
+    list: &str,
+) -> impl std::future::Future<Output = std::result::Result<zk::Client, zk::Error>> + Send + '_ {
+    #[cfg(feature = "tls")]
+    if tls {
+        return futures::future::Either::Left(connector.secure_connect(list));
+    }
+    let _ = tls;
+    futures::future::Either::Right(connector.connect(list))
+}
+
+/// The error of a failed connect whose servers were probed (`why`): a TLS handshake that
+/// failed over certificates is [`Error::AuthFailed`] (retrying will not help), anything else
+/// a connection loss.
+fn connect_failure(detail: ErrorDetail, why: &str) -> Error {
+    let certificates = [
+        "not signed by a CA this client trusts",
+        "certificate is not issued for",
+        "requires a client certificate",
+        "refused the client certificate",
+        "out of its validity period",
+        "certificate was refused",
+    ];
+    if certificates.iter().any(|c| why.contains(c)) {
+        Error::AuthFailed(detail)
+    } else {
+        Error::ConnectionLoss(detail)
+    }
 }
 
 impl Client {
@@ -189,9 +308,9 @@ impl Client {
                 "session timeout above one hour (servers grant at most their maxSessionTimeout)",
             ));
         }
-        if options.acl != Acl::Open && options.auth.is_empty() {
+        if options.acl != Acl::Open && !options.has_identity() {
             return Err(Error::invalid(format!(
-                "the ACL {:?} grants rights to the creator's authenticated identity: add authentication (Options::auth)",
+                "the ACL {:?} grants rights to the creator's authenticated identity: give the client one (Options::sasl, a TLS client certificate, or Options::auth)",
                 options.acl
             )));
         }
@@ -273,12 +392,22 @@ impl Client {
         for (scheme, auth) in opts.auth.iter().chain(self.inner.added_auth.lock().iter()) {
             connector = connector.with_auth(scheme, auth);
         }
-        let deadline = bound;
         let hosts = self.inner.hosts.clone();
-        let (list, chroot) = match hosts.find('/') {
-            Some(i) => (hosts[..i].to_string(), Some(hosts[i..].to_string())),
-            None => (hosts.clone(), None),
-        };
+        let parsed = HostList::parse(&hosts)?;
+        let connector = super::secure::apply(
+            connector,
+            opts.tls.as_ref(),
+            parsed.names_tls(),
+            opts.sasl.as_ref(),
+        )?;
+        let (list, chroot) = (parsed.list.to_string(), parsed.chroot.map(str::to_string));
+        // What is left of the wait after the connect is kept to say why it failed (a TLS
+        // handshake's probe, a server's answer): the error comes within the connect timeout.
+        let wait_left = bound.saturating_duration_since(Instant::now());
+        let reserve = (wait_left / 5).min(Duration::from_secs(1));
+        let deadline = bound - reserve;
+        let probe_wait = (reserve / (2 * self.inner.servers.len().max(1) as u32))
+            .max(Duration::from_millis(20));
         let started = Instant::now();
         // The tick the lease reckons with (`docs/hold-model.md`, "The server's tick"): the one
         // given, else the longest the servers report, else ZooKeeper's default.
@@ -295,7 +424,7 @@ impl Client {
         // The session's tasks and socket come to be during the connect: kept, so that a caller
         // waiting on this session wakes on its socket and polls its task itself.
         let (connected, io) = runtime::SessionIo::connect(&self.inner.servers, |io| {
-            let fut = runtime::enter(|| connector.connect(&list));
+            let fut = runtime::enter(|| connect(connector, opts.tls.is_some(), &list));
             runtime::enter(|| runtime::block_on(fut, Some(deadline), cancel, Some(io)))
         });
         let connected = match connected {
@@ -309,25 +438,34 @@ impl Client {
                 return Err(Error::invalid(format!("host list {hosts:?}: {m}")))
             }
             Some(Err(zk::Error::AuthFailed)) => {
-                return Err(Error::ZooKeeper("authentication failed".into()))
-            }
-            Some(Err(e)) => {
-                let why = format!(
-                    "cannot connect to {hosts}: {e} ({})",
-                    diagnose(&hosts, Duration::from_millis(250))
-                );
-                return Err(Error::ConnectionLoss(ErrorDetail::with_source(why, e)));
-            }
-            None => {
-                return Err(Error::ConnectionLoss(
-                    format!(
-                        "no ZooKeeper session with {hosts} within {:?}: {}",
-                        opts.connect_timeout
-                            .min(bound.saturating_duration_since(started)),
-                        diagnose(&hosts, Duration::from_millis(250))
-                    )
+                return Err(Error::AuthFailed(
+                    match &opts.sasl {
+                        Some(s) => format!(
+                            "{} failed at {hosts}: a wrong user or password, or a user the \
+                             servers do not know",
+                            s.describe()
+                        ),
+                        None => format!(
+                            "{hosts} refused the client: the servers require authentication \
+                             (SASL, enforce.auth.enabled): give credentials (Options::sasl)"
+                        ),
+                    }
                     .into(),
                 ))
+            }
+            Some(Err(e)) => {
+                let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
+                let detail = ErrorDetail::with_source(format!("cannot connect to {hosts}: {e} ({why})"), e);
+                return Err(connect_failure(detail, &why));
+            }
+            None => {
+                let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
+                let detail = ErrorDetail::new(format!(
+                    "no ZooKeeper session with {hosts} within {:?}: {why}",
+                    opts.connect_timeout
+                        .min(bound.saturating_duration_since(started))
+                ));
+                return Err(connect_failure(detail, &why));
             }
         };
         if opts.tcp_nodelay {
@@ -368,7 +506,9 @@ impl Client {
             pid: self.inner.pid,
             root: chroot.as_ref().map(|_| zk.clone()),
             zk: match chroot {
-                Some(c) => zk.chroot(c).map_err(|_| Error::invalid("bad chroot"))?,
+                Some(c) => zk
+                    .chroot(c.clone())
+                    .map_err(|_| Error::invalid(format!("bad chroot {c:?}")))?,
                 None => zk,
             },
         });
@@ -541,6 +681,20 @@ impl Client {
     /// client is closed).
     pub fn server_tick_time(&self) -> Option<Duration> {
         self.inner.current.lock().as_ref().map(|s| s.tick)
+    }
+
+    /// The identities the servers know this client by, as `scheme:id` (ZooKeeper's `whoami`,
+    /// servers 3.7 and later): `ip:127.0.0.1`, `sasl:bob` (SASL), `x509:CN=client` (a TLS
+    /// client certificate), `digest:app` ([`Options::auth`]). A creator-only ACL grants its
+    /// rights to these.
+    ///
+    /// ```no_run
+    /// # let client = zklock::Client::connect("127.0.0.1:2181", zklock::Options::default())?;
+    /// println!("connected as {}", client.identities()?.join(", "));
+    /// # Ok::<(), zklock::Error>(())
+    /// ```
+    pub fn identities(&self) -> Result<Vec<String>> {
+        self.session()?.identities()
     }
 
     /// Waits until the state satisfies `pred` or `timeout` passes; returns the state then.

@@ -7,11 +7,13 @@ mod client;
 mod events;
 mod lease;
 mod options;
+mod secure;
 mod state;
 mod watch;
 
 pub use client::Client;
 pub use options::{Acl, Options};
+pub use secure::{Sasl, Tls};
 pub use state::{SessionEvent, SessionState};
 pub use watch::ChildrenWatch;
 

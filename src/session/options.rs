@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
+use super::secure::{Sasl, Tls};
 use crate::node::Protocol;
 
 /// The ACL of the lock nodes and parents a client creates.
@@ -59,6 +60,8 @@ pub struct Options {
     pub(crate) tcp_nodelay: bool,
     pub(crate) acl: Acl,
     pub(crate) server_tick_time: Option<Duration>,
+    pub(crate) tls: Option<Tls>,
+    pub(crate) sasl: Option<Sasl>,
 }
 
 impl std::fmt::Debug for Options {
@@ -78,6 +81,8 @@ impl std::fmt::Debug for Options {
             .field("reconnect_on_expiry", &self.reconnect_on_expiry)
             .field("acl", &self.acl)
             .field("server_tick_time", &self.server_tick_time)
+            .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
             .finish()
     }
 }
@@ -94,6 +99,8 @@ impl Default for Options {
             tcp_nodelay: true,
             acl: Acl::Open,
             server_tick_time: None,
+            tls: None,
+            sasl: None,
         }
     }
 }
@@ -120,13 +127,45 @@ impl Options {
         self.protocol = p;
         self
     }
+    /// TLS to every server of the host list (ZooKeeper's `secureClientPort`); a host written
+    /// `tcp://host:port` stays plaintext. Without this option, hosts written
+    /// `tcp+tls://host:port` use TLS with the system's certificate authorities. See [`Tls`].
+    ///
+    /// ```
+    /// let opts = zklock::Options::default()
+    ///     .tls(zklock::Tls::new().ca_file("ca.pem").identity_files("client.pem", "client.key"));
+    /// ```
+    pub fn tls(mut self, tls: Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+    /// SASL authentication at every (re)connect (servers with `SASLAuthenticationProvider`,
+    /// e.g. `enforce.auth.schemes=sasl`). See [`Sasl`].
+    ///
+    /// ```
+    /// let opts = zklock::Options::default().sasl(zklock::Sasl::digest_md5("bob", "secret"));
+    /// ```
+    pub fn sasl(mut self, sasl: Sasl) -> Self {
+        self.sasl = Some(sasl);
+        self
+    }
+    /// Whether the client proves an identity the servers can name in an ACL: `auth`, SASL or
+    /// a TLS client certificate.
+    pub(crate) fn has_identity(&self) -> bool {
+        !self.auth.is_empty()
+            || self.sasl.is_some()
+            || self.tls.as_ref().is_some_and(Tls::has_identity)
+    }
     /// Adds authentication, e.g. `("digest", "user:password")`; replayed on every reconnect.
+    /// `digest` sends the password in clear at every connect: over plaintext, prefer
+    /// [`Options::sasl`] or TLS.
     pub fn auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
         self.auth.push((scheme.into(), auth.into()));
         self
     }
     /// The ACL of the nodes this client creates (default [`Acl::Open`]). A creator-only ACL
-    /// needs [`Options::auth`]: [`Client::connect`](crate::Client::connect) refuses it otherwise.
+    /// needs an identity ([`Options::auth`], [`Options::sasl`] or a TLS client certificate):
+    /// [`Client::connect`](crate::Client::connect) refuses it otherwise.
     pub fn acl(mut self, acl: Acl) -> Self {
         self.acl = acl;
         self

@@ -245,6 +245,22 @@ impl Session {
             // Nothing is recorded: the session is the parent's, alive or not.
             return forked;
         }
+        if matches!(e, zk::Error::NoAuth) {
+            // Say who the servers take this client for: the usual cause is an ACL made by
+            // another identity (a creator-only ACL names its creator's).
+            let who = self
+                .identities()
+                .map(|ids| ids.join(", "))
+                .unwrap_or_else(|_| "unknown (whoami failed)".into());
+            return Error::ZooKeeper(crate::error::ErrorDetail::with_source(
+                format!(
+                    "not authorized: the node's ACL does not grant this to this client, which \
+                     the servers know as {who} (a creator-only ACL grants rights to the \
+                     identity that created the node only)"
+                ),
+                e,
+            ));
+        }
         let e = Error::from(e);
         if e.is_session_end() {
             // The crate saw the end before our state task: record it now.
@@ -256,6 +272,18 @@ impl Session {
             self.events.on_state(self, s);
         }
         e
+    }
+
+    /// The identities the servers know this session by (`scheme:id`, ZooKeeper's `whoami`,
+    /// servers 3.7 and later): `ip:127.0.0.1`, `sasl:bob`, `x509:CN=client`, `digest:app`.
+    pub(crate) fn identities(&self) -> Result<Vec<String>> {
+        let users = self
+            .call(self.zk.list_auth_users(), Deadline::TryOnce)
+            .map_err(Error::from)?;
+        Ok(users
+            .iter()
+            .map(|u| format!("{}:{}", u.scheme(), u.user()))
+            .collect())
     }
 
     /// The one wait of every acquire for a one-shot watch: `Ok(Some(event))` when it fired
