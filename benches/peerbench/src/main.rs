@@ -9,7 +9,7 @@
 //! `ReadWriteLock` (both halves for W5), `ffi` = `Mutex` through the C ABI (W1–W3).
 //!
 //! ```text
-//! peerbench <W1|W2|W3|W4|W5|W6> [clients]
+//! peerbench <W1|W2|W3|W4|W5|W6|RT> [clients]
 //! env: ZK_CONNECT (127.0.0.1:2182), BENCH_RECIPE (lock | semaphore | lease | simple | rw | ffi),
 //!      BENCH_RUN_ID, BENCH_ITERS BENCH_WARMUP BENCH_DURATION BENCH_SAMPLES BENCH_W3_WARMUP
 //!      BENCH_QUEUE_WAIT_MS BENCH_WAITERS BENCH_RELEASES BENCH_SETTLE_S BENCH_READ_FRACTION,
@@ -70,6 +70,7 @@ macro_rules! log {
 
 // ------------------------------------------------------------------ a tiny JSON writer
 
+#[derive(Clone)]
 enum J {
     Null,
     Bool(bool),
@@ -380,23 +381,41 @@ enum Session {
 
 struct Bench {
     recipe: Recipe,
+    /// The host list every session connects to (`ZK_CONNECT` unless a mode starts its own servers).
+    hosts: String,
+    /// The options of every Rust session (the TLS mode adds `Options::tls`).
+    options: Options,
+    /// Extra params of every W1/W2 row (the TLS mode's `transport` and `round`).
+    tags: Vec<(String, J)>,
 }
 
 impl Bench {
+    /// The harness's bench: sessions to `ZK_CONNECT` with a 10 s session timeout.
+    fn new(recipe: Recipe) -> Bench {
+        Bench {
+            recipe,
+            hosts: connect_string(),
+            options: Options::default().session_timeout(Duration::from_secs(10)),
+            tags: Vec::new(),
+        }
+    }
+
+    /// A row's params: `o` and this bench's tags.
+    fn params(&self, o: &mut Obj) -> J {
+        for (k, v) in &self.tags {
+            o.put(k, v.clone());
+        }
+        o.take()
+    }
+
     fn new_client(&self) -> Session {
         if self.recipe == Recipe::Ffi {
-            return Session::Ffi(
-                ffi::FfiClient::connect(&connect_string()).unwrap_or_else(|e| {
-                    log!("C ABI connect failed: {e}");
-                    std::process::exit(1)
-                }),
-            );
+            return Session::Ffi(ffi::FfiClient::connect(&self.hosts).unwrap_or_else(|e| {
+                log!("C ABI connect failed: {e}");
+                std::process::exit(1)
+            }));
         }
-        let c = Client::connect(
-            &connect_string(),
-            Options::default().session_timeout(Duration::from_secs(10)),
-        )
-        .unwrap_or_else(|e| {
+        let c = Client::connect(&self.hosts, self.options.clone()).unwrap_or_else(|e| {
             log!("connect failed: {e}");
             std::process::exit(1)
         });
@@ -461,7 +480,8 @@ fn must(r: zklock::Result<()>, what: &str) {
 
 // ------------------------------------------------------------------ W1
 
-fn w1(b: &Bench) {
+/// W1; returns the row's metrics.
+fn w1(b: &Bench) -> J {
     let iters: usize = env_num("BENCH_ITERS", 2000);
     let warm: usize = env_num("BENCH_WARMUP", 100);
     let path = b.base_path("W1");
@@ -490,14 +510,17 @@ fn w1(b: &Bench) {
         "cpu_us_per_cycle",
         r1(cpu.as_secs_f64() * 1e6 / iters as f64),
     );
-    let params = Obj::new()
-        .int("iters", iters)
-        .int("warmup", warm)
-        .int("clients", 1)
-        .take();
-    emit(b.recipe.name(), "W1", params, met.take());
+    let params = b.params(
+        Obj::new()
+            .int("iters", iters)
+            .int("warmup", warm)
+            .int("clients", 1),
+    );
+    let met = met.take();
+    emit(b.recipe.name(), "W1", params, met.clone());
     drop(m);
     b.close(c);
+    met
 }
 
 // ------------------------------------------------------------------ RT
@@ -539,7 +562,8 @@ fn rt(b: &Bench) {
 
 // ------------------------------------------------------------------ W2
 
-fn w2(b: &Bench, clients: usize) {
+/// W2 with `clients` sessions; returns the row's metrics.
+fn w2(b: &Bench, clients: usize) -> J {
     let dur: f64 = env_num("BENCH_DURATION", 10.0);
     let path = b.base_path("W2");
     let cs: Vec<Session> = (0..clients).map(|_| b.new_client()).collect();
@@ -613,19 +637,18 @@ fn w2(b: &Bench, clients: usize) {
         )
         .int("lost_updates", lost);
     lat_summary(&mut met, "wait", &all);
+    let met = met.take();
     emit(
         b.recipe.name(),
         "W2",
-        Obj::new()
-            .int("clients", clients)
-            .num("duration_s", dur)
-            .take(),
-        met.take(),
+        b.params(Obj::new().int("clients", clients).num("duration_s", dur)),
+        met.clone(),
     );
     drop(ms);
     for c in cs {
         b.close(c);
     }
+    met
 }
 
 // ------------------------------------------------------------------ W3
@@ -1272,7 +1295,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() || args[0] == "--bench" {
         // `cargo bench` passes --bench; this program is driven by the peers harness instead.
-        eprintln!("usage: peerbench W1|W2|W3|W4|W5|W6 [clients]   (see ../shared/peers/README.md)");
+        eprintln!(
+            "usage: peerbench W1|W2|W3|W4|W5|W6|RT [clients]   (see ../shared/peers/README.md)"
+        );
         std::process::exit(if args.is_empty() { 2 } else { 0 });
     }
     let Some(recipe) = Recipe::parse(&env_str("BENCH_RECIPE", "lock")) else {
@@ -1292,7 +1317,7 @@ fn main() {
         },
         None => None,
     };
-    let b = Bench { recipe };
+    let b = Bench::new(recipe);
     let w = args[0].to_uppercase();
     if recipe == Recipe::Ffi && !matches!(w.as_str(), "W1" | "W2" | "W3") {
         log!(
@@ -1303,8 +1328,12 @@ fn main() {
     }
     match w.as_str() {
         "RT" => rt(&b),
-        "W1" => w1(&b),
-        "W2" => w2(&b, n.unwrap_or(8)),
+        "W1" => {
+            w1(&b);
+        }
+        "W2" => {
+            w2(&b, n.unwrap_or(8));
+        }
         "W3" => w3(&b),
         "W4" => w4(&b),
         "W5" => w5(&b, n.unwrap_or(8)),
