@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use zklock::testing::{ClientAuth, TestingCerts, TestingCluster, TestingServer};
+use zklock::testing::{eventually, ClientAuth, TestingCerts, TestingCluster, TestingServer};
 use zookeeper_client as zk;
 
 /// Runs each task zookeeper-client spawns (the session's I/O) on a thread of its own.
@@ -287,4 +287,49 @@ fn tls_ensemble_has_a_leader_and_serves_a_tls_client() {
         assert_eq!(data, b"over tls");
     });
     assert!(cluster.member_of_session(other.session_id().0) == Some(follower));
+}
+
+#[test]
+fn partitionable_tls_ensemble_isolates_and_heals_a_member() {
+    let certs = TestingCerts::generate().unwrap();
+    let cluster = TestingCluster::start_tls_with(3, &certs, ClientAuth::None, true, &[]).unwrap();
+    assert_eq!(cluster.client_auth(), Some(ClientAuth::None));
+    let leader = cluster.leader().expect("a leader");
+    let follower = (leader + 1) % 3;
+    cluster.isolate(follower);
+    assert!(eventually(Duration::from_secs(15), || !cluster.serving(follower)));
+    cluster.heal(follower);
+    assert!(eventually(Duration::from_secs(30), || cluster.serving(follower)));
+    let client = connect(
+        &cluster.member_connect_string(follower),
+        Some(tls(certs.ca_pem(), None)),
+        None,
+    )
+    .unwrap();
+    create_and_whoami(&client, "/healed", b"x");
+}
+
+#[test]
+fn tls_server_restarts_on_its_port_and_keeps_its_data() {
+    let mut server = TestingServer::start_tls(ClientAuth::Need).unwrap();
+    let certs = server.certs().unwrap().clone();
+    let alice = certs.client("alice").unwrap();
+    let client = connect(
+        &server.connect_string(),
+        Some(tls(certs.ca_pem(), Some(&alice))),
+        None,
+    )
+    .unwrap();
+    create_and_whoami(&client, "/kept", b"x");
+    drop(client);
+    server.restart().unwrap();
+    let client = connect(
+        &server.connect_string(),
+        Some(tls(certs.ca_pem(), Some(&alice))),
+        None,
+    )
+    .unwrap();
+    let _scope = spawns_core::enter(&ThreadSpawner);
+    let (data, _) = futures::executor::block_on(client.get_data("/kept")).unwrap();
+    assert_eq!(data, b"x");
 }
