@@ -42,7 +42,9 @@ fn main() -> std::io::Result<()> {
                 })
             }
             "--sasl" => {
-                let spec = args.next().ok_or_else(|| usage("--sasl takes USER:PASSWORD"))?;
+                let spec = args
+                    .next()
+                    .ok_or_else(|| usage("--sasl takes USER:PASSWORD"))?;
                 let (user, pw) = spec
                     .split_once(':')
                     .ok_or_else(|| usage("--sasl takes USER:PASSWORD"))?;
@@ -64,8 +66,10 @@ fn main() -> std::io::Result<()> {
             server
         }
         (None, false) => {
-            let users: Vec<(&str, &str)> =
-                users.iter().map(|(u, p)| (u.as_str(), p.as_str())).collect();
+            let users: Vec<(&str, &str)> = users
+                .iter()
+                .map(|(u, p)| (u.as_str(), p.as_str()))
+                .collect();
             TestingServer::start_sasl(&users)?
         }
         (None, true) => TestingServer::start()?,

@@ -1283,10 +1283,11 @@ class Client(_Managed):
                                   " most 3600 s)" % (session_timeout,), INVALID_ARGUMENT)
         # Every argument is checked before anything is made: a TypeError or InvalidArgument
         # from here leaves nothing to free.
-        setters = [(_lib.zkl_options_set_session_timeout, session_ms)]
-        if connect_timeout is not None:
-            setters.append((_lib.zkl_options_set_connect_timeout,
-                            _millis_u32(connect_timeout, "connect_timeout", 1)))
+        # connect_timeout 0: the session timeout.
+        connect_ms = 0 if connect_timeout is None else _millis_u32(
+            connect_timeout, "connect_timeout", 1)
+        setters = [(_lib.zkl_options_set_session_timeout, session_ms),
+                   (_lib.zkl_options_set_connect_timeout, connect_ms)]
         if holder_id is not None:
             setters.append((_lib.zkl_options_set_holder_id, _text(holder_id, "holder_id")))
         if server_tick is not None:
