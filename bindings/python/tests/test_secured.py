@@ -4,6 +4,8 @@ without client certificates required; a server that requires SASL DIGEST-MD5): e
 and locks, and each refusal is AuthFailed, within the connect timeout, saying what to fix."""
 
 import logging
+import shutil
+import subprocess
 import time
 
 import pytest
@@ -69,6 +71,23 @@ def test_a_certfile_holding_the_key_too_needs_no_keyfile(mutual, path, tmp_path)
     both.write_text(open(mutual.files["cert"]).read() + open(mutual.files["key"]).read())
     with zklock.Client(mutual.hosts, ca=mutual.files["ca"], certfile=both) as c:
         _locks(c, path)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_an_encrypted_key_takes_keyfile_password(mutual, path, tmp_path):
+    encrypted = tmp_path / "client.p8"
+    subprocess.run(["openssl", "pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", mutual.files["key"],
+                    "-out", str(encrypted), "-passout", "pass:keypw"], check=True)
+    f = mutual.files
+    with zklock.Client(mutual.hosts, ca=f["ca"], certfile=f["cert"], keyfile=encrypted,
+                       keyfile_password="keypw") as c:
+        _locks(c, path)
+    for password, words in ((None, "keyfile_password="), ("wrong", "cannot be decrypted")):
+        with pytest.raises(zklock.InvalidArgument) as caught:
+            zklock.Client(mutual.hosts, connect_timeout=CONNECT, ca=f["ca"], certfile=f["cert"],
+                          keyfile=encrypted, keyfile_password=password)
+        assert words in caught.value.message and str(encrypted) in caught.value.message, \
+            caught.value.message
 
 
 def test_mutual_tls_without_a_client_certificate_is_auth_failed(mutual):
