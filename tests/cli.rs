@@ -899,3 +899,98 @@ fn the_server_tick_flag_sets_the_tick_the_lease_reckons_with() {
     let (code, _, err) = run(zklock(&h, &["--server-tick-ms", "0", &p, "true"]));
     assert_eq!(code, 64, "{err}");
 }
+
+/// Writes `password` and a newline (as `echo` does) to `dir/name`; returns the file's path.
+fn password_file(dir: &std::path::Path, name: &str, password: &str) -> String {
+    let f = dir.join(name);
+    std::fs::write(&f, format!("{password}\n")).unwrap();
+    f.to_str().unwrap().to_string()
+}
+
+/// A script that waits until `gate` exists.
+fn wait_for(gate: &std::path::Path) -> String {
+    format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display())
+}
+
+/// Digest credentials from a file or the environment, and creator-only ACLs: the creator
+/// holds; another identity is refused with 77 and told whom the servers take it for; its
+/// `holders` shows what it may (the queue, with "?" for the ids its ACL hides) and exits 77.
+#[test]
+fn digest_credentials_and_creator_only_acls() {
+    let h = hosts();
+    let dir = tempfile::tempdir().unwrap();
+    let bob_pw = password_file(dir.path(), "bob", "bob-secret");
+    let alice_pw = password_file(dir.path(), "alice", "alice-secret");
+    let bob = ["--digest-user", "bob", "--digest-password-file", &bob_pw];
+    let alice = [
+        "--digest-user",
+        "alice",
+        "--digest-password-file",
+        &alice_pw,
+    ];
+    let with = |who: &[&str], rest: &[&str]| {
+        let v: Vec<&str> = who.iter().chain(rest).copied().collect();
+        run(zklock(&h, &v))
+    };
+
+    // A path made open by an earlier lock: bob's node under it is his alone.
+    let p = path("acl-open-parent");
+    assert_eq!(run(zklock(&h, &[&p, "true"])).0, 0);
+    let gate = dir.path().join("gate");
+    let (mut z, _) = start_command_with(&h, &p, dir.path(), &wait_for(&gate), |c| {
+        // From the environment only: nothing of it on the command line.
+        c.env("ZKL_DIGEST_USER", "bob")
+            .env("ZKL_DIGEST_PASSWORD", "bob-secret")
+            .env("ZKL_ACL", "creator");
+    });
+    let (code, out, err) = with(&bob, &["holders", &p]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("holder\t") && !out.contains('?'), "{out}");
+    let (code, out, err) = with(&alice, &["holders", &p]);
+    assert_eq!(code, 77, "{out}{err}");
+    let fields: Vec<&str> = out.trim_end().split('\t').collect();
+    assert_eq!((fields[0], fields[2]), ("holder", "?"), "{out}");
+    assert!(
+        err.contains("not authorized") && err.contains("digest:alice"),
+        "{err}"
+    );
+    let (code, out, err) = with(&alice, &["holders", "--json", &p]);
+    assert_eq!(code, 77, "{err}");
+    assert!(out.contains("\"holder_id\":null"), "{out}");
+    std::fs::write(&gate, "").unwrap();
+    assert!(z.wait().unwrap().success());
+
+    // A path bob made creator-only: alice can neither lock under it nor list it.
+    let q = path("acl-creator");
+    let (code, _, err) = with(&bob, &["--acl", "creator", &q, "true"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = with(&alice, &["-n", &q, "true"]);
+    assert_eq!(code, 77, "{err}");
+    assert!(
+        err.contains("not authorized") && err.contains("digest:alice"),
+        "{err}"
+    );
+    let (code, out, err) = with(&alice, &["holders", &q]);
+    assert_eq!((code, out.as_str()), (77, ""), "{err}");
+    assert!(err.contains("digest:alice"), "{err}");
+    // Bob with a wrong password is another identity: refused the same way.
+    let wrong = password_file(dir.path(), "wrong", "nope");
+    let (code, _, err) = with(
+        &["--digest-user", "bob", "--digest-password-file", &wrong],
+        &["-n", &q, "true"],
+    );
+    assert_eq!(code, 77, "{err}");
+    // The creator itself is served.
+    let (code, out, err) = with(&bob, &[&q, "sh", "-c", "echo in"]);
+    assert_eq!((code, out.as_str()), (0, "in\n"), "{err}");
+    // No identity for a creator-only ACL: a usage error before connecting; a user without a
+    // password says where to put it.
+    let (code, _, err) = run(zklock(&h, &["--acl", "creator", &q, "true"]));
+    assert_eq!(code, 64, "{err}");
+    let (code, _, err) = run(zklock(&h, &["--digest-user", "bob", &q, "true"]));
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("--digest-password-file") && err.contains("ZKL_DIGEST_PASSWORD"),
+        "{err}"
+    );
+}

@@ -741,12 +741,16 @@ fn holders(client: &Client, args: &HoldersArgs) -> ExitCode {
             },
             None => Vec::new(),
         };
+        let hidden = list.iter().filter(|p| p.hidden).count();
         if shown.as_ref() != Some(&list) {
             print_participants(&mut out, &list, kind, args);
+            if hidden > 0 {
+                say_hidden(client, &args.path, hidden);
+            }
             shown = Some(list);
         }
         let Some(mut change) = change else {
-            return ExitCode::SUCCESS;
+            return ExitCode::from(if hidden > 0 { EXIT_NOPERM } else { 0 });
         };
         if let Err(e) = change.wait(None) {
             return fail(&e);
@@ -759,6 +763,20 @@ fn holders(client: &Client, args: &HoldersArgs) -> ExitCode {
             };
         }
     }
+}
+
+/// Says on stderr that the ACL of `n` nodes of the lock hides their holder ids from this
+/// client, and whom the servers take it for.
+fn say_hidden(client: &Client, path: &str, n: usize) {
+    let who = client
+        .identities()
+        .map(|ids| ids.join(", "))
+        .unwrap_or_else(|e| format!("unknown ({e})"));
+    eprintln!(
+        "zklock: {path}: not authorized to read {n} of the lock's nodes (shown with holder id \
+         \"?\"): their ACL does not grant it to this client, which the servers know as {who} (a \
+         creator-only ACL grants rights to the identity that created the node only)"
+    );
 }
 
 /// Milliseconds since the Unix epoch, now.
@@ -779,6 +797,14 @@ fn print_participants(
     let now = now_ms();
     // How long each has held (a holder) or waited (a waiter), by its node's creation.
     let age = |p: &zklock::Participant| (now - p.created_ms).max(0);
+    // A holder id the node's ACL hides: "?".
+    let id = |p: &zklock::Participant| {
+        if p.hidden {
+            "?".to_string()
+        } else {
+            p.holder_id.clone()
+        }
+    };
     let text = if args.json {
         let items: Vec<_> = list
             .iter()
@@ -787,7 +813,7 @@ fn print_participants(
                     "role": if p.is_holder { "holder" } else { "waiting" },
                     "sequence": if queue { Some(p.sequence) } else { None },
                     "mode": if shows_mode { Some(if p.is_reader { "read" } else { "write" }) } else { None },
-                    "holder_id": p.holder_id,
+                    "holder_id": if p.hidden { None } else { Some(&p.holder_id) },
                     "node": if queue { Some(&p.node) } else { None },
                     "since_ms": p.created_ms,
                     "for_ms": age(p),
@@ -801,17 +827,21 @@ fn print_participants(
             let role = if p.is_holder { "holder" } else { "waiting" };
             let for_s = format!("{:.1}s", age(p) as f64 / 1000.0);
             if !queue {
-                t.push_str(&format!("{role}\t{}\t{for_s}\n", p.holder_id));
+                t.push_str(&format!("{role}\t{}\t{for_s}\n", id(p)));
             } else if shows_mode {
                 let mode = if p.is_reader { "read" } else { "write" };
                 t.push_str(&format!(
                     "{role}\t{}\t{mode}\t{}\t{}\t{for_s}\n",
-                    p.sequence, p.holder_id, p.node
+                    p.sequence,
+                    id(p),
+                    p.node
                 ));
             } else {
                 t.push_str(&format!(
                     "{role}\t{}\t{}\t{}\t{for_s}\n",
-                    p.sequence, p.holder_id, p.node
+                    p.sequence,
+                    id(p),
+                    p.node
                 ));
             }
         }
