@@ -633,8 +633,20 @@ impl Secure {
                     self.tls_key_password_file.as_deref(),
                     "ZKL_TLS_KEY_PASSWORD",
                 )?;
-                if let Some(pw) = pw {
-                    tls = tls.key_password(pw);
+                match pw {
+                    Some(pw) => tls = tls.key_password(pw),
+                    // Said here in the command's words (the library reads the key at connect).
+                    None if std::fs::read_to_string(key)
+                        .is_ok_and(|k| k.contains("ENCRYPTED PRIVATE KEY")) =>
+                    {
+                        return Err(format!(
+                            "the key {} is encrypted: put its password in a file named by \
+                             --tls-key-password-file (or ZKL_TLS_KEY_PASSWORD_FILE), or in the \
+                             environment variable ZKL_TLS_KEY_PASSWORD",
+                            key.display()
+                        ));
+                    }
+                    None => {}
                 }
             }
             opts = opts.tls(tls);
