@@ -987,6 +987,10 @@ fn digest_credentials_and_creator_only_acls() {
     // password says where to put it.
     let (code, _, err) = run(zklock(&h, &["--acl", "creator", &q, "true"]));
     assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("--sasl-user") && err.contains("--tls-cert"),
+        "{err}"
+    );
     let (code, _, err) = run(zklock(&h, &["--digest-user", "bob", &q, "true"]));
     assert_eq!(code, 64, "{err}");
     assert!(

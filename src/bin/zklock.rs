@@ -565,9 +565,25 @@ fn with_client(
     code
 }
 
-/// The exit status for an error of the library.
+/// The library's hints that name its API, and the command's options for them.
+const IN_COMMAND_WORDS: [(&str, &str); 7] = [
+    ("Tls::ca_file", "--tls-ca"),
+    ("Tls::identity_files", "--tls-cert and --tls-key"),
+    ("Tls::key_password", "--tls-key-password-file"),
+    ("Options::tls", "--tls"),
+    ("Options::sasl", "--sasl-user"),
+    ("Options::auth", "--digest-user"),
+    ("a TLS client certificate", "--tls-cert"),
+];
+
+/// The exit status for an error of the library, whose message goes to stderr with its hints
+/// in the command's words (`--tls-ca` where the library says `Tls::ca_file`).
 fn fail(e: &zklock::Error) -> ExitCode {
-    eprintln!("zklock: {e}");
+    let mut msg = e.to_string();
+    for (api, option) in IN_COMMAND_WORDS {
+        msg = msg.replace(api, option);
+    }
+    eprintln!("zklock: {msg}");
     match e {
         zklock::Error::InvalidArgument(_) => ExitCode::from(EXIT_USAGE),
         zklock::Error::AuthFailed(_) => ExitCode::from(EXIT_NOPERM),
