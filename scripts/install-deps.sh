@@ -9,6 +9,7 @@
 #   - gcc, g++              (only if `cc` / `c++` are missing; for the C examples and tests)
 #   - python3, python3-venv (only if missing; the Python package is built and tested in a venv)
 #   - pkg-config, binutils, valgrind (only if missing; the C library's packaging and memory tests)
+#   - openssl               (only if missing; the TLS tests encrypt a client key with it)
 #   - clippy, rustfmt       (rustup components, only if missing)
 #   - cargo-nextest         (only if missing: scripts/run-tests.sh runs the tests with it; plain
 #                            `cargo test --features testing` runs them too, one binary at a time)
@@ -33,6 +34,7 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: everything is already installed"
