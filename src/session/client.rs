@@ -24,6 +24,8 @@ use crate::wait::{Outcome, Signal};
 pub(crate) struct Inner {
     hosts: String,
     servers: Vec<SocketAddr>,
+    /// The servers, each with its host name when it is reached over TLS.
+    named: Vec<(SocketAddr, Option<String>)>,
     pub(crate) options: Options,
     pub(crate) holder_id: String,
     protocol: AtomicU8,
@@ -163,12 +165,15 @@ impl<'a> HostList<'a> {
     }
 }
 
-fn parse_hosts(hosts: &str) -> Result<Vec<SocketAddr>> {
+/// The servers' addresses; each with its host name when it is reached over TLS (`tls`: hosts
+/// without a scheme use TLS).
+fn parse_hosts(hosts: &str, tls: bool) -> Result<Vec<(SocketAddr, Option<String>)>> {
     let parsed = HostList::parse(hosts)?;
     let mut out = Vec::new();
-    for (text, name, port, _) in &parsed.hosts {
+    for (text, name, port, scheme) in &parsed.hosts {
+        let secure = scheme.unwrap_or(tls).then(|| name.to_string());
         match (*name, *port).to_socket_addrs() {
-            Ok(addrs) => out.extend(addrs),
+            Ok(addrs) => out.extend(addrs.map(|a| (a, secure.clone()))),
             Err(e) => log::warn!("cannot resolve {text}: {e}"),
         }
     }
@@ -261,19 +266,29 @@ fn connect(
     futures::future::Either::Right(connector.connect(list))
 }
 
-/// The error of a failed connect whose servers were probed (`why`): a TLS handshake that
-/// failed over certificates is [`Error::AuthFailed`] (retrying will not help), anything else
-/// a connection loss.
-fn connect_failure(detail: ErrorDetail, why: &str) -> Error {
-    let certificates = [
+/// How long a connect over TLS goes before its servers' handshakes are probed.
+const TLS_PROBE_AFTER: Duration = Duration::from_millis(1000);
+
+/// Whether probing the servers (`why`, from [`diagnose`]) found a TLS handshake failing over
+/// a certificate: retrying will not help.
+fn certificate_trouble(why: &str) -> bool {
+    [
         "not signed by a CA this client trusts",
         "certificate is not issued for",
         "requires a client certificate",
         "refused the client certificate",
         "out of its validity period",
         "certificate was refused",
-    ];
-    if certificates.iter().any(|c| why.contains(c)) {
+    ]
+    .iter()
+    .any(|c| why.contains(c))
+}
+
+/// The error of a failed connect whose servers were probed (`why`): a TLS handshake that
+/// failed over certificates is [`Error::AuthFailed`] (retrying will not help), anything else
+/// a connection loss.
+fn connect_failure(detail: ErrorDetail, why: &str) -> Error {
+    if certificate_trouble(why) {
         Error::AuthFailed(detail)
     } else {
         Error::ConnectionLoss(detail)
@@ -284,9 +299,16 @@ impl Client {
     /// Connects to ZooKeeper. `hosts` is `host:port[,host:port...][/chroot]`. Blocks until the
     /// session is established or the connect timeout passes.
     ///
+    /// Hosts may be written `tcp+tls://host:port` (TLS) or `tcp://host:port` (plaintext); a
+    /// host without a scheme uses TLS when [`Options::tls`] is given. See [`Tls`](crate::Tls)
+    /// and [`Sasl`](crate::Sasl) for secured servers.
+    ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a malformed host list; [`Error::ConnectionLoss`] when no
-    /// server answered in time; [`Error::SessionExpired`] when authentication failed.
+    /// [`Error::InvalidArgument`] for a malformed host list or TLS file; [`Error::ConnectionLoss`]
+    /// when no server answered in time (the message says, per server, what was seen: refused,
+    /// no answer, a TLS port reached in plaintext or the reverse); [`Error::AuthFailed`] when
+    /// the servers refused the credentials (SASL) or a TLS handshake failed over a certificate
+    /// (the message says which and what to fix). Every error comes within the connect timeout.
     ///
     /// [`Error::Forked`] in a forked child of a process that had made a client already (its
     /// I/O executor and async-io's reactor are the parent's and do not run in the child).
@@ -299,7 +321,8 @@ impl Client {
                 std::process::id()
             )));
         }
-        let servers = parse_hosts(hosts)?;
+        let named = parse_hosts(hosts, options.tls.is_some())?;
+        let servers = named.iter().map(|(a, _)| *a).collect();
         if options.session_timeout < Duration::from_millis(100) {
             return Err(Error::invalid("session timeout below 100 ms"));
         }
@@ -321,6 +344,7 @@ impl Client {
         let inner = Arc::new(Inner {
             hosts: hosts.to_string(),
             servers,
+            named,
             protocol: AtomicU8::new(options.protocol as u8),
             acl: AtomicU8::new(options.acl as u8),
             options,
@@ -406,8 +430,8 @@ impl Client {
         let wait_left = bound.saturating_duration_since(Instant::now());
         let reserve = (wait_left / 5).min(Duration::from_secs(1));
         let deadline = bound - reserve;
-        let probe_wait = (reserve / (2 * self.inner.servers.len().max(1) as u32))
-            .max(Duration::from_millis(20));
+        let probe_wait =
+            (reserve / (2 * self.inner.servers.len().max(1) as u32)).max(Duration::from_millis(20));
         let started = Instant::now();
         // The tick the lease reckons with (`docs/hold-model.md`, "The server's tick"): the one
         // given, else the longest the servers report, else ZooKeeper's default.
@@ -415,7 +439,7 @@ impl Client {
             let mut read = self.inner.read_tick.lock();
             if read.is_none() {
                 let wait = Duration::from_millis(500).min(bound.saturating_duration_since(started));
-                *read = read_server_tick(&self.inner.servers, wait);
+                *read = read_server_tick(&self.inner.named, opts.tls.as_ref(), wait);
             }
             read.unwrap_or(DEFAULT_TICK)
         });
@@ -423,10 +447,36 @@ impl Client {
         let asked = boot_now();
         // The session's tasks and socket come to be during the connect: kept, so that a caller
         // waiting on this session wakes on its socket and polls its task itself.
+        // Over TLS, a connect not done after a moment has its servers probed: a handshake that
+        // fails over a certificate fails as it will every time, so the error comes now, not at
+        // the end of the connect timeout.
+        let tls_used = self.inner.named.iter().any(|(_, name)| name.is_some());
         let (connected, io) = runtime::SessionIo::connect(&self.inner.servers, |io| {
-            let fut = runtime::enter(|| connect(connector, opts.tls.is_some(), &list));
-            runtime::enter(|| runtime::block_on(fut, Some(deadline), cancel, Some(io)))
+            let mut fut = Box::pin(runtime::enter(|| {
+                connect(connector, opts.tls.is_some(), &list)
+            }));
+            let early = (started + TLS_PROBE_AFTER).min(deadline);
+            let until = if tls_used { early } else { deadline };
+            let r =
+                runtime::enter(|| runtime::block_on(fut.as_mut(), Some(until), cancel, Some(io)));
+            if !matches!(r, Outcome::TimedOut) || until >= deadline {
+                return (r, None);
+            }
+            let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
+            if certificate_trouble(&why) {
+                return (Outcome::TimedOut, Some(why));
+            }
+            let r = runtime::enter(|| {
+                runtime::block_on(fut.as_mut(), Some(deadline), cancel, Some(io))
+            });
+            (r, None)
         });
+        let (connected, early_why) = connected;
+        if let Some(why) = early_why {
+            return Err(Error::AuthFailed(
+                format!("no ZooKeeper session with {hosts}: {why}").into(),
+            ));
+        }
         let connected = match connected {
             Outcome::Ready(r) => Some(r),
             Outcome::TimedOut => None,
@@ -455,7 +505,8 @@ impl Client {
             }
             Some(Err(e)) => {
                 let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
-                let detail = ErrorDetail::with_source(format!("cannot connect to {hosts}: {e} ({why})"), e);
+                let detail =
+                    ErrorDetail::with_source(format!("cannot connect to {hosts}: {e} ({why})"), e);
                 return Err(connect_failure(detail, &why));
             }
             None => {

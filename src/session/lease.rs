@@ -165,7 +165,8 @@ pub(super) fn gap_fits(gap: Duration, granted: Duration) -> bool {
 /// in parallel, each within `wait`; `None` if none answers with one (ZooKeeper runs only the
 /// four-letter words in its `4lw.commands.whitelist`, by default `srvr` alone).
 pub(super) fn read_server_tick(
-    servers: &[std::net::SocketAddr],
+    servers: &[(std::net::SocketAddr, Option<String>)],
+    tls: Option<&super::secure::Tls>,
     wait: Duration,
 ) -> Option<Duration> {
     if wait.is_zero() {
@@ -174,7 +175,7 @@ pub(super) fn read_server_tick(
     std::thread::scope(|s| {
         let asks: Vec<_> = servers
             .iter()
-            .map(|a| s.spawn(move || ask_tick(a, wait)))
+            .map(|(a, name)| s.spawn(move || ask_tick(a, name.as_deref(), tls, wait)))
             .collect();
         asks.into_iter()
             .filter_map(|h| h.join().ok().flatten())
@@ -182,7 +183,23 @@ pub(super) fn read_server_tick(
     })
 }
 
-fn ask_tick(addr: &std::net::SocketAddr, wait: Duration) -> Option<Duration> {
+/// The tick one server reports; `tls_name`: the server's name when it is reached over TLS.
+fn ask_tick(
+    addr: &std::net::SocketAddr,
+    tls_name: Option<&str>,
+    tls: Option<&super::secure::Tls>,
+    wait: Duration,
+) -> Option<Duration> {
+    if let Some(name) = tls_name {
+        #[cfg(feature = "tls")]
+        return super::secure::four_letter(*addr, name, tls, "conf", wait)
+            .and_then(|t| parse_tick(&t));
+        #[cfg(not(feature = "tls"))]
+        return {
+            let _ = (name, tls);
+            None
+        };
+    }
     use std::io::{Read, Write};
     let end = Instant::now() + wait;
     let mut sock = std::net::TcpStream::connect_timeout(addr, wait).ok()?;

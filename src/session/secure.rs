@@ -309,8 +309,10 @@ pub(crate) fn apply(
         None => {}
         #[cfg(feature = "sasl")]
         Some(Mechanism::DigestMd5 { user, password }) => {
-            connector =
-                connector.with_sasl(zk::SaslOptions::digest_md5(user.clone(), password.0.clone()));
+            connector = connector.with_sasl(zk::SaslOptions::digest_md5(
+                user.clone(),
+                password.0.clone(),
+            ));
         }
         #[cfg(not(feature = "sasl"))]
         Some(Mechanism::DigestMd5 { .. }) => {
@@ -341,8 +343,20 @@ pub(crate) fn apply(
     Ok(connector)
 }
 
+/// rustls's process-wide crypto provider, installed if nobody has: with more than one provider
+/// compiled in (another crate of the program turning on rustls's `ring`), rustls cannot pick
+/// one by itself and its config builders would panic.
+#[cfg(feature = "tls")]
+fn ensure_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing the race to another thread's install is fine: a provider is installed.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    }
+}
+
 #[cfg(feature = "tls")]
 fn tls_options(tls: Tls) -> Result<zk::TlsOptions> {
+    ensure_provider();
     let (ca, identity) = tls.read()?;
     let what = match &tls.ca {
         Some(p) => p.describe("CA file"),
@@ -355,8 +369,14 @@ fn tls_options(tls: Tls) -> Result<zk::TlsOptions> {
         o = o.with_pem_identity(&cert, &key).map_err(|e| {
             Error::invalid(format!(
                 "{} / {}: {e} (expected a PEM certificate and its PEM private key)",
-                tls.cert.as_ref().map(|c| c.describe("certificate")).unwrap_or_default(),
-                tls.key.as_ref().map(|c| c.describe("key")).unwrap_or_default()
+                tls.cert
+                    .as_ref()
+                    .map(|c| c.describe("certificate"))
+                    .unwrap_or_default(),
+                tls.key
+                    .as_ref()
+                    .map(|c| c.describe("key"))
+                    .unwrap_or_default()
             ))
         })?;
     }
@@ -370,7 +390,6 @@ fn tls_options(tls: Tls) -> Result<zk::TlsOptions> {
     Ok(o)
 }
 
-
 /// Why a TLS handshake with `addr` (named `host` in the host list) fails, in words a user can
 /// act on; `None` when it succeeds and the server keeps the connection (the fault is
 /// elsewhere). Waits at most `wait` for each step.
@@ -381,32 +400,16 @@ pub(crate) fn explain_handshake(
     tls: Option<&Tls>,
     wait: std::time::Duration,
 ) -> Option<String> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use rustls::pki_types::ServerName;
     use rustls::{AlertDescription, CertificateError};
 
     let tls = tls.cloned().unwrap_or_default();
-    let (ca, identity) = match tls.read() {
-        Ok(r) => r,
+    let (config, has_identity) = match client_config(&tls) {
+        Ok(c) => c,
         Err(e) => return Some(e.to_string()),
     };
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_slice_iter(ca.as_bytes()).flatten() {
-        let _ = roots.add(c);
-    }
-    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
-    let config = match &identity {
-        Some((cert, key)) => {
-            let certs: Vec<_> = CertificateDer::pem_slice_iter(cert.as_bytes())
-                .flatten()
-                .collect();
-            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).ok()?;
-            builder.with_client_auth_cert(certs, key).ok()?
-        }
-        None => builder.with_no_client_auth(),
-    };
     let name = ServerName::try_from(host.to_string()).ok()?;
-    let mut conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).ok()?;
+    let mut conn = rustls::ClientConnection::new(config, name).ok()?;
     let mut sock = std::net::TcpStream::connect_timeout(&addr, wait).ok()?;
     sock.set_read_timeout(Some(wait)).ok()?;
     sock.set_write_timeout(Some(wait)).ok()?;
@@ -458,29 +461,40 @@ pub(crate) fn explain_handshake(
         Some(rustls::Error::InvalidCertificate(c)) => {
             format!("the server's certificate was refused ({c:?})")
         }
-        Some(rustls::Error::AlertReceived(a)) if identity.is_none() && matches!(
-            a,
-            AlertDescription::CertificateRequired
-                | AlertDescription::HandshakeFailure
-                | AlertDescription::BadCertificate
-        ) => "the server requires a client certificate (ssl.clientAuth=need): give one \
+        Some(rustls::Error::AlertReceived(a))
+            if !has_identity
+                && matches!(
+                    a,
+                    AlertDescription::CertificateRequired
+                        | AlertDescription::HandshakeFailure
+                        | AlertDescription::BadCertificate
+                ) =>
+        {
+            "the server requires a client certificate (ssl.clientAuth=need): give one \
               (Tls::identity_files)"
-            .to_string(),
-        Some(rustls::Error::AlertReceived(a)) if identity.is_some() && matches!(
-            a,
-            AlertDescription::CertificateRequired
-                | AlertDescription::HandshakeFailure
-                | AlertDescription::BadCertificate
-                | AlertDescription::UnknownCA
-                | AlertDescription::CertificateUnknown
-                | AlertDescription::CertificateExpired
-                | AlertDescription::CertificateRevoked
-                | AlertDescription::AccessDenied
-        ) => format!(
-            "the server refused the client certificate ({a:?}): it must be signed by a CA in \
+                .to_string()
+        }
+        Some(rustls::Error::AlertReceived(a))
+            if has_identity
+                && matches!(
+                    a,
+                    AlertDescription::CertificateRequired
+                        | AlertDescription::HandshakeFailure
+                        | AlertDescription::BadCertificate
+                        | AlertDescription::UnknownCA
+                        | AlertDescription::CertificateUnknown
+                        | AlertDescription::CertificateExpired
+                        | AlertDescription::CertificateRevoked
+                        | AlertDescription::AccessDenied
+                ) =>
+        {
+            format!(
+                "the server refused the client certificate ({a:?}): it must be signed by a CA in \
              the servers' trust store, and be valid now"
-        ),
-        Some(rustls::Error::InvalidMessage(_)) | Some(rustls::Error::InappropriateMessage { .. }) => {
+            )
+        }
+        Some(rustls::Error::InvalidMessage(_))
+        | Some(rustls::Error::InappropriateMessage { .. }) => {
             "the server did not answer TLS: is it a plaintext port? (drop tcp+tls:// and \
              Options::tls for it)"
                 .to_string()
@@ -505,11 +519,80 @@ pub(crate) fn explain_handshake(
     Some(format!("TLS handshake with {addr} failed: {why}"))
 }
 
+/// A rustls configuration as zookeeper-client makes it of `tls` (roots, client certificate;
+/// server names verified), for the probes; and whether it carries a client certificate.
+#[cfg(feature = "tls")]
+fn client_config(tls: &Tls) -> Result<(std::sync::Arc<rustls::ClientConfig>, bool)> {
+    use rustls::pki_types::pem::PemObject;
+    ensure_provider();
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let (ca, identity) = tls.read()?;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca.as_bytes()).flatten() {
+        let _ = roots.add(c);
+    }
+    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+    let config = match &identity {
+        Some((cert, key)) => {
+            let certs: Vec<_> = CertificateDer::pem_slice_iter(cert.as_bytes())
+                .flatten()
+                .collect();
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
+                .map_err(|e| Error::invalid(format!("the TLS key: {e}")))?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| Error::invalid(format!("the TLS certificate and key: {e}")))?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    Ok((std::sync::Arc::new(config), identity.is_some()))
+}
+
+/// A four-letter word over TLS (ZooKeeper's secure port answers them): the answer, or `None`
+/// when the server could not be asked within `wait`.
+#[cfg(feature = "tls")]
+pub(crate) fn four_letter(
+    addr: std::net::SocketAddr,
+    host: &str,
+    tls: Option<&Tls>,
+    cmd: &str,
+    wait: std::time::Duration,
+) -> Option<String> {
+    use std::io::{Read, Write};
+    let (config, _) = client_config(&tls.cloned().unwrap_or_default()).ok()?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).ok()?;
+    let mut conn = rustls::ClientConnection::new(config, name).ok()?;
+    let end = std::time::Instant::now() + wait;
+    let mut sock = std::net::TcpStream::connect_timeout(&addr, wait).ok()?;
+    sock.set_read_timeout(Some(wait)).ok()?;
+    sock.set_write_timeout(Some(wait)).ok()?;
+    let mut stream = rustls::Stream::new(&mut conn, &mut sock);
+    stream.write_all(cmd.as_bytes()).ok()?;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || text.len() > 64 * 1024 {
+            return None;
+        }
+        stream.sock.set_read_timeout(Some(left)).ok()?;
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            // The server closes without close_notify after its answer.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(_) => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&text).into_owned())
+}
+
 /// Whether `addr` answers a TLS ClientHello with TLS (a server that accepts connections but
 /// opens no plaintext session may be a TLS port).
 #[cfg(feature = "tls")]
 pub(crate) fn speaks_tls(addr: std::net::SocketAddr, wait: std::time::Duration) -> bool {
     use std::io::{Read, Write};
+    ensure_provider();
     let config = rustls::ClientConfig::builder()
         .dangerous()
         .with_custom_certificate_verifier(std::sync::Arc::new(Refuse))
