@@ -1155,11 +1155,11 @@ enum zkl_status zkl_log_stop(void);
  zkl_options *o;
  zkl_client *c;
  if (zkl_options_new(&o) != ZKL_OK) return 1;
- zkl_options_set_tls_ca_file(o, "/etc/zookeeper/ca.pem");                /* turns TLS on */
+ zkl_options_set_tls_ca_file(o, "/etc/zookeeper/ca.pem");                // turns TLS on
  zkl_options_set_tls_identity_files(o, "/etc/zookeeper/client.pem", "/etc/zookeeper/client.key");
  zkl_options_set_holder_id(o, "billing-7");
  zkl_status s = zkl_client_connect_with_options("zk1:2281,zk2:2281", o, &c);
- zkl_options_free(o);                                                     /* c does not need it */
+ zkl_options_free(o);                                                     // c does not need it
  if (s != ZKL_OK)
      fprintf(stderr, "%s: %s\n", zkl_status_name(s), zkl_last_error_message());
  ```
@@ -1403,7 +1403,7 @@ enum zkl_status zkl_options_set_sasl_digest_md5(struct zkl_options *o,
  zkl_options_set_sasl_digest_md5(o, "bob", password);
  zkl_status s = zkl_client_connect_with_options("zk1:2181,zk2:2181/app", o, &c);
  zkl_options_free(o);
- if (s == ZKL_AUTH_FAILED)        /* "SASL authentication failed for user bob: ..." */
+ if (s == ZKL_AUTH_FAILED)        // the message names the user
      fprintf(stderr, "%s\n", zkl_last_error_message());
  ```
 
