@@ -5,6 +5,10 @@
 //! module turns them into zookeeper-client's, once per session (files are read again at each
 //! new session, so a rotated certificate is picked up), and explains a failed handshake.
 
+// Without the `tls` or `sasl` feature the options are kept (the API is the same with every
+// feature set) but never read: connect refuses them, naming the feature.
+#![cfg_attr(not(all(feature = "tls", feature = "sasl")), allow(dead_code))]
+
 use std::path::{Path, PathBuf};
 
 use zookeeper_client as zk;
@@ -293,6 +297,7 @@ pub(crate) fn apply(
     tls_hosts: bool,
     sasl: Option<&Sasl>,
 ) -> Result<zk::Connector> {
+    #[cfg_attr(not(all(feature = "tls", feature = "sasl")), allow(unused_mut))]
     let mut connector = connector;
     if tls.is_some() || tls_hosts {
         #[cfg(feature = "tls")]
