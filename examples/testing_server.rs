@@ -1,21 +1,88 @@
-//! One real ZooKeeper server for a whole test run: prints `127.0.0.1:PORT` on stdout, then
-//! serves until its standard input closes (and kills the server then).
+//! One real ZooKeeper server for a whole test run, or for the tests of another language:
+//! prints its connect string on the first line of stdout, then what a client needs to reach it
+//! as `name=value` lines, then an empty line; then serves until its standard input closes (and
+//! kills the server then).
 //!
 //! `scripts/run-tests.sh` starts it and hands the address to every test process as
-//! `ZKLOCK_TEST_SERVER` (read by [`TestingServer::shared`]).
+//! `ZKLOCK_TEST_SERVER` (read by [`TestingServer::shared`]); the Python package's tests start
+//! the secured ones.
 //!
 //! ```text
-//! cargo run --features testing --example testing_server
+//! cargo run --features testing --example testing_server [-- OPTIONS]
+//!   --tls need|want|none
+//!                      a TLS-only client port (ssl.clientAuth need: mutual TLS), certificates
+//!                      made for the run; prints ca=, cert= and key= (a client certificate, CN
+//!                      "client", and its key: PEM files)
+//!   --sasl USER:PW     a server that requires SASL DIGEST-MD5, knowing USER (repeatable)
 //! ```
 
 use std::io::{Read, Write};
 
-use zklock::testing::TestingServer;
+use zklock::testing::{ClientAuth, TestingServer};
+
+fn usage(why: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("{why}; usage: testing_server [--tls need|want|none] [--sasl USER:PASSWORD]..."),
+    )
+}
 
 fn main() -> std::io::Result<()> {
-    let server = TestingServer::start()?;
+    let mut tls = None;
+    let mut users: Vec<(String, String)> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--tls" => {
+                tls = Some(match args.next().as_deref() {
+                    Some("need") => ClientAuth::Need,
+                    Some("want") => ClientAuth::Want,
+                    Some("none") => ClientAuth::None,
+                    _ => return Err(usage("--tls takes need, want or none")),
+                })
+            }
+            "--sasl" => {
+                let spec = args
+                    .next()
+                    .ok_or_else(|| usage("--sasl takes USER:PASSWORD"))?;
+                let (user, pw) = spec
+                    .split_once(':')
+                    .ok_or_else(|| usage("--sasl takes USER:PASSWORD"))?;
+                users.push((user.to_string(), pw.to_string()));
+            }
+            other => return Err(usage(&format!("unknown argument {other:?}"))),
+        }
+    }
+    let mut lines = Vec::new();
+    let server = match (tls, users.is_empty()) {
+        (Some(_), false) => return Err(usage("--tls and --sasl: one or the other")),
+        (Some(auth), true) => {
+            let server = TestingServer::start_tls(auth)?;
+            let certs = server.certs().expect("a TLS server has certificates");
+            let client = certs.client("client")?;
+            lines.push(format!("ca={}", certs.ca_path().display()));
+            lines.push(format!("cert={}", client.cert_path().display()));
+            lines.push(format!("key={}", client.key_path().display()));
+            server
+        }
+        (None, false) => {
+            let users: Vec<(&str, &str)> = users
+                .iter()
+                .map(|(u, p)| (u.as_str(), p.as_str()))
+                .collect();
+            TestingServer::start_sasl(&users)?
+        }
+        (None, true) => TestingServer::start()?,
+    };
+    // All at once: a reader that waits for the first bytes finds the whole first line.
+    let mut text = format!("{}\n", server.connect_string());
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text.push('\n');
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", server.connect_string())?;
+    out.write_all(text.as_bytes())?;
     out.flush()?;
     drop(out);
     // Until the starter closes our stdin (or dies): EOF or an error ends the wait alike.

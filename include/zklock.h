@@ -78,7 +78,7 @@ typedef enum zkl_status {
    */
   ZKL_SESSION_EXPIRED = 5,
   /*
-   Any other error the server returned (no auth, ACL, authentication failed, ...).
+   Any other error the server returned (no auth, ACL, ...).
    */
   ZKL_ZOOKEEPER_ERROR = 6,
   /*
@@ -242,6 +242,19 @@ typedef struct zkl_client zkl_client;
 typedef struct zkl_lock zkl_lock;
 
 /*
+ The options of a connect (zkl_client_connect_with_options): made by zkl_options_new, set
+ with the zkl_options_set_* calls, freed by zkl_options_free. Every string a setter gets is
+ copied during the call: the caller may free or reuse it as soon as the setter returns.
+ Connecting reads the options and keeps nothing of the object: one zkl_options may serve
+ any number of connects, and may be freed once they returned.
+
+ Threads: any thread may use a zkl_options, and calls on one from several threads at once are
+ safe (each call sees the others' whole effect or none); only zkl_options_free must come after
+ every other call on it has returned.
+ */
+typedef struct zkl_options zkl_options;
+
+/*
  A snapshot of a lock's participants (zkl_lock_participants); read it with
  zkl_participants_count and zkl_participants_get, free it with zkl_participants_free.
  */
@@ -398,8 +411,9 @@ extern "C" {
  zkl_client_free; on any other status *out_client is left unchanged.
 
  Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, ZKL_CONNECTION_LOSS if no
- server answered within session_timeout_ms, ZKL_ZOOKEEPER_ERROR if authentication failed,
- ZKL_CLOSED in a forked child of a process that had made a client before the fork (its I/O
+ server answered within session_timeout_ms, ZKL_AUTH_FAILED if a TLS handshake failed (hosts
+ written tcp+tls://: the message says what to fix; zkl_client_connect_with_options sets TLS
+ and SASL), ZKL_CLOSED in a forked child of a process that had made a client before the fork (its I/O
  does not survive fork: make clients after fork, in processes that made none before).
  Blocks at most session_timeout_ms. Any thread.
 
@@ -423,8 +437,8 @@ enum zkl_status zkl_client_connect(const char *hosts,
 
  Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument (holder_id may be NULL),
  ZKL_CONNECTION_LOSS if no server answered within the connect timeout (the message says why:
- refused, unresolvable host, no answer), ZKL_ZOOKEEPER_ERROR if authentication failed. Blocks
- at most the connect timeout. Any thread.
+ refused, unresolvable host, no answer), ZKL_AUTH_FAILED if a TLS handshake failed (hosts
+ written tcp+tls://). Blocks at most the connect timeout. Any thread.
 
  ```c
  zkl_client *c;
@@ -1127,6 +1141,278 @@ enum zkl_status zkl_log_next(int64_t timeout_ms,
  delivered. Never blocks, but for a call of the log callback in progress. Any thread.
  */
 enum zkl_status zkl_log_stop(void);
+
+/*
+ Makes an options object with every option at its default: session and connect timeouts of
+ 10000 ms, the holder id "HOSTNAME:PID", the servers' tick read from them, the Curator
+ protocol, ZKL_ACL_OPEN, no credentials, no TLS, no SASL.
+
+ On ZKL_OK, *out owns a new zkl_options: free it with zkl_options_free (connecting does not
+ take it); on any other status *out is left unchanged. Returns ZKL_INVALID_ARGUMENT for a
+ NULL out. Never blocks. Any thread.
+
+ ```c
+ zkl_options *o;
+ zkl_client *c;
+ if (zkl_options_new(&o) != ZKL_OK) return 1;
+ zkl_options_set_tls_ca_file(o, "/etc/zookeeper/ca.pem");                // turns TLS on
+ zkl_options_set_tls_identity_files(o, "/etc/zookeeper/client.pem", "/etc/zookeeper/client.key");
+ zkl_options_set_holder_id(o, "billing-7");
+ zkl_status s = zkl_client_connect_with_options("zk1:2281,zk2:2281", o, &c);
+ zkl_options_free(o);                                                     // c does not need it
+ if (s != ZKL_OK)
+     fprintf(stderr, "%s: %s\n", zkl_status_name(s), zkl_last_error_message());
+ ```
+
+ Pointers: out is NULL or valid for writing.
+ */
+enum zkl_status zkl_options_new(struct zkl_options **out);
+
+/*
+ Frees an options object and the copies of every string given to it. NULL is a no-op; must
+ not be called twice for one object. Clients connected with it are not affected. Never
+ blocks. Any thread, once no other call on o is running.
+
+ Pointers: o is NULL or a live zkl_options not used by any other thread during or after the
+ call.
+ */
+void zkl_options_free(struct zkl_options *o);
+
+/*
+ Sets the session timeout asked of the server, in milliseconds (default 10000). The server
+ caps what it grants between its minSessionTimeout and maxSessionTimeout (2 and 20 ticks: 4 s
+ to 40 s with the default tickTime of 2 s); leases and waits use the granted timeout. The
+ range (100 ms to one hour) is checked at connect: ZKL_INVALID_ARGUMENT then.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL o. Never blocks. Any thread.
+
+ Pointers: o is NULL or a live zkl_options.
+ */
+enum zkl_status zkl_options_set_session_timeout(struct zkl_options *o, uint32_t ms);
+
+/*
+ Sets how long zkl_client_connect_with_options waits for the first session, in milliseconds
+ (default 10000; 0: the session timeout). Within it a failed connect also finds out why (a
+ TLS handshake refused, a wrong password) and says so.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL o. Never blocks. Any thread.
+
+ Pointers: o is NULL or a live zkl_options.
+ */
+enum zkl_status zkl_options_set_connect_timeout(struct zkl_options *o, uint32_t ms);
+
+/*
+ Sets the holder id stored in every lock node the client creates, which other participants
+ see (zkl_lock_participants, `zklock holders`); default "HOSTNAME:PID". id is copied.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL argument or an id that is not UTF-8. Never blocks.
+ Any thread.
+
+ Pointers: o is NULL or a live zkl_options; id is NULL or NUL-terminated.
+ */
+enum zkl_status zkl_options_set_holder_id(struct zkl_options *o, const char *id);
+
+/*
+ Sets the servers' tickTime in milliseconds, which the lease of every hold reckons with
+ (docs/hold-model.md, "The server's tick"); 0 (the default): the longest tickTime the servers
+ report to the `conf` four-letter word at connect, else ZooKeeper's default of 2000. Saying a
+ longer tick than the servers use only shortens leases; a shorter one makes them unsound.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL o. Never blocks. Any thread.
+
+ Pointers: o is NULL or a live zkl_options.
+ */
+enum zkl_status zkl_options_set_server_tick(struct zkl_options *o, uint32_t ms);
+
+/*
+ Sets the lock-node naming protocol (a zkl_protocol value, passed as uint32_t) of the locks
+ made from the client (default ZKL_PROTOCOL_CURATOR; zkl_client_set_protocol changes it
+ later).
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL o or a value that is not a zkl_protocol. Never
+ blocks. Any thread.
+
+ Pointers: o is NULL or a live zkl_options.
+ */
+enum zkl_status zkl_options_set_protocol(struct zkl_options *o, uint32_t protocol);
+
+/*
+ Sets the ACL (a zkl_acl value, passed as uint32_t) of the lock nodes and parents the client
+ creates (default ZKL_ACL_OPEN). A creator-only ACL needs an identity the servers know: SASL
+ (zkl_options_set_sasl_digest_md5), a TLS client certificate, or zkl_options_add_auth;
+ without one the connect returns ZKL_INVALID_ARGUMENT.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL o or a value that is not a zkl_acl. Never blocks.
+ Any thread.
+
+ Pointers: o is NULL or a live zkl_options.
+ */
+enum zkl_status zkl_options_set_acl(struct zkl_options *o, uint32_t acl);
+
+/*
+ Adds ZooKeeper authentication (addAuth) made at every (re)connect, e.g. scheme "digest"
+ with auth "user:password"; several may be added. Both are copied. `digest` sends the
+ password in clear at every connect: over plaintext prefer SASL
+ (zkl_options_set_sasl_digest_md5) or TLS. A credential the servers refuse fails the connect.
+
+ scheme is UTF-8 text; auth is passed to the server as the bytes before its NUL. Returns
+ ZKL_INVALID_ARGUMENT for a NULL argument or a scheme that is not UTF-8. Never blocks. Any
+ thread.
+
+ Pointers: o is NULL or a live zkl_options; scheme and auth are NULL or NUL-terminated.
+ */
+enum zkl_status zkl_options_add_auth(struct zkl_options *o, const char *scheme, const char *auth);
+
+/*
+ Turns TLS on for every server of the host list (ZooKeeper's secureClientPort), trusting the
+ system's certificate authorities unless a CA is set (zkl_options_set_tls_ca_file or
+ zkl_options_set_tls_ca_pem), with no client certificate unless one is set. A host written
+ "tcp://host:port" stays plaintext. Every zkl_options_set_tls_* call and
+ zkl_options_tls_danger_accept_any_server_name turn TLS on too; hosts written
+ "tcp+tls://host:port" use TLS even without any of them. Each host of the list must be named in
+ its server's certificate (an address as an IP subject alternative name).
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL o. Never blocks. Any thread.
+
+ Pointers: o is NULL or a live zkl_options.
+ */
+enum zkl_status zkl_options_use_tls(struct zkl_options *o);
+
+/*
+ Turns TLS on (zkl_options_use_tls) trusting the certificate authorities of a PEM file (one or
+ more certificates) instead of the system's. path is copied; the file is read at each new
+ session, not now, so a rotated CA is used from the next session on: an unreadable file or
+ one that is not PEM fails the connect with ZKL_INVALID_ARGUMENT and a message naming the
+ path.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL argument or a path that is not UTF-8. Never blocks.
+ Any thread.
+
+ Pointers: o is NULL or a live zkl_options; path is NULL or NUL-terminated.
+ */
+enum zkl_status zkl_options_set_tls_ca_file(struct zkl_options *o, const char *path);
+
+/*
+ Turns TLS on (zkl_options_use_tls) trusting the certificate authorities of a PEM text (one or
+ more certificates) instead of the system's. pem is copied; text that is not PEM fails the
+ connect with ZKL_INVALID_ARGUMENT.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL argument or text that is not UTF-8. Never blocks.
+ Any thread.
+
+ Pointers: o is NULL or a live zkl_options; pem is NULL or NUL-terminated.
+ */
+enum zkl_status zkl_options_set_tls_ca_pem(struct zkl_options *o, const char *pem);
+
+/*
+ Turns TLS on (zkl_options_use_tls) with the client's certificate (a PEM file, with its chain)
+ and private key (a PEM file: PKCS#8, PKCS#1 or SEC1; encrypted PKCS#8 with
+ zkl_options_set_tls_key_password), for servers that ask for one (mutual TLS,
+ ssl.clientAuth=need). The server knows the client by the certificate's subject, as its x509
+ identity (creator-only ACLs name it). Both paths are copied; the files are read at each new
+ session: an unreadable file or a bad PEM fails the connect with ZKL_INVALID_ARGUMENT and a
+ message naming the path; a certificate the server refuses, with ZKL_AUTH_FAILED.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL argument or a path that is not UTF-8. Never blocks.
+ Any thread.
+
+ Pointers: o is NULL or a live zkl_options; cert and key are NULL or NUL-terminated.
+ */
+enum zkl_status zkl_options_set_tls_identity_files(struct zkl_options *o,
+                                                   const char *cert,
+                                                   const char *key);
+
+/*
+ Turns TLS on (zkl_options_use_tls) with the client's certificate and private key given as PEM
+ texts (see zkl_options_set_tls_identity_files). Both are copied; text that is not PEM fails
+ the connect with ZKL_INVALID_ARGUMENT.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL argument or text that is not UTF-8. Never blocks.
+ Any thread.
+
+ Pointers: o is NULL or a live zkl_options; cert_pem and key_pem are NULL or NUL-terminated.
+ */
+enum zkl_status zkl_options_set_tls_identity_pem(struct zkl_options *o,
+                                                 const char *cert_pem,
+                                                 const char *key_pem);
+
+/*
+ Turns TLS on (zkl_options_use_tls) and sets the password of an encrypted private key (PEM
+ "ENCRYPTED PRIVATE KEY", PKCS#8 with PBES2, as `openssl pkcs8 -topk8` makes). password is
+ copied (and never printed); a wrong one fails the connect with ZKL_INVALID_ARGUMENT.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL argument or a password that is not UTF-8. Never
+ blocks. Any thread.
+
+ Pointers: o is NULL or a live zkl_options; password is NULL or NUL-terminated.
+ */
+enum zkl_status zkl_options_set_tls_key_password(struct zkl_options *o, const char *password);
+
+/*
+ DANGEROUS. Turns TLS on (zkl_options_use_tls) and accepts a server certificate signed by a
+ trusted authority whatever name it was issued for. Anyone holding ANY certificate from that
+ authority can then pose as the servers and see every request, credentials included. Only for
+ servers whose certificates cannot name them; prefer fixing the certificates. A warning is
+ logged at each connect.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL o. Never blocks. Any thread.
+
+ Pointers: o is NULL or a live zkl_options.
+ */
+enum zkl_status zkl_options_tls_danger_accept_any_server_name(struct zkl_options *o);
+
+/*
+ Sets SASL DIGEST-MD5 authentication at every (re)connect, for servers with ZooKeeper's
+ SASLAuthenticationProvider (a JAAS Server section with user_<name>="<password>"): the server
+ knows the client as sasl:<user>. Unlike "digest" (zkl_options_add_auth) no password crosses
+ the wire. user and password are copied (the password is never printed). A password the
+ server refuses fails the connect with ZKL_AUTH_FAILED, and a message naming the user.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL argument or text that is not UTF-8. Never blocks.
+ Any thread.
+
+ Pointers: o is NULL or a live zkl_options; user and password are NULL or NUL-terminated.
+ */
+enum zkl_status zkl_options_set_sasl_digest_md5(struct zkl_options *o,
+                                                const char *user,
+                                                const char *password);
+
+/*
+ Connects to ZooKeeper with the options of o and opens a session.
+
+ hosts: "host:port", more of them separated by commas, then optionally a /chroot path (port
+ 2181 if omitted); a host may be written "tcp://host:port" (plaintext even with TLS on) or
+ "tcp+tls://host:port" (TLS, with the system's CAs unless o sets TLS). o is only read: it may
+ be freed, changed or used for other connects once this call returns. On ZKL_OK, *out owns a
+ new client: free it with zkl_client_free; on any other status *out is left unchanged.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, an option out of range, or a
+ TLS file that cannot be read or is not PEM (the message names it); ZKL_AUTH_FAILED when the
+ servers refuse the credentials (a wrong SASL password: the message names the user) or the
+ client's certificate (none given to a server that needs one, or one it does not trust), or the
+ client does not trust the servers' certificate (an unknown CA, another name): the message says
+ what to fix, and retrying does not help; ZKL_CONNECTION_LOSS if no server answered within the
+ connect timeout (the message says why: refused, unresolvable host, no answer, a TLS port
+ reached in plaintext); ZKL_CLOSED in a forked child of a process that had made a client.
+ Blocks at most the connect timeout. Any thread.
+
+ ```c
+ zkl_options *o;
+ zkl_client *c;
+ zkl_options_new(&o);
+ zkl_options_set_sasl_digest_md5(o, "bob", password);
+ zkl_status s = zkl_client_connect_with_options("zk1:2181,zk2:2181/app", o, &c);
+ zkl_options_free(o);
+ if (s == ZKL_AUTH_FAILED)        // the message names the user
+     fprintf(stderr, "%s\n", zkl_last_error_message());
+ ```
+
+ Pointers: hosts is NULL or a NUL-terminated string; o is NULL or a live zkl_options, not
+ freed during the call; out is NULL or valid for writing.
+ */
+enum zkl_status zkl_client_connect_with_options(const char *hosts,
+                                                const struct zkl_options *o,
+                                                struct zkl_client **out);
 
 /*
  The name of a zkl_status value, e.g. "ZKL_TIMEOUT"; "ZKL_UNKNOWN_STATUS" for any other

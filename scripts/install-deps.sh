@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs what zklock's build and tests need on Debian/Ubuntu, and only what is missing:
 #   - zookeeper             (the server for `--features testing`: /usr/share/java/zookeeper.jar)
+#   - libnetty-java         (a dependency of zookeeper; checked on its own because the TLS test
+#                            servers need its netty-codec.jar, netty-resolver.jar and
+#                            netty-transport-native-unix-common.jar, which zookeeper.jar's
+#                            manifest does not list)
 #   - default-jre-headless  (only if `java` is missing)
 #   - gcc, g++              (only if `cc` / `c++` are missing; for the C examples and tests)
 #   - python3, python3-venv (only if missing; the Python package is built and tested in a venv)
 #   - pkg-config, binutils, valgrind (only if missing; the C library's packaging and memory tests)
+#   - openssl               (only if missing; the TLS tests encrypt a client key with it)
 #   - clippy, rustfmt       (rustup components, only if missing)
 #   - cargo-nextest         (only if missing: scripts/run-tests.sh runs the tests with it; plain
 #                            `cargo test --features testing` runs them too, one binary at a time)
@@ -15,6 +20,12 @@ set -euo pipefail
 missing=()
 
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+for jar in netty-codec netty-resolver netty-transport-native-unix-common; do
+    if [ ! -f "/usr/share/java/$jar.jar" ]; then
+        missing+=(libnetty-java)
+        break
+    fi
+done
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
@@ -23,6 +34,7 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: everything is already installed"
@@ -47,6 +59,7 @@ fi
 
 # Sanity checks.
 [ -f /usr/share/java/zookeeper.jar ] || { echo "install-deps: /usr/share/java/zookeeper.jar still missing" >&2; exit 1; }
+[ -f /usr/share/java/netty-codec.jar ] || { echo "install-deps: /usr/share/java/netty-codec.jar still missing" >&2; exit 1; }
 command -v java >/dev/null 2>&1 || { echo "install-deps: java still missing" >&2; exit 1; }
 if command -v cargo >/dev/null 2>&1; then
     for component in clippy rustfmt; do

@@ -4,6 +4,8 @@
 #   scripts/test-python.sh [install|test]   one half only (scripts/test.sh installs while the
 #                                           Rust tests build, and tests once they are built)
 #   ZKL_PYENV        the virtual environment (default target/pyenv; made if missing)
+#   ZKL_TESTING_SERVER_BIN   examples/testing_server, which starts the secured servers of
+#                    tests/test_secured.py (default: conftest.py builds it with cargo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}

@@ -45,7 +45,8 @@ mkdir -p "$pkg"
   scripts/test-python.sh install
   echo "test.sh: +$SECONDS s: Python package installed (background)"
   until [ -e "$built" ]; do sleep 1; done
-  scripts/test-python.sh test
+  # The secured servers of the Python tests: the starter the build above made.
+  ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-python.sh test
   echo "test.sh: +$SECONDS s: Python tests (background)"
   nice -n 10 cargo clippy --lib --quiet -- -D warnings
   RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --no-deps --features testing,cli --quiet

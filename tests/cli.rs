@@ -1,6 +1,7 @@
 //! The `zklock` command against a real ZooKeeper server: exit status passthrough, the
-//! not-acquired status with a busy lock, `holders`, every lock kind, and a session lost while
-//! the command runs.
+//! not-acquired status with a busy lock, `holders`, every lock kind, a session lost while the
+//! command runs, and secured servers (mutual TLS and SASL from flags, files and the
+//! environment, never a secret on the command line; creator-only ACLs; exit 77).
 #![cfg(feature = "testing")]
 
 mod common;
@@ -9,7 +10,7 @@ use common::hosts;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use zklock::testing::TestingServer;
+use zklock::testing::{ClientAuth, ClientCert, TestingCerts, TestingServer};
 use zklock::{Client, Lockable, Mutex, Options, ReadWriteLock, Semaphore, SimpleLock};
 
 const ZKLOCK: &str = env!("CARGO_BIN_EXE_zklock");
@@ -898,4 +899,382 @@ fn the_server_tick_flag_sets_the_tick_the_lease_reckons_with() {
     assert_eq!(code, 80, "{err}");
     let (code, _, err) = run(zklock(&h, &["--server-tick-ms", "0", &p, "true"]));
     assert_eq!(code, 64, "{err}");
+}
+
+/// Writes `password` and a newline (as `echo` does) to `dir/name`; returns the file's path.
+fn password_file(dir: &std::path::Path, name: &str, password: &str) -> String {
+    let f = dir.join(name);
+    std::fs::write(&f, format!("{password}\n")).unwrap();
+    f.to_str().unwrap().to_string()
+}
+
+/// A script that waits until `gate` exists.
+fn wait_for(gate: &std::path::Path) -> String {
+    format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display())
+}
+
+/// Digest credentials from a file or the environment, and creator-only ACLs: the creator
+/// holds; another identity is refused with 77 and told whom the servers take it for; its
+/// `holders` shows what it may (the queue, with "?" for the ids its ACL hides) and exits 77.
+#[test]
+fn digest_credentials_and_creator_only_acls() {
+    let h = hosts();
+    let dir = tempfile::tempdir().unwrap();
+    let bob_pw = password_file(dir.path(), "bob", "bob-secret");
+    let alice_pw = password_file(dir.path(), "alice", "alice-secret");
+    let bob = ["--digest-user", "bob", "--digest-password-file", &bob_pw];
+    let alice = [
+        "--digest-user",
+        "alice",
+        "--digest-password-file",
+        &alice_pw,
+    ];
+    let with = |who: &[&str], rest: &[&str]| {
+        let v: Vec<&str> = who.iter().chain(rest).copied().collect();
+        run(zklock(&h, &v))
+    };
+
+    // A path made open by an earlier lock: bob's node under it is his alone.
+    let p = path("acl-open-parent");
+    assert_eq!(run(zklock(&h, &[&p, "true"])).0, 0);
+    let gate = dir.path().join("gate");
+    let (mut z, _) = start_command_with(&h, &p, dir.path(), &wait_for(&gate), |c| {
+        // From the environment only: nothing of it on the command line.
+        c.env("ZKL_DIGEST_USER", "bob")
+            .env("ZKL_DIGEST_PASSWORD", "bob-secret")
+            .env("ZKL_ACL", "creator");
+    });
+    let (code, out, err) = with(&bob, &["holders", &p]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("holder\t") && !out.contains('?'), "{out}");
+    let (code, out, err) = with(&alice, &["holders", &p]);
+    assert_eq!(code, 77, "{out}{err}");
+    let fields: Vec<&str> = out.trim_end().split('\t').collect();
+    assert_eq!((fields[0], fields[2]), ("holder", "?"), "{out}");
+    assert!(
+        err.contains("not authorized") && err.contains("digest:alice"),
+        "{err}"
+    );
+    let (code, out, err) = with(&alice, &["holders", "--json", &p]);
+    assert_eq!(code, 77, "{err}");
+    assert!(out.contains("\"holder_id\":null"), "{out}");
+    std::fs::write(&gate, "").unwrap();
+    assert!(z.wait().unwrap().success());
+
+    // A path bob made creator-only: alice can neither lock under it nor list it.
+    let q = path("acl-creator");
+    let (code, _, err) = with(&bob, &["--acl", "creator", &q, "true"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = with(&alice, &["-n", &q, "true"]);
+    assert_eq!(code, 77, "{err}");
+    assert!(
+        err.contains("not authorized") && err.contains("digest:alice"),
+        "{err}"
+    );
+    let (code, out, err) = with(&alice, &["holders", &q]);
+    assert_eq!((code, out.as_str()), (77, ""), "{err}");
+    assert!(err.contains("digest:alice"), "{err}");
+    // Bob with a wrong password is another identity: refused the same way.
+    let wrong = password_file(dir.path(), "wrong", "nope");
+    let (code, _, err) = with(
+        &["--digest-user", "bob", "--digest-password-file", &wrong],
+        &["-n", &q, "true"],
+    );
+    assert_eq!(code, 77, "{err}");
+    // The creator itself is served.
+    let (code, out, err) = with(&bob, &[&q, "sh", "-c", "echo in"]);
+    assert_eq!((code, out.as_str()), (0, "in\n"), "{err}");
+    // No identity for a creator-only ACL: a usage error before connecting; a user without a
+    // password says where to put it.
+    let (code, _, err) = run(zklock(&h, &["--acl", "creator", &q, "true"]));
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("--sasl-user") && err.contains("--tls-cert"),
+        "{err}"
+    );
+    let (code, _, err) = run(zklock(&h, &["--digest-user", "bob", &q, "true"]));
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("--digest-password-file") && err.contains("ZKL_DIGEST_PASSWORD"),
+        "{err}"
+    );
+}
+
+/// `zklock ARGS` against `hosts` with none of the ZKL_* variables of the test's environment.
+fn zklock_clean(hosts: &str, args: &[&str]) -> Command {
+    let mut c = zklock(hosts, args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ZKL_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+/// `--tls-ca/--tls-cert/--tls-key ...` for a client certificate of `certs`.
+fn tls_args(certs: &TestingCerts, client: &ClientCert) -> Vec<String> {
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    vec![
+        "--tls-ca".into(),
+        s(certs.ca_path()),
+        "--tls-cert".into(),
+        s(client.cert_path()),
+        "--tls-key".into(),
+        s(client.key_path()),
+    ]
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Mutual TLS from flags: locks over `tcp+tls://` and over a plain host list (the flags turn
+/// TLS on); an encrypted key with its password from a file or the environment; x509
+/// identities in creator-only ACLs; and each way it fails says why, with 77.
+#[test]
+fn mutual_tls_with_files_from_flags() {
+    let s = TestingServer::start_tls(ClientAuth::Need).unwrap();
+    let certs = s.certs().unwrap();
+    let alice = certs.client("alice").unwrap();
+    let bob = certs.client("bob").unwrap();
+    let p = path("mtls");
+    for hosts in [s.connect_string(), s.address()] {
+        let mut args = tls_args(certs, &alice);
+        args.extend(["-w", "20", &p, "sh", "-c", "echo locked"].map(String::from));
+        let (code, out, err) = run(zklock_clean(&hosts, &strs(&args)));
+        assert_eq!((code, out.as_str()), (0, "locked\n"), "{hosts}: {err}");
+    }
+    // holders over TLS.
+    let mut args = tls_args(certs, &alice);
+    args.extend(["holders", &p].map(String::from));
+    let (code, out, err) = run(zklock_clean(&s.connect_string(), &strs(&args)));
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+
+    // An encrypted key, its password from a file, then from the environment.
+    let dir = tempfile::tempdir().unwrap();
+    if common::ffi::have("openssl") {
+        let pw = password_file(dir.path(), "keypw", "key-secret");
+        let enc = dir.path().join("alice.p8");
+        let st = Command::new("openssl")
+            .args(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in"])
+            .arg(alice.key_path())
+            .arg("-out")
+            .arg(&enc)
+            .arg("-passout")
+            .arg(format!("file:{pw}"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let enc = enc.to_str().unwrap();
+        let cert = alice.cert_path().to_str().unwrap();
+        let ca = certs.ca_path().to_str().unwrap();
+        let base = ["--tls-ca", ca, "--tls-cert", cert, "--tls-key", enc];
+        let with = |extra: &[&str]| -> Vec<String> {
+            let tail = [&p as &str, "true"];
+            base.iter()
+                .chain(extra)
+                .chain(&tail)
+                .map(|a| a.to_string())
+                .collect()
+        };
+        let (code, _, err) = run(zklock_clean(
+            &s.connect_string(),
+            &strs(&with(&["--tls-key-password-file", &pw])),
+        ));
+        assert_eq!(code, 0, "{err}");
+        let mut c = zklock_clean(&s.connect_string(), &strs(&with(&[])));
+        c.env("ZKL_TLS_KEY_PASSWORD", "key-secret");
+        let (code, _, err) = run(c);
+        assert_eq!(code, 0, "{err}");
+        let (code, _, err) = run(zklock_clean(&s.connect_string(), &strs(&with(&[]))));
+        assert_eq!(code, 64, "{err}");
+        assert!(
+            err.contains("encrypted") && err.contains("--tls-key-password-file"),
+            "{err}"
+        );
+    }
+
+    // x509 identities in a creator-only ACL: bob is refused alice's lock, and told who he is.
+    let q = path("mtls-creator");
+    let mut args = tls_args(certs, &alice);
+    args.extend(["--acl", "creator", &q, "true"].map(String::from));
+    let (code, _, err) = run(zklock_clean(&s.connect_string(), &strs(&args)));
+    assert_eq!(code, 0, "{err}");
+    let mut args = tls_args(certs, &bob);
+    args.extend(["-w", "10", &q, "true"].map(String::from));
+    let (code, _, err) = run(zklock_clean(&s.connect_string(), &strs(&args)));
+    assert_eq!(code, 77, "{err}");
+    assert!(
+        err.contains("not authorized") && err.contains("x509:") && err.contains("bob"),
+        "{err}"
+    );
+
+    // No client certificate; the system's CAs (which do not know the test CA): 77, in words
+    // that name the option to give.
+    let ca = certs.ca_path().to_str().unwrap();
+    for (args, fix) in [
+        (&["--tls-ca", ca][..], "--tls-cert"),
+        (&["--tls"], "--tls-ca"),
+    ] {
+        let v: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(["-w", "10", &p, "true"])
+            .collect();
+        let t = Instant::now();
+        let (code, _, err) = run(zklock_clean(&s.connect_string(), &v));
+        assert_eq!(code, 77, "{args:?}: {err}");
+        assert!(
+            err.contains("authentication failed") && err.contains(fix),
+            "{err}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(12), "{:?}", t.elapsed());
+    }
+}
+
+/// Mutual TLS from the environment alone: the command line has the path and the command only.
+#[test]
+fn mutual_tls_from_the_environment_only() {
+    let s = TestingServer::start_tls(ClientAuth::Need).unwrap();
+    let certs = s.certs().unwrap();
+    let alice = certs.client("alice").unwrap();
+    let p = path("mtls-env");
+    let dir = tempfile::tempdir().unwrap();
+    let env = |c: &mut Command, hosts: &str| {
+        c.env("ZKL_HOSTS", hosts)
+            .env("ZKL_TLS_CA", certs.ca_path())
+            .env("ZKL_TLS_CERT", alice.cert_path())
+            .env("ZKL_TLS_KEY", alice.key_path());
+    };
+    for hosts in [s.connect_string(), s.address()] {
+        let mut c = Command::new(ZKLOCK);
+        c.args([&p as &str, "sh", "-c", "echo locked"])
+            .stdin(Stdio::null());
+        env(&mut c, &hosts);
+        let (code, out, err) = run(c);
+        assert_eq!((code, out.as_str()), (0, "locked\n"), "{hosts}: {err}");
+    }
+    // While it holds: its command line, as ps shows it, is the path and the command only.
+    let gate = dir.path().join("gate");
+    let (mut z, _) =
+        start_command_with(&s.connect_string(), &p, dir.path(), &wait_for(&gate), |c| {
+            env(c, &s.connect_string())
+        });
+    let argv = std::fs::read(format!("/proc/{}/cmdline", z.id())).unwrap();
+    let argv = String::from_utf8_lossy(&argv);
+    let key = alice.key_path().to_str().unwrap();
+    assert!(!argv.contains("--tls") && !argv.contains(key), "{argv}");
+    std::fs::write(&gate, "").unwrap();
+    assert!(z.wait().unwrap().success());
+    // ZKL_TLS alone: TLS with the system's CAs, which refuse the test CA (77); without it,
+    // a plaintext client on the TLS port, told so.
+    let mut c = zklock_clean(&s.address(), &["-w", "10", &p, "true"]);
+    c.env("ZKL_TLS", "1");
+    let (code, _, err) = run(c);
+    assert_eq!(code, 77, "{err}");
+    let (code, _, err) = run(zklock_clean(&s.address(), &["-w", "5", &p, "true"]));
+    assert_eq!(code, 69, "{err}");
+    assert!(err.contains("TLS port") && err.contains("--tls"), "{err}");
+}
+
+/// SASL: the password from a file or from the environment, never from the command line (no
+/// such option, and nothing of it in what ps shows, nor in COMMAND's environment); a wrong
+/// password is 77 and says so; SASL identities in creator-only ACLs.
+#[test]
+fn sasl_password_from_a_file_or_the_environment_never_argv() {
+    let s = TestingServer::start_sasl(&[("bob", "bob-secret"), ("alice", "alice-secret")]).unwrap();
+    let h = s.connect_string();
+    let dir = tempfile::tempdir().unwrap();
+    let bob_pw = password_file(dir.path(), "bob", "bob-secret");
+    let p = path("sasl");
+    let show_env = "echo \"[$ZKL_SASL_PASSWORD]\"";
+    let (code, out, err) = run(zklock_clean(
+        &h,
+        &[
+            "--sasl-user",
+            "bob",
+            "--sasl-password-file",
+            &bob_pw,
+            &p,
+            "sh",
+            "-c",
+            show_env,
+        ],
+    ));
+    assert_eq!((code, out.as_str()), (0, "[]\n"), "{err}");
+    let mut c = zklock_clean(&h, &[&p, "sh", "-c", show_env]);
+    c.env("ZKL_SASL_USER", "bob")
+        .env("ZKL_SASL_PASSWORD", "bob-secret");
+    let (code, out, err) = run(c);
+    // COMMAND does not inherit the password.
+    assert_eq!((code, out.as_str()), (0, "[]\n"), "{err}");
+    let mut c = zklock_clean(&h, &["--sasl-password-file", &bob_pw, &p, "true"]);
+    c.env("ZKL_SASL_USER", "bob");
+    assert_eq!(run(c).0, 0);
+
+    // A wrong password: 77, and the message says whose.
+    let mut c = zklock_clean(&h, &["--sasl-user", "bob", "-w", "10", &p, "true"]);
+    c.env("ZKL_SASL_PASSWORD", "wrong");
+    let t = Instant::now();
+    let (code, _, err) = run(c);
+    assert_eq!(code, 77, "{err}");
+    assert!(
+        err.contains("authentication failed") && err.contains("bob"),
+        "{err}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(12), "{:?}", t.elapsed());
+    // No password: a usage error that says where to put it. On the command line: no such option.
+    let (code, _, err) = run(zklock_clean(&h, &["--sasl-user", "bob", &p, "true"]));
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("--sasl-password-file") && err.contains("ZKL_SASL_PASSWORD"),
+        "{err}"
+    );
+    for flag in ["--sasl-password", "--password"] {
+        let (code, _, err) = run(zklock_clean(
+            &h,
+            &["--sasl-user", "bob", flag, "bob-secret", &p, "true"],
+        ));
+        assert_eq!(code, 64, "{err}");
+        assert!(err.contains("unexpected argument"), "{err}");
+    }
+
+    // What ps shows of a holding zklock, and COMMAND's environment: no password.
+    let gate = dir.path().join("gate");
+    let (mut z, cmd_pid) = start_command_with(&h, &p, dir.path(), &wait_for(&gate), |c| {
+        c.env("ZKL_SASL_USER", "bob")
+            .env("ZKL_SASL_PASSWORD", "bob-secret");
+    });
+    let argv = std::fs::read(format!("/proc/{}/cmdline", z.id())).unwrap();
+    assert!(!String::from_utf8_lossy(&argv).contains("bob-secret"));
+    let environ = std::fs::read(format!("/proc/{cmd_pid}/environ")).unwrap();
+    assert!(!String::from_utf8_lossy(&environ).contains("bob-secret"));
+    if common::ffi::have("ps") {
+        let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+        assert!(!String::from_utf8_lossy(&ps.stdout).contains("bob-secret"));
+    }
+    std::fs::write(&gate, "").unwrap();
+    assert!(z.wait().unwrap().success());
+
+    // SASL identities in a creator-only ACL.
+    let q = path("sasl-creator");
+    let (code, _, err) = run(zklock_clean(
+        &h,
+        &[
+            "--sasl-user",
+            "bob",
+            "--sasl-password-file",
+            &bob_pw,
+            "--acl",
+            "creator",
+            &q,
+            "true",
+        ],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let mut c = zklock_clean(&h, &["--sasl-user", "alice", "-n", &q, "true"]);
+    c.env("ZKL_SASL_PASSWORD", "alice-secret");
+    let (code, _, err) = run(c);
+    assert_eq!(code, 77, "{err}");
+    assert!(err.contains("sasl:alice"), "{err}");
 }

@@ -251,10 +251,29 @@ fn try_lock_returns_within_one_session_timeout_when_the_network_goes_silent_afte
 /// believing (leave `Held`) before B can acquire, in every run; the margin is printed.
 #[test]
 fn a_holder_cut_off_with_its_follower_stops_believing_before_another_acquires() {
-    use zklock::testing::TestingCluster;
-    let cluster = TestingCluster::start_partitionable(3).unwrap();
+    let cluster = zklock::testing::TestingCluster::start_partitionable(3).unwrap();
+    holder_cut_off_with_its_follower(&cluster, opts, 3);
+}
+
+/// As [`a_holder_cut_off_with_its_follower_stops_believing_before_another_acquires`], on an
+/// ensemble whose client ports are TLS-only (the partition holds the quorum's bytes; the
+/// clients' TLS connections to the cut-off follower stay open).
+#[test]
+fn a_holder_cut_off_with_its_follower_stops_believing_before_another_acquires_over_tls() {
+    use zklock::testing::{ClientAuth, TestingCerts, TestingCluster};
+    let certs = TestingCerts::generate().unwrap();
+    let cluster = TestingCluster::start_tls_with(3, &certs, ClientAuth::None, true, &[]).unwrap();
+    let tls = zklock::Tls::new().ca_file(certs.ca_path());
+    holder_cut_off_with_its_follower(&cluster, |ms| opts(ms).tls(tls.clone()), 1);
+}
+
+fn holder_cut_off_with_its_follower(
+    cluster: &zklock::testing::TestingCluster,
+    opts: impl Fn(u64) -> zklock::Options,
+    runs: usize,
+) {
     let mut failures = Vec::new();
-    for run in 0..3 {
+    for run in 0..runs {
         let leader = (0..3)
             .find(|&i| cluster.mode(i).as_deref() == Some("leader"))
             .expect("a leader");

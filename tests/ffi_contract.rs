@@ -105,11 +105,12 @@ fn status_names_and_version() {
         "ZKL_LOCK_LOST",
         "ZKL_CLOSED",
         "ZKL_WOULD_DEADLOCK",
+        "ZKL_AUTH_FAILED",
     ];
     for (v, n) in expected.iter().enumerate() {
         assert_eq!(name(v as u32), *n);
     }
-    for v in [12, 100, u32::MAX] {
+    for v in [13, 100, u32::MAX] {
         assert_eq!(name(v), "ZKL_UNKNOWN_STATUS");
     }
     // The numbers are the ABI.
@@ -117,6 +118,7 @@ fn status_names_and_version() {
     assert_eq!(ZKL_TIMEOUT as u32, 1);
     assert_eq!(ZKL_CANCELLED as u32, 8);
     assert_eq!(ZKL_WOULD_DEADLOCK as u32, 11);
+    assert_eq!(ZKL_AUTH_FAILED as u32, 12);
     assert_eq!(zkl_protocol::ZKL_PROTOCOL_KAZOO as u32, 1);
     let v = unsafe { CStr::from_ptr(zkl_version()) }.to_str().unwrap();
     assert_eq!(v, env!("CARGO_PKG_VERSION"));
@@ -197,6 +199,267 @@ fn null_pointers_without_a_server() {
     assert_eq!(out_c, sentinel());
     assert_eq!(out_l, sentinel());
     assert_eq!(token, 77);
+}
+
+fn options() -> *mut zkl_options {
+    let mut o = null_mut();
+    assert_eq!(
+        unsafe { zkl_options_new(&mut o) },
+        ZKL_OK,
+        "{}",
+        last_error()
+    );
+    assert!(!o.is_null());
+    o
+}
+
+/// Every zkl_options call given NULL for each pointer argument in turn: ZKL_INVALID_ARGUMENT
+/// naming the argument, nothing written, no crash; non-UTF-8 text and out-of-range enum values
+/// likewise; zkl_options_free(NULL) is a no-op.
+#[test]
+fn options_calls_refuse_null_and_bad_text() {
+    let o = options();
+    let bad_utf8 = b"bob\xff\0";
+    let bad: *const c_char = bad_utf8.as_ptr().cast();
+    let s = c"x".as_ptr();
+    let expect = |status: zkl_status, arg: &str, what: &str| {
+        assert_eq!(status, ZKL_INVALID_ARGUMENT, "{what}");
+        let m = last_error();
+        assert!(m.contains(&format!("`{arg}`")), "{what}: {m}");
+    };
+    unsafe {
+        let mut out_c: *mut zkl_client = sentinel();
+        expect(zkl_options_new(null_mut()), "out", "zkl_options_new");
+        zkl_options_free(null_mut());
+        let n = null_mut();
+        expect(
+            zkl_options_set_session_timeout(n, 1000),
+            "o",
+            "set_session_timeout",
+        );
+        expect(
+            zkl_options_set_connect_timeout(n, 1000),
+            "o",
+            "set_connect_timeout",
+        );
+        expect(zkl_options_set_server_tick(n, 500), "o", "set_server_tick");
+        expect(zkl_options_set_protocol(n, 0), "o", "set_protocol");
+        expect(zkl_options_set_acl(n, 0), "o", "set_acl");
+        expect(zkl_options_use_tls(n), "o", "use_tls");
+        expect(
+            zkl_options_tls_danger_accept_any_server_name(n),
+            "o",
+            "danger",
+        );
+        // (setter, its text arguments' names): NULL in each place, then non-UTF-8 in each place.
+        type Two =
+            unsafe extern "C" fn(*mut zkl_options, *const c_char, *const c_char) -> zkl_status;
+        type One = unsafe extern "C" fn(*mut zkl_options, *const c_char) -> zkl_status;
+        let ones: [(&str, One, &str); 5] = [
+            ("set_holder_id", zkl_options_set_holder_id, "id"),
+            ("set_tls_ca_file", zkl_options_set_tls_ca_file, "path"),
+            ("set_tls_ca_pem", zkl_options_set_tls_ca_pem, "pem"),
+            (
+                "set_tls_key_password",
+                zkl_options_set_tls_key_password,
+                "password",
+            ),
+            ("set_sasl_digest_md5 (via One)", sasl_user_only, "password"),
+        ];
+        for (what, f, arg) in ones {
+            expect(f(n, s), "o", what);
+            expect(f(o, null()), arg, what);
+            expect(f(o, bad), arg, what);
+            assert!(last_error().contains("UTF-8"), "{what}: {}", last_error());
+        }
+        let twos: [(&str, Two, &str, &str); 4] = [
+            ("add_auth", zkl_options_add_auth, "scheme", "auth"),
+            (
+                "set_tls_identity_files",
+                zkl_options_set_tls_identity_files,
+                "cert",
+                "key",
+            ),
+            (
+                "set_tls_identity_pem",
+                zkl_options_set_tls_identity_pem,
+                "cert_pem",
+                "key_pem",
+            ),
+            (
+                "set_sasl_digest_md5",
+                zkl_options_set_sasl_digest_md5,
+                "user",
+                "password",
+            ),
+        ];
+        for (what, f, a, b) in twos {
+            expect(f(n, s, s), "o", what);
+            expect(f(o, null(), s), a, what);
+            expect(f(o, s, null()), b, what);
+            expect(f(o, bad, s), a, what);
+            if what != "add_auth" {
+                // add_auth's credential is opaque bytes, as zkl_client_add_auth's.
+                expect(f(o, s, bad), b, what);
+            }
+        }
+        // Enum values from C are range-checked.
+        expect(
+            zkl_options_set_protocol(o, 2),
+            "protocol",
+            "set_protocol(2)",
+        );
+        assert!(
+            last_error().contains("not a zkl_protocol"),
+            "{}",
+            last_error()
+        );
+        expect(zkl_options_set_acl(o, 3), "acl", "set_acl(3)");
+        assert!(last_error().contains("not a zkl_acl"), "{}", last_error());
+        // The connect call: NULL in each place, out-parameter untouched.
+        let h = cstr("127.0.0.1:1");
+        expect(
+            zkl_client_connect_with_options(null(), o, &mut out_c),
+            "hosts",
+            "connect",
+        );
+        expect(
+            zkl_client_connect_with_options(h.as_ptr(), null(), &mut out_c),
+            "o",
+            "connect",
+        );
+        expect(
+            zkl_client_connect_with_options(h.as_ptr(), o, null_mut()),
+            "out",
+            "connect",
+        );
+        expect(
+            zkl_client_connect_with_options(bad, o, &mut out_c),
+            "hosts",
+            "connect",
+        );
+        assert_eq!(out_c, sentinel());
+        zkl_options_free(o);
+    }
+}
+
+/// zkl_options_set_sasl_digest_md5 with a fixed user, to check its password argument alone.
+unsafe extern "C" fn sasl_user_only(o: *mut zkl_options, password: *const c_char) -> zkl_status {
+    unsafe { zkl_options_set_sasl_digest_md5(o, c"bob".as_ptr(), password) }
+}
+
+/// The options reach the client: a connect with options opens a session on the (plaintext) test
+/// server with the holder id, the timeouts and the protocol set; the strings given were copied
+/// (overwritten and freed before the connect); the options object is only read (one object, two
+/// connects, freed before the clients).
+#[test]
+fn options_reach_the_client_and_strings_are_copied() {
+    let o = options();
+    unsafe {
+        let mut id = b"options-holder\0".to_vec();
+        assert_eq!(zkl_options_set_holder_id(o, id.as_ptr().cast()), ZKL_OK);
+        // The library copied it: the caller's buffer is now something else, then freed.
+        id[0] = b'X';
+        drop(id);
+        assert_eq!(zkl_options_set_session_timeout(o, 6000), ZKL_OK);
+        assert_eq!(zkl_options_set_connect_timeout(o, 0), ZKL_OK);
+        assert_eq!(zkl_options_set_server_tick(o, 0), ZKL_OK);
+        assert_eq!(
+            zkl_options_set_protocol(o, zkl_protocol::ZKL_PROTOCOL_KAZOO as u32),
+            ZKL_OK
+        );
+        assert_eq!(zkl_options_set_acl(o, zkl_acl::ZKL_ACL_OPEN as u32), ZKL_OK);
+        let h = cstr(&hosts());
+        let mut clients = Vec::new();
+        for _ in 0..2 {
+            let mut c = null_mut();
+            let s = zkl_client_connect_with_options(h.as_ptr(), o, &mut c);
+            assert_eq!(s, ZKL_OK, "{}", last_error());
+            clients.push(c);
+        }
+        zkl_options_free(o);
+        for c in clients {
+            let mut p = null();
+            assert_eq!(zkl_client_holder_id(c, &mut p), ZKL_OK);
+            assert_eq!(CStr::from_ptr(p).to_str().unwrap(), "options-holder");
+            let l = mutex(c, "/ffi/options/copied");
+            assert_eq!(zkl_lock_acquire(l, 5000), ZKL_OK, "{}", last_error());
+            assert_eq!(zkl_lock_release(l), ZKL_OK);
+            zkl_lock_free(l);
+            zkl_client_free(c);
+        }
+    }
+}
+
+/// What the setters only record fails at connect, in words: a session timeout out of range, a
+/// creator-only ACL without an identity, a CA file that cannot be read (the message names it),
+/// a CA that is not PEM, a key that is encrypted without its password. The out-parameter is
+/// untouched.
+#[test]
+fn options_errors_surface_at_connect_naming_what_to_fix() {
+    let h = cstr(&hosts());
+    let connect = |o: *mut zkl_options| -> (zkl_status, String) {
+        let mut c: *mut zkl_client = sentinel();
+        let s = unsafe { zkl_client_connect_with_options(h.as_ptr(), o, &mut c) };
+        assert_eq!(c, sentinel());
+        let m = last_error();
+        unsafe { zkl_options_free(o) };
+        (s, m)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    unsafe {
+        let o = options();
+        assert_eq!(zkl_options_set_session_timeout(o, 50), ZKL_OK);
+        let (s, m) = connect(o);
+        assert_eq!(s, ZKL_INVALID_ARGUMENT, "{m}");
+        assert!(m.contains("session timeout"), "{m}");
+
+        let o = options();
+        assert_eq!(
+            zkl_options_set_acl(o, zkl_acl::ZKL_ACL_CREATOR_ALL as u32),
+            ZKL_OK
+        );
+        let (s, m) = connect(o);
+        assert_eq!(s, ZKL_INVALID_ARGUMENT, "{m}");
+        assert!(m.contains("identity"), "{m}");
+
+        let missing = dir.path().join("no-such-ca.pem");
+        let p = cstr(missing.to_str().unwrap());
+        let o = options();
+        assert_eq!(zkl_options_set_tls_ca_file(o, p.as_ptr()), ZKL_OK);
+        let (s, m) = connect(o);
+        assert_eq!(s, ZKL_INVALID_ARGUMENT, "{m}");
+        assert!(m.contains(missing.to_str().unwrap()), "{m}");
+
+        let o = options();
+        assert_eq!(
+            zkl_options_set_tls_ca_pem(o, c"not a certificate".as_ptr()),
+            ZKL_OK
+        );
+        let (s, m) = connect(o);
+        assert_eq!(s, ZKL_INVALID_ARGUMENT, "{m}");
+        assert!(m.contains("PEM"), "{m}");
+
+        let key = dir.path().join("client.key");
+        std::fs::write(
+            &key,
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let k = cstr(key.to_str().unwrap());
+        let o = options();
+        assert_eq!(zkl_options_set_tls_ca_pem(o, c"x".as_ptr()), ZKL_OK);
+        assert_eq!(
+            zkl_options_set_tls_identity_files(o, k.as_ptr(), k.as_ptr()),
+            ZKL_OK
+        );
+        let (s, m) = connect(o);
+        assert_eq!(s, ZKL_INVALID_ARGUMENT, "{m}");
+        assert!(
+            m.contains("encrypted") && m.contains(key.to_str().unwrap()),
+            "{m}"
+        );
+    }
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! built `libzklock.so`, then run, like the Python demo, against a real ZooKeeper server; two
 //! processes (also C against Python) contend on one lock; and the C examples run again under
 //! AddressSanitizer + UndefinedBehaviorSanitizer (leak detection on) and under valgrind, where
-//! the toolchain has them.
+//! the toolchain has them. The secured examples (`secured.c`, `secured.cpp`) run against a
+//! TLS-only server that requires client certificates and a SASL DIGEST-MD5 server.
 #![cfg(feature = "testing")]
 
 mod common;
@@ -12,6 +13,8 @@ use common::hosts;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
+
+use zklock::testing::{ClientAuth, ClientCert, TestingServer};
 
 /// The C examples: one per recipe, and the listeners.
 const C_EXAMPLES: &[&str] = &[
@@ -347,7 +350,11 @@ fn c_examples_are_clean_under_address_and_undefined_sanitizers() {
 
 /// Runs a sanitizer build of an example; fails on any report of ASan, LeakSanitizer or UBSan.
 fn run_sanitized(exe: &Path, name: &str) -> std::process::Output {
-    let mut cmd = example(exe, &unique(&format!("asan-{name}")));
+    run_sanitized_with(example(exe, &unique(&format!("asan-{name}"))), name)
+}
+
+/// As [`run_sanitized`], for a command made ready by the caller.
+fn run_sanitized_with(mut cmd: Command, name: &str) -> std::process::Output {
     cmd.env(
         "ASAN_OPTIONS",
         "detect_leaks=1:abort_on_error=0:exitcode=86",
@@ -402,6 +409,155 @@ fn c_examples_are_clean_under_valgrind() {
         .arg(&exe);
         run(cmd, &format!("{name} (valgrind)"));
     }
+}
+
+/// The secured servers of issue 27 for `secured.c` and `secured.cpp`: a TLS-only server that
+/// requires client certificates and a server that requires SASL DIGEST-MD5 (user bob), started
+/// at once, and a client certificate of the TLS server's CA.
+struct Secured {
+    tls: TestingServer,
+    sasl: TestingServer,
+    client: ClientCert,
+}
+
+const SASL_USER: &str = "bob";
+const SASL_PASSWORD: &str = "bob-secret";
+
+fn secured_servers() -> Secured {
+    let tls = std::thread::spawn(|| TestingServer::start_tls(ClientAuth::Need));
+    let sasl = TestingServer::start_sasl(&[(SASL_USER, SASL_PASSWORD)])
+        .expect("start a SASL ZooKeeper server");
+    let tls = tls.join().unwrap().expect("start a TLS ZooKeeper server");
+    let client = tls
+        .certs()
+        .unwrap()
+        .client("secured-example")
+        .expect("a client certificate");
+    Secured { tls, sasl, client }
+}
+
+/// An example's command with the secured servers in its environment. `tls_hosts`: the TLS
+/// server as the example is to name it.
+fn secured_example(exe: &Path, s: &Secured, tls_hosts: &str, what: &str) -> Command {
+    let mut cmd = example(exe, &unique(what));
+    cmd.env("ZKL_TLS_HOSTS", tls_hosts)
+        .env("ZKL_TLS_CA", s.tls.certs().unwrap().ca_path())
+        .env("ZKL_TLS_CERT", s.client.cert_path())
+        .env("ZKL_TLS_KEY", s.client.key_path())
+        .env("ZKL_SASL_HOSTS", s.sasl.connect_string())
+        .env("ZKL_SASL_USER", SASL_USER)
+        .env("ZKL_SASL_PASSWORD", SASL_PASSWORD);
+    cmd
+}
+
+/// What a user of `secured.c` checks: a mutex taken over mutual TLS and over SASL, each with a
+/// fencing token; a connect without a client certificate refused as ZKL_AUTH_FAILED with a
+/// message naming the client certificate; a wrong password refused as ZKL_AUTH_FAILED with a
+/// message naming the user.
+fn assert_secured_c_output(stdout: &str) {
+    assert!(stdout.contains("secured: all 4 tests passed"), "{stdout}");
+    assert!(!stdout.contains("skip"), "{stdout}");
+    for what in ["mutual TLS", "SASL DIGEST-MD5"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{what}: held ")))
+            .unwrap_or_else(|| panic!("no lock over {what}:\n{stdout}"));
+        let token: i64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(token > 0, "{line}");
+    }
+    let refused = |prefix: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no line {prefix:?}:\n{stdout}"))
+            .to_string()
+    };
+    let no_cert = refused("mutual TLS without a client certificate: ZKL_AUTH_FAILED after ");
+    assert!(no_cert.contains("client certificate"), "{no_cert}");
+    let wrong = refused("SASL with a wrong password: ZKL_AUTH_FAILED after ");
+    assert!(wrong.contains(SASL_USER), "{wrong}");
+}
+
+/// As [`assert_secured_c_output`], for `secured.cpp` (its TLS part over files and over PEM texts).
+fn assert_secured_cpp_output(stdout: &str) {
+    assert!(
+        stdout.contains("secured.cpp: all checks passed"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("skip"), "{stdout}");
+    for what in ["mutual TLS (files)", "mutual TLS (PEM)", "SASL DIGEST-MD5"] {
+        assert!(
+            stdout.contains(&format!("{what}: held ")),
+            "no lock over {what}:\n{stdout}"
+        );
+    }
+    let line = |prefix: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no line {prefix:?}:\n{stdout}"))
+            .to_string()
+    };
+    let no_cert = line("mutual TLS without a client certificate: ZKL_AUTH_FAILED: ");
+    assert!(no_cert.contains("client certificate"), "{no_cert}");
+    let wrong = line("SASL with a wrong password: ZKL_AUTH_FAILED: ");
+    assert!(wrong.contains(SASL_USER), "{wrong}");
+}
+
+/// The secured examples against real secured servers: `secured.c` (the TLS server named by
+/// address, TLS turned on by the options) and `secured.cpp` (named `tcp+tls://`).
+#[test]
+fn secured_examples_lock_over_tls_and_sasl_and_report_refusals() {
+    let s = secured_servers();
+    let exe = compile("cc", C_FLAGS, "ffi-examples/c/secured.c", "secured");
+    let out = run(
+        secured_example(&exe, &s, &s.tls.address(), "c-secured"),
+        "secured.c",
+    );
+    assert_secured_c_output(&String::from_utf8_lossy(&out.stdout));
+
+    let exe = compile(
+        "c++",
+        CXX_FLAGS,
+        "ffi-examples/cpp/secured.cpp",
+        "secured_cpp",
+    );
+    let out = run(
+        secured_example(&exe, &s, &s.tls.connect_string(), "cpp-secured"),
+        "secured.cpp",
+    );
+    assert_secured_cpp_output(&String::from_utf8_lossy(&out.stdout));
+}
+
+/// The same under AddressSanitizer + UndefinedBehaviorSanitizer (leak detection on): the TLS
+/// and SASL paths, the refusals included, leak nothing and touch no freed memory.
+#[test]
+fn secured_examples_are_clean_under_address_and_undefined_sanitizers() {
+    assert!(
+        sanitizers_work(),
+        "cc cannot build with -fsanitize=address,undefined: run scripts/install-deps.sh"
+    );
+    let s = secured_servers();
+    let flags: Vec<&str> = C_FLAGS.iter().chain(SANITIZE).copied().collect();
+    let exe = compile("cc", &flags, "ffi-examples/c/secured.c", "secured-asan");
+    let out = run_sanitized_with(
+        secured_example(&exe, &s, &s.tls.address(), "asan-c-secured"),
+        "secured.c",
+    );
+    assert_secured_c_output(&String::from_utf8_lossy(&out.stdout));
+
+    let flags: Vec<&str> = CXX_FLAGS.iter().chain(SANITIZE).copied().collect();
+    let exe = compile(
+        "c++",
+        &flags,
+        "ffi-examples/cpp/secured.cpp",
+        "secured_cpp-asan",
+    );
+    let out = run_sanitized_with(
+        secured_example(&exe, &s, &s.tls.connect_string(), "asan-cpp-secured"),
+        "secured.cpp",
+    );
+    assert_secured_cpp_output(&String::from_utf8_lossy(&out.stdout));
 }
 
 /// The system libraries a static link needs, as `cargo rustc --crate-type staticlib -- --print

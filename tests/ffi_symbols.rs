@@ -172,6 +172,38 @@ fn header_has_every_name_of_the_contract() {
     ] {
         assert!(flat.contains(proto), "header lacks the prototype `{proto}`");
     }
+    // The options of a connect (issue 27), as the team's spec spells them: the Python and C++
+    // layers call them by these shapes.
+    assert!(
+        code.contains("typedef struct zkl_options zkl_options;"),
+        "header lacks the zkl_options type"
+    );
+    assert!(
+        code.contains("ZKL_AUTH_FAILED = 12,"),
+        "header lacks ZKL_AUTH_FAILED = 12"
+    );
+    for proto in [
+        "enum zkl_status zkl_options_new(struct zkl_options **out)",
+        "void zkl_options_free(struct zkl_options *o)",
+        "enum zkl_status zkl_options_set_session_timeout(struct zkl_options *o, uint32_t ms)",
+        "enum zkl_status zkl_options_set_connect_timeout(struct zkl_options *o, uint32_t ms)",
+        "enum zkl_status zkl_options_set_holder_id(struct zkl_options *o, const char *id)",
+        "enum zkl_status zkl_options_set_server_tick(struct zkl_options *o, uint32_t ms)",
+        "enum zkl_status zkl_options_set_protocol(struct zkl_options *o, uint32_t protocol)",
+        "enum zkl_status zkl_options_set_acl(struct zkl_options *o, uint32_t acl)",
+        "enum zkl_status zkl_options_add_auth(struct zkl_options *o, const char *scheme, const char *auth)",
+        "enum zkl_status zkl_options_use_tls(struct zkl_options *o)",
+        "enum zkl_status zkl_options_set_tls_ca_file(struct zkl_options *o, const char *path)",
+        "enum zkl_status zkl_options_set_tls_ca_pem(struct zkl_options *o, const char *pem)",
+        "enum zkl_status zkl_options_set_tls_identity_files(struct zkl_options *o, const char *cert, const char *key)",
+        "enum zkl_status zkl_options_set_tls_identity_pem(struct zkl_options *o, const char *cert_pem, const char *key_pem)",
+        "enum zkl_status zkl_options_set_tls_key_password(struct zkl_options *o, const char *password)",
+        "enum zkl_status zkl_options_tls_danger_accept_any_server_name(struct zkl_options *o)",
+        "enum zkl_status zkl_options_set_sasl_digest_md5(struct zkl_options *o, const char *user, const char *password)",
+        "enum zkl_status zkl_client_connect_with_options(const char *hosts, const struct zkl_options *o, struct zkl_client **out)",
+    ] {
+        assert!(flat.contains(proto), "header lacks the prototype `{proto}`");
+    }
     for m in [
         "ZKL_VERSION_MAJOR",
         "ZKL_VERSION_MINOR",

@@ -10,17 +10,58 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use zklock::testing::{TcpProxy, TestingCluster};
-use zklock::{Deadline, HoldState, Lockable, Mutex};
+use zklock::testing::{ClientAuth, TcpProxy, TestingCluster, TestingServer};
+use zklock::{Deadline, HoldState, Lockable, Mutex, Options, Tls};
+
+/// How the clients of a test reach its servers: in plaintext, or over TLS with the servers' CA.
+#[derive(Clone)]
+struct Net(Option<Tls>);
+
+impl Net {
+    fn plain() -> Net {
+        Net(None)
+    }
+    fn tls(certs: &zklock::testing::TestingCerts) -> Net {
+        Net(Some(Tls::new().ca_file(certs.ca_path())))
+    }
+    /// `addresses` (`host:port,...`) written for this net.
+    fn hosts(&self, addresses: &str) -> String {
+        match self.0 {
+            None => addresses.to_string(),
+            Some(_) => addresses
+                .split(',')
+                .map(|a| format!("tcp+tls://{a}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+    fn opts(&self, session_ms: u64) -> Options {
+        match &self.0 {
+            None => opts(session_ms),
+            Some(t) => opts(session_ms).tls(t.clone()),
+        }
+    }
+}
 
 /// (a) A holder cut off behind a black-holed proxy stops believing it holds before the server
 /// can give the lock to the waiter; (c) its lease counts down while cut off.
 #[test]
 fn cut_off_holder_stops_believing_before_the_waiter_acquires() {
-    let zk = server();
-    let proxy = TcpProxy::start(&zk.connect_string()).unwrap();
-    let holder = connect(&proxy.connect_string(), 2000);
-    let waiter = connect(&zk.connect_string(), 4000);
+    cut_off_holder_stops_believing(&server(), Net::plain());
+}
+
+/// As [`cut_off_holder_stops_believing_before_the_waiter_acquires`], over TLS: the proxy
+/// passes the encrypted bytes (and holds them back when black-holed).
+#[test]
+fn cut_off_holder_stops_believing_before_the_waiter_acquires_over_tls() {
+    let zk = TestingServer::start_tls(ClientAuth::None).unwrap();
+    cut_off_holder_stops_believing(&zk, Net::tls(zk.certs().unwrap()));
+}
+
+fn cut_off_holder_stops_believing(zk: &TestingServer, net: Net) {
+    let proxy = TcpProxy::start(&zk.address()).unwrap();
+    let holder = connect(&net.hosts(&proxy.connect_string()), net.opts(2000));
+    let waiter = connect(&net.hosts(&zk.address()), net.opts(4000));
     let path = "/lease/cut";
     let hm = Mutex::new(&holder, path).unwrap();
     let g = hm.lock().unwrap();
@@ -80,9 +121,22 @@ fn cut_off_holder_stops_believing_before_the_waiter_acquires() {
 /// the hold stays Held throughout (the lease outlives the failover), and the lease is renewed.
 #[test]
 fn holder_stays_held_through_the_failover_of_its_member() {
-    let mut cluster = TestingCluster::start(3).unwrap();
+    let cluster = TestingCluster::start(3).unwrap();
+    holder_stays_held_through_a_failover(cluster, Net::plain());
+}
+
+/// As [`holder_stays_held_through_the_failover_of_its_member`], on an ensemble whose client
+/// ports are TLS-only: the session moves with a new handshake.
+#[test]
+fn holder_stays_held_through_the_failover_of_its_member_over_tls() {
+    let cluster = TestingCluster::start_tls(3, ClientAuth::None).unwrap();
+    let net = Net::tls(cluster.certs().unwrap());
+    holder_stays_held_through_a_failover(cluster, net);
+}
+
+fn holder_stays_held_through_a_failover(mut cluster: TestingCluster, net: Net) {
     let hosts = cluster.connect_string();
-    let holder = connect(&hosts, 6000);
+    let holder = connect(&hosts, net.opts(6000));
     // The handle is the participant, so another thread may watch its hold.
     let m = Mutex::per_handle(&holder, "/lease/failover").unwrap();
     let g = m.lock().unwrap();

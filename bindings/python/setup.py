@@ -89,6 +89,9 @@ setup(
             path=crate_manifest(),
             binding=Binding.NoBinding,
             debug=False,
+            # The C library with TLS and SASL DIGEST-MD5 (Client's use_ssl, ca, certfile,
+            # sasl_options, ...).
+            features=["capi"],
             args=["--locked"],
         )
     ],

@@ -9,6 +9,8 @@
 //   if (auto g = zklock::try_lock_for(mutex, std::chrono::seconds(2))) { /* held */ }
 //   std::unique_lock<zklock::Lock> l(mutex, std::chrono::seconds(2));  // a Lock is TimedLockable
 //
+//   zklock::Client secured("zk1:2281", zklock::Options().tls_ca_file("ca.pem").sasl_digest_md5("bob", pw));
+//
 // Every failing call throws zklock::Error, which carries the zkl_status and the library's
 // message. Handles are move-only and free themselves; a Guard follows its lock's handle, so
 // moving the Lock object does not strand it. Thread rules are the C API's: a Client may be
@@ -104,6 +106,16 @@ struct ClientFree {
 struct LockFree {
   void operator()(zkl_lock* l) const noexcept { zkl_lock_free(l); }
 };
+struct OptionsFree {
+  void operator()(zkl_options* o) const noexcept { zkl_options_free(o); }
+};
+// A duration as the C API's uint32_t milliseconds; Error(ZKL_INVALID_ARGUMENT) if it does not fit.
+inline uint32_t to_u32_ms(std::chrono::milliseconds d, const char* what) {
+  if (d.count() < 0 || d.count() > static_cast<int64_t>(UINT32_MAX))
+    throw Error(ZKL_INVALID_ARGUMENT, std::string("invalid argument: ") + what +
+                                          " must be 0 to 4294967295 ms");
+  return static_cast<uint32_t>(d.count());
+}
 inline int64_t to_ms(std::chrono::nanoseconds d) {
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
   return ms < 0 ? 0 : static_cast<int64_t>(ms);
@@ -258,6 +270,85 @@ class Lock {
   std::unique_ptr<zkl_lock, detail::LockFree> l_;
 };
 
+// The options of a connect (zkl_options): timeouts, holder id, protocol, ACL, credentials, TLS
+// and SASL. Each setter calls its zkl_options_* function (which copies the strings) and returns
+// *this, so they chain; a setter throws Error only for a bad argument. What the setters record is
+// checked at connect (an unreadable CA file, a bad PEM, a timeout out of range: Error with
+// ZKL_INVALID_ARGUMENT naming it). Move-only; a Client does not keep it.
+//
+//   zklock::Client c("zk1:2281", zklock::Options()
+//                                    .tls_ca_file("/etc/zookeeper/ca.pem")
+//                                    .tls_identity_files("client.pem", "client.key")
+//                                    .holder_id("billing-7"));
+//   zklock::Client s("zk1:2181", zklock::Options().sasl_digest_md5("bob", password));
+//
+// A wrong password, a client certificate missing or refused, a server certificate not trusted:
+// Error with ZKL_AUTH_FAILED (e.status()), whose message says what to fix.
+class Options {
+ public:
+  Options() {
+    zkl_options* o = nullptr;
+    check(zkl_options_new(&o));
+    o_.reset(o);
+  }
+
+  // Default 10 s; the server caps it between its min and max session timeouts.
+  Options& session_timeout(std::chrono::milliseconds t) {
+    return set(zkl_options_set_session_timeout(get(), detail::to_u32_ms(t, "session_timeout")));
+  }
+  // How long the connect waits for a session (default 10 s; 0: the session timeout).
+  Options& connect_timeout(std::chrono::milliseconds t) {
+    return set(zkl_options_set_connect_timeout(get(), detail::to_u32_ms(t, "connect_timeout")));
+  }
+  // The text stored in the client's lock nodes (default HOSTNAME:PID).
+  Options& holder_id(const std::string& id) { return set(zkl_options_set_holder_id(get(), id.c_str())); }
+  // The servers' tickTime (0, the default: read from the servers).
+  Options& server_tick(std::chrono::milliseconds t) {
+    return set(zkl_options_set_server_tick(get(), detail::to_u32_ms(t, "server_tick")));
+  }
+  Options& protocol(Protocol p) { return set(zkl_options_set_protocol(get(), static_cast<uint32_t>(p))); }
+  // Creator-only ACLs need an identity: SASL, a client certificate or add_auth.
+  Options& acl(Acl a) { return set(zkl_options_set_acl(get(), static_cast<uint32_t>(a))); }
+  // addAuth at every (re)connect, e.g. ("digest", "user:password"); several may be added.
+  Options& add_auth(const std::string& scheme, const std::string& auth) {
+    return set(zkl_options_add_auth(get(), scheme.c_str(), auth.c_str()));
+  }
+  // TLS to every host not written tcp://, with the system's CAs unless a CA is set. Every tls_*
+  // setter turns TLS on too.
+  Options& use_tls() { return set(zkl_options_use_tls(get())); }
+  Options& tls_ca_file(const std::string& path) { return set(zkl_options_set_tls_ca_file(get(), path.c_str())); }
+  Options& tls_ca_pem(const std::string& pem) { return set(zkl_options_set_tls_ca_pem(get(), pem.c_str())); }
+  // The client's certificate and key (PEM files), for mutual TLS.
+  Options& tls_identity_files(const std::string& cert, const std::string& key) {
+    return set(zkl_options_set_tls_identity_files(get(), cert.c_str(), key.c_str()));
+  }
+  Options& tls_identity_pem(const std::string& cert_pem, const std::string& key_pem) {
+    return set(zkl_options_set_tls_identity_pem(get(), cert_pem.c_str(), key_pem.c_str()));
+  }
+  // The password of an encrypted PKCS#8 key.
+  Options& tls_key_password(const std::string& password) {
+    return set(zkl_options_set_tls_key_password(get(), password.c_str()));
+  }
+  // DANGEROUS: any certificate of a trusted CA passes for the servers, whatever its name.
+  Options& tls_danger_accept_any_server_name() {
+    return set(zkl_options_tls_danger_accept_any_server_name(get()));
+  }
+  // SASL DIGEST-MD5 at every (re)connect; the servers know the client as sasl:<user>.
+  Options& sasl_digest_md5(const std::string& user, const std::string& password) {
+    return set(zkl_options_set_sasl_digest_md5(get(), user.c_str(), password.c_str()));
+  }
+
+  zkl_options* get() const noexcept { return o_.get(); }
+
+ private:
+  Options& set(zkl_status s) {
+    check(s);
+    return *this;
+  }
+
+  std::unique_ptr<zkl_options, detail::OptionsFree> o_;
+};
+
 // One ZooKeeper session (zkl_client). Move-only; locks made from it keep the session open
 // after the Client is destroyed, until they are destroyed too.
 class Client {
@@ -277,6 +368,15 @@ class Client {
     check(zkl_client_connect_with(hosts.c_str(), static_cast<uint32_t>(session_timeout.count()),
                                   static_cast<uint32_t>(connect_timeout.count()),
                                   holder_id.empty() ? nullptr : holder_id.c_str(), &c));
+    c_.reset(c);
+  }
+
+  // With options (zkl_client_connect_with_options): TLS, SASL, timeouts, holder id... Throws
+  // Error: ZKL_AUTH_FAILED for refused credentials or certificates, ZKL_CONNECTION_LOSS when no
+  // server answered within the connect timeout, ZKL_INVALID_ARGUMENT for a bad option or file.
+  Client(const std::string& hosts, const Options& options) {
+    zkl_client* c = nullptr;
+    check(zkl_client_connect_with_options(hosts.c_str(), options.get(), &c));
     c_.reset(c);
   }
 

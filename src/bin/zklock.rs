@@ -18,6 +18,7 @@
 mod sys;
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -27,8 +28,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use libc::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use sys::process::{CaughtSignals, SignalOrigin};
 use zklock::{
-    Client, Deadline, LockKind, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore,
-    SessionState, SimpleLock,
+    Acl, Client, Deadline, LockKind, Lockable, Mutex, Options, Protocol, ReadWriteLock, Sasl,
+    Semaphore, SessionState, SimpleLock, Tls,
 };
 
 /// Not acquired before the timeout (EX_TEMPFAIL from sysexits.h; change with --conflict-exit-code).
@@ -40,6 +41,9 @@ const EXIT_UNKNOWN_LAYOUT: u8 = 65;
 /// ZooKeeper unreachable, session lost while acquiring, or another ZooKeeper error
 /// (EX_UNAVAILABLE).
 const EXIT_UNAVAILABLE: u8 = 69;
+/// Authentication failed (SASL, a TLS certificate), or a node's ACL refused this client's
+/// identity (EX_NOPERM).
+const EXIT_NOPERM: u8 = 77;
 /// The lock stopped being provably held while COMMAND ran (its lease ran out or its session
 /// ended): COMMAND's own status is on stderr. Outside sysexits' 64-78 and the shells' 126-165.
 const EXIT_LOST: u8 = 80;
@@ -59,6 +63,15 @@ queue, and exits 128+N without running COMMAND.
 COMMAND's environment also gets ZKLOCK_PATH and ZKLOCK_FENCING_TOKEN (the hold's fencing token:
 strictly increasing from one holder of the lock to the next).
 
+Secured ensembles: every --tls*, --sasl-*, --digest-* option and --acl may be given by the
+environment variable its help names (ZKL_TLS, ZKL_TLS_CA, ZKL_TLS_CERT, ZKL_TLS_KEY,
+ZKL_TLS_KEY_PASSWORD_FILE, ZKL_SASL_USER, ZKL_SASL_PASSWORD_FILE, ZKL_DIGEST_USER,
+ZKL_DIGEST_PASSWORD_FILE, ZKL_ACL), so that a script needs nothing secret on its command line.
+A password is never an option (ps shows the command line): it comes from a file
+(--sasl-password-file, --digest-password-file, --tls-key-password-file; one trailing newline is
+stripped), else from the environment's ZKL_SASL_PASSWORD, ZKL_DIGEST_PASSWORD or
+ZKL_TLS_KEY_PASSWORD, which zklock does not pass on to COMMAND.
+
 Exit status:
   COMMAND's status    COMMAND ran while the lock was held
   75                  not acquired before the timeout (or busy, with -n / --timeout 0)
@@ -68,6 +81,9 @@ Exit status:
   65                  (holders, revoke) PATH holds no lock layout zklock knows
   69                  ZooKeeper unreachable (the message says why), or a ZooKeeper error,
                       before COMMAND started
+  77                  authentication failed (a SASL password, a TLS certificate: the
+                      message says what to fix), or a node's ACL refused this client's
+                      identity (the message names it), before COMMAND started
   128+N               signal N ended zklock before COMMAND started
   126, 127            COMMAND could not be executed / was not found";
 
@@ -130,6 +146,107 @@ struct Conn {
     /// Say on stderr when the lock is acquired and released.
     #[arg(short, long)]
     verbose: bool,
+    /// The ACL of the nodes zklock creates: open (anyone may do anything), creator (only this
+    /// client's identity: --sasl-user, --digest-user or --tls-cert), creator-read (the creator
+    /// may do anything, anyone may read).
+    #[arg(
+        long,
+        value_enum,
+        env = "ZKL_ACL",
+        default_value_t = AclArg::Open,
+        help_heading = "Secured ensembles"
+    )]
+    acl: AclArg,
+    #[command(flatten)]
+    secure: Secure,
+}
+
+/// Credentials and TLS: no secret is ever taken from the command line (`ps` shows it), only
+/// from a file or the environment.
+#[derive(Args, Debug, Clone, Default)]
+struct Secure {
+    /// Connect with TLS (ZooKeeper's secureClientPort), trusting the system's certificate
+    /// authorities unless --tls-ca is given. Any --tls-* option implies it; a host written
+    /// tcp+tls://host:port uses TLS by itself, one written tcp://host:port never.
+    #[arg(
+        long,
+        env = "ZKL_TLS",
+        value_parser = clap::builder::FalseyValueParser::new(),
+        help_heading = "Secured ensembles"
+    )]
+    tls: bool,
+    /// Trust the certificate authorities of this PEM file (instead of the system's).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "ZKL_TLS_CA",
+        help_heading = "Secured ensembles"
+    )]
+    tls_ca: Option<PathBuf>,
+    /// This client's certificate (PEM, with its chain), for mutual TLS (ssl.clientAuth=need);
+    /// the servers know the client as x509:<its subject>. Needs --tls-key.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "ZKL_TLS_CERT",
+        help_heading = "Secured ensembles"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1; an encrypted PKCS#8 key
+    /// needs --tls-key-password-file or ZKL_TLS_KEY_PASSWORD).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "ZKL_TLS_KEY",
+        help_heading = "Secured ensembles"
+    )]
+    tls_key: Option<PathBuf>,
+    /// A file holding the password of an encrypted --tls-key (one trailing newline is
+    /// stripped); else the environment's ZKL_TLS_KEY_PASSWORD.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "ZKL_TLS_KEY_PASSWORD_FILE",
+        help_heading = "Secured ensembles"
+    )]
+    tls_key_password_file: Option<PathBuf>,
+    /// Authenticate with SASL DIGEST-MD5 as USER (servers with SASLAuthenticationProvider); the
+    /// servers know the client as sasl:USER. The password comes from --sasl-password-file, else
+    /// the environment's ZKL_SASL_PASSWORD: never from the command line.
+    #[arg(
+        long,
+        value_name = "USER",
+        env = "ZKL_SASL_USER",
+        help_heading = "Secured ensembles"
+    )]
+    sasl_user: Option<String>,
+    /// A file holding --sasl-user's password (one trailing newline is stripped).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "ZKL_SASL_PASSWORD_FILE",
+        help_heading = "Secured ensembles"
+    )]
+    sasl_password_file: Option<PathBuf>,
+    /// Add ZooKeeper digest authentication as USER (addauth digest USER:PASSWORD); the servers
+    /// know the client as digest:USER. The password comes from --digest-password-file, else the
+    /// environment's ZKL_DIGEST_PASSWORD. Digest sends the password in clear at every connect:
+    /// prefer SASL, or TLS.
+    #[arg(
+        long,
+        value_name = "USER",
+        env = "ZKL_DIGEST_USER",
+        help_heading = "Secured ensembles"
+    )]
+    digest_user: Option<String>,
+    /// A file holding --digest-user's password (one trailing newline is stripped).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "ZKL_DIGEST_PASSWORD_FILE",
+        help_heading = "Secured ensembles"
+    )]
+    digest_password_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -222,6 +339,14 @@ enum Proto {
     Kazoo,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+enum AclArg {
+    #[default]
+    Open,
+    Creator,
+    CreatorRead,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum OnLost {
     Term,
@@ -298,6 +423,15 @@ const TAKES_VALUE: &[&str] = &[
     "--session-timeout",
     "--holder-id",
     "--server-tick-ms",
+    "--acl",
+    "--tls-ca",
+    "--tls-cert",
+    "--tls-key",
+    "--tls-key-password-file",
+    "--sasl-user",
+    "--sasl-password-file",
+    "--digest-user",
+    "--digest-password-file",
     "--timeout",
     "-w",
     "--wait",
@@ -413,6 +547,15 @@ fn with_client(
     if let Some(tick) = conn.server_tick_ms {
         opts = opts.server_tick_time(tick);
     }
+    opts = opts.acl(match conn.acl {
+        AclArg::Open => Acl::Open,
+        AclArg::Creator => Acl::CreatorAll,
+        AclArg::CreatorRead => Acl::CreatorAllReadAll,
+    });
+    opts = match conn.secure.apply(opts) {
+        Ok(o) => o,
+        Err(msg) => return usage(&msg),
+    };
     let client = match Client::connect(&conn.hosts, opts) {
         Ok(c) => c,
         Err(e) => return fail(&e),
@@ -422,13 +565,147 @@ fn with_client(
     code
 }
 
-/// The exit status for an error of the library.
+/// The library's hints that name its API, and the command's options for them.
+const IN_COMMAND_WORDS: [(&str, &str); 7] = [
+    ("Tls::ca_file", "--tls-ca"),
+    ("Tls::identity_files", "--tls-cert and --tls-key"),
+    ("Tls::key_password", "--tls-key-password-file"),
+    ("Options::tls", "--tls"),
+    ("Options::sasl", "--sasl-user"),
+    ("Options::auth", "--digest-user"),
+    ("a TLS client certificate", "--tls-cert"),
+];
+
+/// The exit status for an error of the library, whose message goes to stderr with its hints
+/// in the command's words (`--tls-ca` where the library says `Tls::ca_file`).
 fn fail(e: &zklock::Error) -> ExitCode {
-    eprintln!("zklock: {e}");
+    let mut msg = e.to_string();
+    for (api, option) in IN_COMMAND_WORDS {
+        msg = msg.replace(api, option);
+    }
+    eprintln!("zklock: {msg}");
     match e {
         zklock::Error::InvalidArgument(_) => ExitCode::from(EXIT_USAGE),
+        zklock::Error::AuthFailed(_) => ExitCode::from(EXIT_NOPERM),
+        e if is_no_auth(e) => ExitCode::from(EXIT_NOPERM),
         _ => ExitCode::from(EXIT_UNAVAILABLE),
     }
+}
+
+/// Whether the servers refused a request by the node's ACL (ZooKeeper's NoAuth).
+fn is_no_auth(e: &zklock::Error) -> bool {
+    matches!(e, zklock::Error::ZooKeeper(_))
+        && std::error::Error::source(e)
+            .and_then(|s| s.downcast_ref::<zookeeper_client::Error>())
+            .is_some_and(|z| matches!(z, zookeeper_client::Error::NoAuth))
+}
+
+/// The environment variables that hold passwords: read by zklock, never passed on to COMMAND.
+const PASSWORD_VARS: [&str; 3] = [
+    "ZKL_SASL_PASSWORD",
+    "ZKL_DIGEST_PASSWORD",
+    "ZKL_TLS_KEY_PASSWORD",
+];
+
+/// A password: the content of `file` (one trailing newline stripped) when one is named, else
+/// the environment variable `var`, else None. `Err`: the usage error.
+fn password(file: Option<&Path>, var: &str) -> Result<Option<String>, String> {
+    if let Some(f) = file {
+        let mut pw = std::fs::read_to_string(f)
+            .map_err(|e| format!("cannot read the password file {}: {e}", f.display()))?;
+        if pw.ends_with('\n') {
+            pw.pop();
+            if pw.ends_with('\r') {
+                pw.pop();
+            }
+        }
+        return Ok(Some(pw));
+    }
+    Ok(std::env::var(var).ok())
+}
+
+impl Secure {
+    /// `opts` with the TLS and credentials asked for. `Err`: the usage error, said in words
+    /// that tell where a missing piece goes.
+    fn apply(&self, mut opts: Options) -> Result<Options, String> {
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err(
+                "--tls-cert and --tls-key go together (a certificate and its private \
+                 key; or ZKL_TLS_CERT and ZKL_TLS_KEY)"
+                    .into(),
+            );
+        }
+        if self.tls_key_password_file.is_some() && self.tls_key.is_none() {
+            return Err("--tls-key-password-file is the password of --tls-key, not given".into());
+        }
+        if self.tls || self.tls_ca.is_some() || self.tls_cert.is_some() {
+            let mut tls = Tls::new();
+            if let Some(ca) = &self.tls_ca {
+                tls = tls.ca_file(ca);
+            }
+            if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+                tls = tls.identity_files(cert, key);
+                let pw = password(
+                    self.tls_key_password_file.as_deref(),
+                    "ZKL_TLS_KEY_PASSWORD",
+                )?;
+                match pw {
+                    Some(pw) => tls = tls.key_password(pw),
+                    // Said here in the command's words (the library reads the key at connect).
+                    None if std::fs::read_to_string(key)
+                        .is_ok_and(|k| k.contains("ENCRYPTED PRIVATE KEY")) =>
+                    {
+                        return Err(format!(
+                            "the key {} is encrypted: put its password in a file named by \
+                             --tls-key-password-file (or ZKL_TLS_KEY_PASSWORD_FILE), or in the \
+                             environment variable ZKL_TLS_KEY_PASSWORD",
+                            key.display()
+                        ));
+                    }
+                    None => {}
+                }
+            }
+            opts = opts.tls(tls);
+        }
+        if let Some(user) = self.user("--sasl-user", &self.sasl_user)? {
+            let pw = password(self.sasl_password_file.as_deref(), "ZKL_SASL_PASSWORD")?
+                .ok_or_else(|| missing("--sasl-user", user, "SASL"))?;
+            opts = opts.sasl(Sasl::digest_md5(user, pw));
+        } else if self.sasl_password_file.is_some() {
+            return Err("--sasl-password-file without --sasl-user (or ZKL_SASL_USER)".into());
+        }
+        if let Some(user) = self.user("--digest-user", &self.digest_user)? {
+            if user.contains(':') {
+                return Err(format!(
+                    "--digest-user {user:?}: a digest user has no ':' in it"
+                ));
+            }
+            let pw = password(self.digest_password_file.as_deref(), "ZKL_DIGEST_PASSWORD")?
+                .ok_or_else(|| missing("--digest-user", user, "DIGEST"))?;
+            opts = opts.auth("digest", format!("{user}:{pw}"));
+        } else if self.digest_password_file.is_some() {
+            return Err("--digest-password-file without --digest-user (or ZKL_DIGEST_USER)".into());
+        }
+        Ok(opts)
+    }
+
+    /// A user given to `flag`, refused when empty.
+    fn user<'a>(&self, flag: &str, user: &'a Option<String>) -> Result<Option<&'a str>, String> {
+        match user.as_deref() {
+            Some("") => Err(format!("{flag}: the user name is empty")),
+            u => Ok(u),
+        }
+    }
+}
+
+/// The usage error of a user without a password: where to put it.
+fn missing(flag: &str, user: &str, what: &str) -> String {
+    let lower = what.to_lowercase();
+    format!(
+        "{flag} {user} needs a password: put it in a file named by --{lower}-password-file \
+         (or ZKL_{what}_PASSWORD_FILE), or in the environment variable ZKL_{what}_PASSWORD; \
+         never on the command line, where ps shows it"
+    )
 }
 
 /// The kind to list or revoke: the one asked for, else the one the path's nodes show (with
@@ -492,12 +769,16 @@ fn holders(client: &Client, args: &HoldersArgs) -> ExitCode {
             },
             None => Vec::new(),
         };
+        let hidden = list.iter().filter(|p| p.hidden).count();
         if shown.as_ref() != Some(&list) {
             print_participants(&mut out, &list, kind, args);
+            if hidden > 0 {
+                say_hidden(client, &args.path, hidden);
+            }
             shown = Some(list);
         }
         let Some(mut change) = change else {
-            return ExitCode::SUCCESS;
+            return ExitCode::from(if hidden > 0 { EXIT_NOPERM } else { 0 });
         };
         if let Err(e) = change.wait(None) {
             return fail(&e);
@@ -510,6 +791,20 @@ fn holders(client: &Client, args: &HoldersArgs) -> ExitCode {
             };
         }
     }
+}
+
+/// Says on stderr that the ACL of `n` nodes of the lock hides their holder ids from this
+/// client, and whom the servers take it for.
+fn say_hidden(client: &Client, path: &str, n: usize) {
+    let who = client
+        .identities()
+        .map(|ids| ids.join(", "))
+        .unwrap_or_else(|e| format!("unknown ({e})"));
+    eprintln!(
+        "zklock: {path}: not authorized to read {n} of the lock's nodes (shown with holder id \
+         \"?\"): their ACL does not grant it to this client, which the servers know as {who} (a \
+         creator-only ACL grants rights to the identity that created the node only)"
+    );
 }
 
 /// Milliseconds since the Unix epoch, now.
@@ -530,6 +825,14 @@ fn print_participants(
     let now = now_ms();
     // How long each has held (a holder) or waited (a waiter), by its node's creation.
     let age = |p: &zklock::Participant| (now - p.created_ms).max(0);
+    // A holder id the node's ACL hides: "?".
+    let id = |p: &zklock::Participant| {
+        if p.hidden {
+            "?".to_string()
+        } else {
+            p.holder_id.clone()
+        }
+    };
     let text = if args.json {
         let items: Vec<_> = list
             .iter()
@@ -538,7 +841,7 @@ fn print_participants(
                     "role": if p.is_holder { "holder" } else { "waiting" },
                     "sequence": if queue { Some(p.sequence) } else { None },
                     "mode": if shows_mode { Some(if p.is_reader { "read" } else { "write" }) } else { None },
-                    "holder_id": p.holder_id,
+                    "holder_id": if p.hidden { None } else { Some(&p.holder_id) },
                     "node": if queue { Some(&p.node) } else { None },
                     "since_ms": p.created_ms,
                     "for_ms": age(p),
@@ -552,17 +855,21 @@ fn print_participants(
             let role = if p.is_holder { "holder" } else { "waiting" };
             let for_s = format!("{:.1}s", age(p) as f64 / 1000.0);
             if !queue {
-                t.push_str(&format!("{role}\t{}\t{for_s}\n", p.holder_id));
+                t.push_str(&format!("{role}\t{}\t{for_s}\n", id(p)));
             } else if shows_mode {
                 let mode = if p.is_reader { "read" } else { "write" };
                 t.push_str(&format!(
                     "{role}\t{}\t{mode}\t{}\t{}\t{for_s}\n",
-                    p.sequence, p.holder_id, p.node
+                    p.sequence,
+                    id(p),
+                    p.node
                 ));
             } else {
                 t.push_str(&format!(
                     "{role}\t{}\t{}\t{}\t{for_s}\n",
-                    p.sequence, p.holder_id, p.node
+                    p.sequence,
+                    id(p),
+                    p.node
                 ));
             }
         }
@@ -701,6 +1008,9 @@ fn run(client: &Client, args: &RunArgs, path: &str, started: std::time::Instant)
     cmd.args(&args.command[1..])
         .env("ZKLOCK_PATH", path)
         .env("ZKLOCK_FENCING_TOKEN", token.to_string());
+    for var in PASSWORD_VARS {
+        cmd.env_remove(var);
+    }
     // If zklock dies uncatchably, COMMAND dies too: never running while the lock is free.
     sys::process::die_with_parent(&mut cmd);
     let child = cmd.spawn();
@@ -940,6 +1250,97 @@ mod tests {
             subcommand_first(v(&["zklock", "--holder-id", "holders", "/p", "revoke"])),
             v(&["zklock", "--holder-id", "holders", "/p", "revoke"])
         );
+    }
+
+    #[test]
+    fn secure_flags_take_files_never_passwords() {
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
+        std::fs::write(&pw, "s3cret\n").unwrap();
+        let pw = pw.to_str().unwrap();
+        let c = parse(&[
+            "--tls-ca",
+            "ca.pem",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "c.key",
+            "--sasl-user",
+            "bob",
+            "--sasl-password-file",
+            pw,
+            "--digest-user",
+            "app",
+            "--digest-password-file",
+            pw,
+            "--acl",
+            "creator-read",
+            "/p",
+            "true",
+        ])
+        .unwrap();
+        let sec = &c.run.conn.secure;
+        assert_eq!(sec.tls_ca.as_deref(), Some(Path::new("ca.pem")));
+        assert_eq!(sec.sasl_user.as_deref(), Some("bob"));
+        assert_eq!(c.run.conn.acl, AclArg::CreatorRead);
+        let opts = format!("{:?}", sec.apply(Options::default()).unwrap());
+        // The options carry TLS, SASL and digest, and print no password.
+        assert!(opts.contains("ca.pem") && opts.contains("bob"), "{opts}");
+        assert!(opts.contains("digest:<redacted>"), "{opts}");
+        assert!(!opts.contains("s3cret"), "{opts}");
+        // One trailing newline is stripped, and only one.
+        assert_eq!(
+            password(Some(Path::new(pw)), "ZKL_NO_SUCH_VAR").unwrap(),
+            Some("s3cret".into())
+        );
+        let two = dir.path().join("two");
+        std::fs::write(&two, "a b\r\n\n").unwrap();
+        assert_eq!(password(Some(&two), "X").unwrap(), Some("a b\r\n".into()));
+        // No option takes a password itself.
+        for flag in [
+            "--sasl-password",
+            "--digest-password",
+            "--tls-key-password",
+            "--password",
+        ] {
+            assert!(parse(&[flag, "x", "/p", "true"]).is_err(), "{flag}");
+        }
+        // Usage errors that say where a missing piece goes.
+        let err = |v: &[&str]| {
+            parse(v)
+                .unwrap()
+                .run
+                .conn
+                .secure
+                .apply(Options::default())
+                .unwrap_err()
+        };
+        let e = err(&[
+            "--sasl-user",
+            "bob",
+            "--sasl-password-file",
+            "/nonexistent/pw",
+            "/p",
+            "true",
+        ]);
+        assert!(e.contains("/nonexistent/pw"), "{e}");
+        let e = err(&["--tls-cert", "c.pem", "/p", "true"]);
+        assert!(e.contains("--tls-key"), "{e}");
+        let e = err(&["--sasl-password-file", pw, "/p", "true"]);
+        assert!(e.contains("--sasl-user"), "{e}");
+        let e = err(&[
+            "--digest-user",
+            "a:b",
+            "--digest-password-file",
+            pw,
+            "/p",
+            "true",
+        ]);
+        assert!(e.contains("':'"), "{e}");
+        // A value that happens to be a subcommand's name stays a value.
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let argv = v(&["zklock", "--sasl-user", "holders", "/p", "true"]);
+        assert_eq!(subcommand_first(argv.clone()), argv);
     }
 
     #[test]

@@ -130,7 +130,7 @@ impl ClientHandle {
         with_poison(&self.poisoned, "zkl_client", || f(&self.client))
     }
 
-    fn new(client: Client) -> Arc<ClientHandle> {
+    pub(crate) fn new(client: Client) -> Arc<ClientHandle> {
         let events = Arc::new(EventLog::default());
         let log = Arc::clone(&events);
         client.add_listener(move |e| log.push(e));
@@ -155,8 +155,9 @@ impl ClientHandle {
 /// zkl_client_free; on any other status *out_client is left unchanged.
 ///
 /// Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, ZKL_CONNECTION_LOSS if no
-/// server answered within session_timeout_ms, ZKL_ZOOKEEPER_ERROR if authentication failed,
-/// ZKL_CLOSED in a forked child of a process that had made a client before the fork (its I/O
+/// server answered within session_timeout_ms, ZKL_AUTH_FAILED if a TLS handshake failed (hosts
+/// written tcp+tls://: the message says what to fix; zkl_client_connect_with_options sets TLS
+/// and SASL), ZKL_CLOSED in a forked child of a process that had made a client before the fork (its I/O
 /// does not survive fork: make clients after fork, in processes that made none before).
 /// Blocks at most session_timeout_ms. Any thread.
 ///
@@ -192,8 +193,8 @@ pub unsafe extern "C" fn zkl_client_connect(
 ///
 /// Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument (holder_id may be NULL),
 /// ZKL_CONNECTION_LOSS if no server answered within the connect timeout (the message says why:
-/// refused, unresolvable host, no answer), ZKL_ZOOKEEPER_ERROR if authentication failed. Blocks
-/// at most the connect timeout. Any thread.
+/// refused, unresolvable host, no answer), ZKL_AUTH_FAILED if a TLS handshake failed (hosts
+/// written tcp+tls://). Blocks at most the connect timeout. Any thread.
 ///
 /// ```c
 /// zkl_client *c;

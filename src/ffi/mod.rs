@@ -52,6 +52,7 @@ mod client;
 mod last_error;
 mod lock;
 mod log;
+mod options;
 mod status;
 mod version;
 
@@ -75,6 +76,15 @@ pub use lock::{
 pub use log::{
     zkl_log_callback, zkl_log_level, zkl_log_next, zkl_log_start, zkl_log_stop,
     zkl_set_log_callback,
+};
+pub use options::{
+    zkl_client_connect_with_options, zkl_options, zkl_options_add_auth, zkl_options_free,
+    zkl_options_new, zkl_options_set_acl, zkl_options_set_connect_timeout,
+    zkl_options_set_holder_id, zkl_options_set_protocol, zkl_options_set_sasl_digest_md5,
+    zkl_options_set_server_tick, zkl_options_set_session_timeout, zkl_options_set_tls_ca_file,
+    zkl_options_set_tls_ca_pem, zkl_options_set_tls_identity_files,
+    zkl_options_set_tls_identity_pem, zkl_options_set_tls_key_password,
+    zkl_options_tls_danger_accept_any_server_name, zkl_options_use_tls,
 };
 pub use status::{
     zkl_acl, zkl_hold_state, zkl_protocol, zkl_session_state, zkl_status, zkl_status_name,

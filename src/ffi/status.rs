@@ -20,7 +20,7 @@ pub enum zkl_status {
     ZKL_CONNECTION_LOSS = 4,
     /// The session expired: every lock it held is lost.
     ZKL_SESSION_EXPIRED = 5,
-    /// Any other error the server returned (no auth, ACL, authentication failed, ...).
+    /// Any other error the server returned (no auth, ACL, ...).
     ZKL_ZOOKEEPER_ERROR = 6,
     /// A bug caught at the boundary (a Rust panic never crosses it); the handle is unusable.
     ZKL_INTERNAL_ERROR = 7,

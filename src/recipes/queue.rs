@@ -11,7 +11,7 @@ use zookeeper_client as zk;
 
 use super::hold::{self, Hold};
 use super::protected;
-use super::raw::{Participant, Recipe};
+use super::raw::{read_node, Participant, Recipe};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Contender, Kind, Protocol};
@@ -246,11 +246,13 @@ impl<K> Queue<K> {
             .collect();
         let mut out = Vec::with_capacity(queue.len());
         for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
-            let (holder_id, created_ms) = match session.call(f, Deadline::At(d)) {
-                Ok((data, stat)) => (String::from_utf8(data).unwrap_or_default(), stat.ctime),
-                Err(zk::Error::NoNode) => continue,
-                Err(e) => return Err(session.map_err(e)),
+            let read = session.call(f, Deadline::At(d));
+            let Some((data, created_ms, hidden)) =
+                read_node(&session, &self.child(&c.name), read, Deadline::At(d))?
+            else {
+                continue;
             };
+            let holder_id = String::from_utf8(data).unwrap_or_default();
             let is_reader = node::is_reader(&c.name);
             let is_holder = if is_reader {
                 reader_blocker(&queue, i).is_none()
@@ -261,6 +263,7 @@ impl<K> Queue<K> {
                 node: c.name.clone(),
                 sequence: c.seq,
                 holder_id,
+                hidden,
                 is_holder,
                 is_reader,
                 created_ms,

@@ -17,8 +17,12 @@ pub struct Participant {
     pub node: String,
     /// The sequence number the server gave it (queue order).
     pub sequence: i64,
-    /// The holder id stored in the node (empty if the node had no UTF-8 data).
+    /// The holder id stored in the node (empty if the node had no UTF-8 data, or if its ACL
+    /// hides it: see `hidden`).
     pub holder_id: String,
+    /// Whether the node's ACL does not let this client read it (a creator-only ACL of another
+    /// identity): its place in the queue is known, its holder id is not (empty).
+    pub hidden: bool,
     /// Whether this participant holds the lock now.
     pub is_holder: bool,
     /// Whether it is a reader (shared) node of a read-write lock.
@@ -26,6 +30,27 @@ pub struct Participant {
     /// When its node was created, by the server's clock, in milliseconds since the Unix epoch
     /// (how long it has been queued or holding: `zklock holders --watch` shows it).
     pub created_ms: i64,
+}
+
+/// A node's data and creation time (ms) from `read` (its `get_data`), `hidden` when its ACL
+/// refuses this client a read (then the data is empty: the stat, which needs no permission,
+/// gives the time), None when the node is gone.
+pub(crate) fn read_node(
+    session: &crate::session::Session,
+    path: &str,
+    read: std::result::Result<(Vec<u8>, zookeeper_client::Stat), zookeeper_client::Error>,
+    d: Deadline,
+) -> Result<Option<(Vec<u8>, i64, bool)>> {
+    use zookeeper_client::Error as Z;
+    match read {
+        Ok((data, stat)) => Ok(Some((data, stat.ctime, false))),
+        Err(Z::NoNode) => Ok(None),
+        Err(Z::NoAuth) => match session.call(session.zk.check_stat(path), d) {
+            Ok(stat) => Ok(stat.map(|s| (Vec::new(), s.ctime, true))),
+            Err(e) => Err(session.map_err(e)),
+        },
+        Err(e) => Err(session.map_err(e)),
+    }
 }
 
 /// A lock protocol: the raw half of a [`Lock`](super::front::Lock).

@@ -8,7 +8,7 @@ use super::front::{Guard, Lock};
 use super::hold::{background_forget_witnessed, Hold};
 use super::holds::{Owner, Policy};
 use super::protected::create_parents_of;
-use super::raw::{Participant, Recipe};
+use super::raw::{read_node, Participant, Recipe};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Protocol};
@@ -247,20 +247,21 @@ impl Recipe for RawSimpleLock {
     /// The holder, if any, as the only participant (the holder id without the attempt id).
     fn participants(&self) -> Result<Vec<Participant>> {
         let s = self.client.session()?;
-        match s.retry(Deadline::Forever, || s.zk.get_data(&self.path)) {
-            Ok((d, stat)) => {
-                let (holder_id, _) = node::simple_lock_parts(&d);
-                Ok(vec![Participant {
-                    node: crate::path::name(&self.path).to_string(),
-                    sequence: 0,
-                    holder_id,
-                    is_holder: true,
-                    is_reader: false,
-                    created_ms: stat.ctime,
-                }])
-            }
-            Err(zk::Error::NoNode) => Ok(Vec::new()),
-            Err(e) => Err(s.map_err(e)),
-        }
+        let read = s.retry(Deadline::Forever, || s.zk.get_data(&self.path));
+        let Some((data, created_ms, hidden)) =
+            read_node(&s, &self.path, read, Deadline::At(s.call_deadline()))?
+        else {
+            return Ok(Vec::new());
+        };
+        let (holder_id, _) = node::simple_lock_parts(&data);
+        Ok(vec![Participant {
+            node: crate::path::name(&self.path).to_string(),
+            sequence: 0,
+            holder_id,
+            hidden,
+            is_holder: true,
+            is_reader: false,
+            created_ms,
+        }])
     }
 }

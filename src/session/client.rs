@@ -248,22 +248,32 @@ fn explain_silence(
         }
     }
     #[cfg(not(feature = "tls"))]
-    let _ = (host, secure, tls);
+    let _ = (host, secure, tls, wait);
     format!("{a} accepts connections but opened no ZooKeeper session")
 }
 
 /// Starts zookeeper-client's connect: hosts without a scheme use TLS when `tls` is set.
+#[cfg(feature = "tls")]
 fn connect(
     connector: zk::Connector,
     tls: bool,
     list: &str,
 ) -> impl std::future::Future<Output = std::result::Result<zk::Client, zk::Error>> + Send + '_ {
-    #[cfg(feature = "tls")]
     if tls {
-        return futures::future::Either::Left(connector.secure_connect(list));
+        futures::future::Either::Left(connector.secure_connect(list))
+    } else {
+        futures::future::Either::Right(connector.connect(list))
     }
-    let _ = tls;
-    futures::future::Either::Right(connector.connect(list))
+}
+
+/// Starts zookeeper-client's connect (without the `tls` feature, `tls` is refused earlier).
+#[cfg(not(feature = "tls"))]
+fn connect(
+    connector: zk::Connector,
+    _tls: bool,
+    list: &str,
+) -> impl std::future::Future<Output = std::result::Result<zk::Client, zk::Error>> + Send + '_ {
+    connector.connect(list)
 }
 
 /// How long a connect over TLS goes before its servers' handshakes are probed.

@@ -5,6 +5,10 @@
 //! module turns them into zookeeper-client's, once per session (files are read again at each
 //! new session, so a rotated certificate is picked up), and explains a failed handshake.
 
+// Without the `tls` or `sasl` feature the options are kept (the API is the same with every
+// feature set) but never read: connect refuses them, naming the feature.
+#![cfg_attr(not(all(feature = "tls", feature = "sasl")), allow(dead_code))]
+
 use std::path::{Path, PathBuf};
 
 use zookeeper_client as zk;
@@ -293,6 +297,7 @@ pub(crate) fn apply(
     tls_hosts: bool,
     sasl: Option<&Sasl>,
 ) -> Result<zk::Connector> {
+    #[cfg_attr(not(all(feature = "tls", feature = "sasl")), allow(unused_mut))]
     let mut connector = connector;
     if tls.is_some() || tls_hosts {
         #[cfg(feature = "tls")]
@@ -343,8 +348,20 @@ pub(crate) fn apply(
     Ok(connector)
 }
 
+/// rustls's process-wide crypto provider, installed if nobody has: with more than one provider
+/// compiled in (another crate of the program turning on rustls's `ring`), rustls cannot pick
+/// one by itself and its config builders would panic.
+#[cfg(feature = "tls")]
+fn ensure_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing the race to another thread's install is fine: a provider is installed.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    }
+}
+
 #[cfg(feature = "tls")]
 fn tls_options(tls: Tls) -> Result<zk::TlsOptions> {
+    ensure_provider();
     let (ca, identity) = tls.read()?;
     let what = match &tls.ca {
         Some(p) => p.describe("CA file"),
@@ -512,6 +529,7 @@ pub(crate) fn explain_handshake(
 #[cfg(feature = "tls")]
 fn client_config(tls: &Tls) -> Result<(std::sync::Arc<rustls::ClientConfig>, bool)> {
     use rustls::pki_types::pem::PemObject;
+    ensure_provider();
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let (ca, identity) = tls.read()?;
     let mut roots = rustls::RootCertStore::empty();
@@ -579,6 +597,7 @@ pub(crate) fn four_letter(
 #[cfg(feature = "tls")]
 pub(crate) fn speaks_tls(addr: std::net::SocketAddr, wait: std::time::Duration) -> bool {
     use std::io::{Read, Write};
+    ensure_provider();
     let config = rustls::ClientConfig::builder()
         .dangerous()
         .with_custom_certificate_verifier(std::sync::Arc::new(Refuse))

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::link::{LinkMode, LinkProxy};
 use super::{
-    base_config, four_letter_at, free_port, parse_cons_sessions, wait_serving, ServerProcess,
-    FOUR_LETTER_TIMEOUT,
+    base_config, four_letter_via, free_port, parse_cons_sessions, wait_serving, ClientAuth,
+    ServerProcess, TestingCerts, TlsProbe, FOUR_LETTER_TIMEOUT,
 };
 
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
@@ -100,6 +100,9 @@ fn bind_free() -> io::Result<(TcpListener, u16)> {
 /// fail-over (like Curator's `TestingCluster`). Members are numbered `0..len()`; member `i`
 /// has ZooKeeper server id `i + 1`.
 ///
+/// [`TestingCluster::start_tls`] starts one whose client ports are TLS-only (the members'
+/// quorum and election links stay plaintext).
+///
 /// Dropping it kills every member.
 ///
 /// ```no_run
@@ -115,13 +118,56 @@ pub struct TestingCluster {
     links: Vec<Link>,
     /// The members isolated now, and how ([`LinkMode::Hold`] or [`LinkMode::Drop`]).
     isolated: Mutex<BTreeMap<usize, LinkMode>>,
+    /// The certificates of TLS client ports, and the harness's TLS client for them.
+    tls: Option<(TestingCerts, ClientAuth, TlsProbe)>,
 }
 
 impl TestingCluster {
     /// Starts `members` servers in parallel and waits (up to 30 s) until a leader is elected
     /// and every member serves (`srvr` answers `Mode: leader` or `Mode: follower`).
     pub fn start(members: usize) -> io::Result<TestingCluster> {
-        Self::start_with(members, false, &[])
+        Self::start_with(members, false, None, &[])
+    }
+
+    /// As [`TestingCluster::start`], but every member's only client port is TLS
+    /// (`secureClientPort`, Netty server), with new certificates ([`TestingCerts::generate`],
+    /// one server certificate for all members: `127.0.0.1`/`localhost`) and `client_auth` as in
+    /// [`TestingServer::start_tls`](super::TestingServer::start_tls). The quorum and election
+    /// links between members stay plaintext. [`connect_string`](Self::connect_string) is
+    /// `tcp+tls://127.0.0.1:p1,tcp+tls://127.0.0.1:p2,...`; four-letter words, [`leader`](Self::leader)
+    /// and [`mode`](Self::mode) go over TLS.
+    ///
+    /// ```no_run
+    /// use zklock::testing::{ClientAuth, TestingCluster};
+    /// let cluster = TestingCluster::start_tls(3, ClientAuth::Need).unwrap();
+    /// assert!(cluster.leader().is_some());
+    /// let alice = cluster.certs().unwrap().client("alice").unwrap();
+    /// // connect to cluster.connect_string() with cluster.certs().unwrap().ca_path() and alice
+    /// ```
+    pub fn start_tls(members: usize, client_auth: ClientAuth) -> io::Result<TestingCluster> {
+        let certs = TestingCerts::generate()?;
+        Self::start_with(members, false, Some((&certs, client_auth)), &[])
+    }
+
+    /// As [`TestingCluster::start_tls`] with the given certificates and `extra` lines in every
+    /// member's `zoo.cfg`, and, when `partitionable`, quorum and election links through proxies
+    /// as [`TestingCluster::start_partitionable`] does (so [`isolate`](Self::isolate) works).
+    ///
+    /// ```no_run
+    /// use zklock::testing::{ClientAuth, TestingCerts, TestingCluster};
+    /// let certs = TestingCerts::generate().unwrap();
+    /// let cluster =
+    ///     TestingCluster::start_tls_with(3, &certs, ClientAuth::None, true, &[]).unwrap();
+    /// cluster.isolate(0);
+    /// ```
+    pub fn start_tls_with(
+        members: usize,
+        certs: &TestingCerts,
+        client_auth: ClientAuth,
+        partitionable: bool,
+        extra: &[&str],
+    ) -> io::Result<TestingCluster> {
+        Self::start_with(members, partitionable, Some((certs, client_auth)), extra)
     }
 
     /// As [`TestingCluster::start`], with `extra` lines in every member's `zoo.cfg`
@@ -132,7 +178,7 @@ impl TestingCluster {
     ///     zklock::testing::TestingCluster::start_with_config(3, &["tickTime=6000"]).unwrap();
     /// ```
     pub fn start_with_config(members: usize, extra: &[&str]) -> io::Result<TestingCluster> {
-        Self::start_with(members, false, extra)
+        Self::start_with(members, false, None, extra)
     }
 
     /// Starts `members` servers whose quorum and election links to each other go through
@@ -156,12 +202,13 @@ impl TestingCluster {
     /// assert!(eventually(Duration::from_secs(30), || cluster.serving(follower)));
     /// ```
     pub fn start_partitionable(members: usize) -> io::Result<TestingCluster> {
-        Self::start_with(members, true, &[])
+        Self::start_with(members, true, None, &[])
     }
 
     fn start_with(
         members: usize,
         partitionable: bool,
+        tls: Option<(&TestingCerts, ClientAuth)>,
         extra: &[&str],
     ) -> io::Result<TestingCluster> {
         if members == 0 {
@@ -212,7 +259,13 @@ impl TestingCluster {
             let data = mdir.join("data");
             std::fs::create_dir_all(&data)?;
             std::fs::write(data.join("myid"), format!("{}\n", i + 1))?;
-            let mut cfg_text = base_config(&data, *client);
+            let mut cfg_text = base_config(&data, *client, tls.is_some());
+            if let Some((certs, client_auth)) = tls {
+                for line in certs.zoo_cfg_lines(client_auth) {
+                    cfg_text.push_str(&line);
+                    cfg_text.push('\n');
+                }
+            }
             for line in extra {
                 cfg_text.push_str(line);
                 cfg_text.push('\n');
@@ -256,6 +309,10 @@ impl TestingCluster {
             members: list,
             links,
             isolated: Mutex::new(BTreeMap::new()),
+            tls: match tls {
+                Some((certs, client_auth)) => Some((certs.clone(), client_auth, certs.probe()?)),
+                None => None,
+            },
         };
         for i in 0..members {
             cluster.spawn(i)?;
@@ -368,13 +425,35 @@ impl TestingCluster {
     /// (or does not run).
     pub fn mode(&self, i: usize) -> Option<String> {
         self.members[i].process.as_ref()?;
-        four_letter_at(
-            &self.member_connect_string(i),
-            "srvr",
-            Duration::from_secs(1),
-        )
-        .ok()
-        .and_then(|s| super::parse_mode(&s))
+        self.ask(i, "srvr", Duration::from_secs(1))
+            .ok()
+            .and_then(|s| super::parse_mode(&s))
+    }
+
+    /// A four-letter word to member `i`, over TLS if its client port is.
+    fn ask(&self, i: usize, cmd: &str, timeout: Duration) -> io::Result<String> {
+        four_letter_via(&self.member_address(i), self.probe(), cmd, timeout)
+    }
+
+    fn probe(&self) -> Option<&TlsProbe> {
+        self.tls.as_ref().map(|(_, _, p)| p)
+    }
+
+    /// `"127.0.0.1:PORT"` of member `i`.
+    fn member_address(&self, i: usize) -> String {
+        format!("127.0.0.1:{}", self.members[i].client_port)
+    }
+
+    /// The certificates of a cluster started by [`TestingCluster::start_tls`]; `None` for a
+    /// plaintext one.
+    pub fn certs(&self) -> Option<&TestingCerts> {
+        self.tls.as_ref().map(|(c, _, _)| c)
+    }
+
+    /// Whether the TLS client ports require client certificates; `None` for a plaintext
+    /// cluster.
+    pub fn client_auth(&self) -> Option<ClientAuth> {
+        self.tls.as_ref().map(|(_, a, _)| *a)
     }
 
     fn main_class(&self) -> &'static str {
@@ -388,24 +467,26 @@ impl TestingCluster {
     fn spawn(&mut self, i: usize) -> io::Result<()> {
         let main = self.main_class();
         let m = &mut self.members[i];
-        m.process = Some(ServerProcess::spawn(main, &m.cfg, &m.log)?);
+        m.process = Some(ServerProcess::spawn(main, &m.cfg, &m.log, &[])?);
         Ok(())
     }
 
     fn wait(&mut self, i: usize) -> io::Result<()> {
-        let addr = self.member_connect_string(i);
+        let addr = self.member_address(i);
+        let probe = self.tls.as_ref().map(|(_, _, p)| p);
         let m = &mut self.members[i];
         let Some(p) = m.process.as_mut() else {
             return Err(io::Error::other(format!("member {i} is not running")));
         };
-        let res = wait_serving(p, &addr, &m.log);
+        let res = wait_serving(p, &addr, probe, &m.log);
         if res.is_err() {
             self.kill(i);
         }
         res.map(|_| ())
     }
 
-    /// All members: `"127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"`.
+    /// All members: `"127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"` (each with `tcp+tls://` before
+    /// it on a TLS cluster).
     pub fn connect_string(&self) -> String {
         (0..self.members.len())
             .map(|i| self.member_connect_string(i))
@@ -413,9 +494,12 @@ impl TestingCluster {
             .join(",")
     }
 
-    /// Member `i` only: `"127.0.0.1:PORT"`.
+    /// Member `i` only: `"127.0.0.1:PORT"` (`"tcp+tls://127.0.0.1:PORT"` on a TLS cluster).
     pub fn member_connect_string(&self, i: usize) -> String {
-        format!("127.0.0.1:{}", self.members[i].client_port)
+        match self.tls {
+            Some(_) => format!("tcp+tls://{}", self.member_address(i)),
+            None => self.member_address(i),
+        }
     }
 
     /// Number of members.
@@ -489,13 +573,10 @@ impl TestingCluster {
     pub fn member_of_session(&self, session_id: i64) -> Option<usize> {
         (0..self.members.len()).find(|&i| {
             self.members[i].process.is_some()
-                && four_letter_at(
-                    &self.member_connect_string(i),
-                    "cons",
-                    Duration::from_secs(1),
-                )
-                .map(|c| parse_cons_sessions(&c).contains(&session_id))
-                .unwrap_or(false)
+                && self
+                    .ask(i, "cons", Duration::from_secs(1))
+                    .map(|c| parse_cons_sessions(&c).contains(&session_id))
+                    .unwrap_or(false)
         })
     }
 
@@ -503,20 +584,18 @@ impl TestingCluster {
     pub fn leader(&self) -> Option<usize> {
         (0..self.members.len()).find(|&i| {
             self.members[i].process.is_some()
-                && four_letter_at(
-                    &self.member_connect_string(i),
-                    "srvr",
-                    Duration::from_secs(1),
-                )
-                .ok()
-                .and_then(|s| super::parse_mode(&s))
-                .is_some_and(|m| m == "leader" || m == "standalone")
+                && self
+                    .ask(i, "srvr", Duration::from_secs(1))
+                    .ok()
+                    .and_then(|s| super::parse_mode(&s))
+                    .is_some_and(|m| m == "leader" || m == "standalone")
         })
     }
 
-    /// Sends a four-letter word to member `i` and returns the answer; fails after 3 s.
+    /// Sends a four-letter word to member `i` (over TLS on a TLS cluster) and returns the
+    /// answer; fails after 3 s.
     pub fn four_letter(&self, i: usize, cmd: &str) -> io::Result<String> {
-        four_letter_at(&self.member_connect_string(i), cmd, FOUR_LETTER_TIMEOUT)
+        self.ask(i, cmd, FOUR_LETTER_TIMEOUT)
     }
 }
 

@@ -1,11 +1,16 @@
 //! Test support: a real ZooKeeper server, a three-member ensemble and a fault-injecting TCP
-//! proxy, in the spirit of Curator's `curator-test`.
+//! proxy, in the spirit of Curator's `curator-test`; secured variants too: a TLS-only server
+//! ([`TestingServer::start_tls`], mutual or server-authenticated, with certificates made at
+//! test time by [`TestingCerts`]), a server that requires SASL DIGEST-MD5
+//! ([`TestingServer::start_sasl`]) and an ensemble with TLS client ports
+//! ([`TestingCluster::start_tls`]).
 //!
 //! Compiled only with the cargo feature `testing`. The servers are real Apache ZooKeeper
 //! processes (Java); on Debian/Ubuntu run `scripts/install-deps.sh` (or
 //! `apt-get install -y zookeeper default-jre-headless`) first. The server classpath is taken
 //! from the environment variable `ZOOKEEPER_CLASSPATH` if set, else from Debian's
-//! `/usr/share/java/zookeeper.jar`; the `java` binary from `ZOOKEEPER_JAVA`, else
+//! `/usr/share/java/zookeeper.jar` (plus the Netty jars its manifest omits, for the TLS
+//! port); the `java` binary from `ZOOKEEPER_JAVA`, else
 //! `$JAVA_HOME/bin/java`, else `java` on the `PATH`.
 //!
 //! ```no_run
@@ -24,12 +29,16 @@ pub mod admin;
 mod cluster;
 mod link;
 mod proxy;
+mod secure;
 mod server;
 
 pub use admin::{Admin, NodeInfo};
 pub use cluster::TestingCluster;
 pub use proxy::TcpProxy;
+pub use secure::{ClientAuth, ClientCert, TestingCerts};
 pub use server::TestingServer;
+
+use secure::TlsProbe;
 
 /// The C entry points (`include/zklock.h`), for tests and benchmarks that call them as a C
 /// program does. Not part of the Rust API.
@@ -87,6 +96,12 @@ pub(crate) const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(3);
 const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
 
 const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
+/// Netty jars the Debian ZooKeeper jar's manifest does not list.
+const NETTY_JARS: [&str; 3] = [
+    "/usr/share/java/netty-codec.jar",
+    "/usr/share/java/netty-resolver.jar",
+    "/usr/share/java/netty-transport-native-unix-common.jar",
+];
 const INSTALL_HINT: &str =
     "run `scripts/install-deps.sh` (or `apt-get install -y zookeeper default-jre-headless`)";
 
@@ -115,6 +130,16 @@ fn server_classpath() -> io::Result<String> {
             cp.push(':');
             cp.push_str(binding);
             break;
+        }
+    }
+    // The manifest lacks parts of Netty that the Netty server (the TLS client port) needs:
+    // without them every TLS handshake dies with `NoClassDefFoundError:
+    // io/netty/handler/codec/ByteToMessageDecoder` (Debian package libnetty-java, a
+    // dependency of zookeeper).
+    for jar in NETTY_JARS {
+        if Path::new(jar).exists() {
+            cp.push(':');
+            cp.push_str(jar);
         }
     }
     Ok(cp)
@@ -176,6 +201,19 @@ pub(crate) fn four_letter_at(addr: &str, cmd: &str, timeout: Duration) -> io::Re
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
+/// Sends a four-letter word to `addr`, over TLS when `tls` is given (a secure client port).
+pub(crate) fn four_letter_via(
+    addr: &str,
+    tls: Option<&TlsProbe>,
+    cmd: &str,
+    timeout: Duration,
+) -> io::Result<String> {
+    match tls {
+        None => four_letter_at(addr, cmd, timeout),
+        Some(probe) => probe.four_letter(&resolve(addr)?, cmd, timeout),
+    }
+}
+
 /// Sends a signal with the `kill` command (no `unsafe` needed).
 pub(crate) fn signal(pid: u32, sig: &str) {
     let _ = Command::new("kill")
@@ -202,8 +240,13 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Launches `java ... <main> <cfg>` with stdout and stderr appended to `log`.
-    pub(crate) fn spawn(main_class: &str, cfg: &Path, log: &Path) -> io::Result<ServerProcess> {
+    /// Launches `java <jvm_opts> ... <main> <cfg>` with stdout and stderr appended to `log`.
+    pub(crate) fn spawn(
+        main_class: &str,
+        cfg: &Path,
+        log: &Path,
+        jvm_opts: &[String],
+    ) -> io::Result<ServerProcess> {
         let cp = server_classpath()?;
         let log_file: File = OpenOptions::new().create(true).append(true).open(log)?;
         let log_err = log_file.try_clone()?;
@@ -221,10 +264,9 @@ impl ServerProcess {
                 "-Dzookeeper.cnxTimeout=2000",
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
                 "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
-                "-cp",
-                &cp,
-                main_class,
             ])
+            .args(jvm_opts)
+            .args(["-cp", &cp, main_class])
             .arg(cfg)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log_file))
@@ -316,18 +358,21 @@ impl Drop for ServerProcess {
     }
 }
 
-/// Waits until the server at `addr` answers `srvr` with a `Mode:` line (it serves requests).
-/// Fails early if the process exits.
+/// Waits until the server at `addr` answers `srvr` with a `Mode:` line (it serves requests),
+/// asking over TLS when `tls` is given. Fails early if the process exits.
 pub(crate) fn wait_serving(
     proc_: &mut ServerProcess,
     addr: &str,
+    tls: Option<&TlsProbe>,
     log: &Path,
 ) -> io::Result<String> {
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if proc_.exited() {
             let tail = log_tail(log, 30);
-            let hint = if tail.contains("ClassNotFoundException") {
+            let hint = if tail.contains("ClassNotFoundException")
+                || tail.contains("NoClassDefFoundError")
+            {
                 format!(" (classpath lacks ZooKeeper: {INSTALL_HINT})")
             } else {
                 String::new()
@@ -337,7 +382,7 @@ pub(crate) fn wait_serving(
                 log.display(),
             )));
         }
-        if let Ok(out) = four_letter_at(addr, "srvr", PROBE_TIMEOUT) {
+        if let Ok(out) = four_letter_via(addr, tls, "srvr", PROBE_TIMEOUT) {
             if let Some(mode) = parse_mode(&out) {
                 return Ok(mode);
             }
@@ -381,8 +426,18 @@ pub(crate) fn parse_cons_sessions(cons: &str) -> Vec<i64> {
     out
 }
 
-/// Common zoo.cfg lines.
-pub(crate) fn base_config(data_dir: &Path, client_port: u16) -> String {
+/// Common zoo.cfg lines; the client port is a TLS-only `secureClientPort` when `secure`.
+pub(crate) fn base_config(data_dir: &Path, client_port: u16, secure: bool) -> String {
+    let port_key = if secure {
+        "secureClientPort"
+    } else {
+        "clientPort"
+    };
+    let address_key = if secure {
+        "secureClientPortAddress"
+    } else {
+        "clientPortAddress"
+    };
     format!(
         "tickTime=500\n\
          initLimit=10\n\
@@ -390,8 +445,8 @@ pub(crate) fn base_config(data_dir: &Path, client_port: u16) -> String {
          minSessionTimeout=1000\n\
          maxSessionTimeout=60000\n\
          dataDir={}\n\
-         clientPort={client_port}\n\
-         clientPortAddress=127.0.0.1\n\
+         {port_key}={client_port}\n\
+         {address_key}=127.0.0.1\n\
          4lw.commands.whitelist=*\n\
          admin.enableServer=false\n\
          forceSync=no\n\

@@ -41,9 +41,9 @@ def _ctype(decl):
         return ctypes.c_char_p
     if base == "char" and stars == 2:
         return ctypes.POINTER(ctypes.c_char_p)
-    if base in ("zkl_client", "zkl_lock", "zkl_participants", "void") and stars == 1:
+    if base in ("zkl_client", "zkl_lock", "zkl_participants", "zkl_options", "void") and stars == 1:
         return ctypes.c_void_p
-    if base in ("zkl_client", "zkl_lock", "zkl_participants") and stars == 2:
+    if base in ("zkl_client", "zkl_lock", "zkl_participants", "zkl_options") and stars == 2:
         return ctypes.POINTER(ctypes.c_void_p)
     structs = {"zkl_participant": zklock._Participant, "zkl_stats": zklock._Stats,
                "zkl_session_event": zklock._SessionEvent}
@@ -97,7 +97,7 @@ def test_constants_match_the_header():
                   ("SESSION_EXPIRED", "ZKL_SESSION_EXPIRED"), ("ZOOKEEPER_ERROR", "ZKL_ZOOKEEPER_ERROR"),
                   ("INTERNAL_ERROR", "ZKL_INTERNAL_ERROR"), ("CANCELLED", "ZKL_CANCELLED"),
                   ("LOCK_LOST", "ZKL_LOCK_LOST"), ("CLOSED", "ZKL_CLOSED"),
-                  ("WOULD_DEADLOCK", "ZKL_WOULD_DEADLOCK"),
+                  ("WOULD_DEADLOCK", "ZKL_WOULD_DEADLOCK"), ("AUTH_FAILED", "ZKL_AUTH_FAILED"),
                   ("PROTOCOL_CURATOR", "ZKL_PROTOCOL_CURATOR"), ("PROTOCOL_KAZOO", "ZKL_PROTOCOL_KAZOO"),
                   ("ACL_OPEN", "ZKL_ACL_OPEN"), ("ACL_CREATOR_ALL", "ZKL_ACL_CREATOR_ALL"),
                   ("ACL_CREATOR_ALL_READ_ALL", "ZKL_ACL_CREATOR_ALL_READ_ALL")]:

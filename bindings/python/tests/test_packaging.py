@@ -71,7 +71,9 @@ def test_the_sdist_builds_outside_the_checkout_into_one_stripped_wheel_for_any_c
     sections = _elf_sections(lib)
     assert ".dynsym" in sections, sections
     assert ".debug_info" not in sections and ".symtab" not in sections, sections
-    assert len(lib) < 4_000_000, len(lib)
+    # Stripped: 5.9 MB with TLS (rustls on aws-lc) and SASL, which the wheel's library ships
+    # with (capi); under 4 MB without them.
+    assert len(lib) < 8_000_000, len(lib)
 
     # Installed from that wheel, it locks.
     site = tmp_path / "site"

@@ -11,6 +11,7 @@ use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::node::Protocol;
 use crate::recipes::hold::remove_node;
+use crate::recipes::raw::read_node;
 use crate::session::{Client, Session};
 use crate::wait::Registration;
 
@@ -28,8 +29,9 @@ pub(super) struct Leases {
 }
 
 impl Leases {
-    /// The lease nodes: (name, holder id, creation time in ms), oldest first.
-    pub(super) fn list(&self) -> Result<Vec<(String, String, i64)>> {
+    /// The lease nodes: (name, holder id, creation time in ms, whether its ACL hides it from
+    /// this client), oldest first.
+    pub(super) fn list(&self) -> Result<Vec<(String, String, i64, bool)>> {
         let session = self.client.session()?;
         let d = session.call_deadline();
         let children =
@@ -46,17 +48,15 @@ impl Leases {
             .collect();
         let mut out = Vec::with_capacity(children.len());
         for (name, f) in children.into_iter().zip(futs) {
-            match session.call(f, Deadline::At(d)) {
-                Ok((data, stat)) => out.push((
-                    name,
-                    String::from_utf8(data).unwrap_or_default(),
-                    stat.ctime,
-                )),
-                Err(zk::Error::NoNode) => {}
-                Err(e) => return Err(session.map_err(e)),
+            let read = session.call(f, Deadline::At(d));
+            if let Some((data, created, hidden)) =
+                read_node(&session, &self.child(&name), read, Deadline::At(d))?
+            {
+                let id = String::from_utf8(data).unwrap_or_default();
+                out.push((name, id, created, hidden));
             }
         }
-        out.sort_by_key(|(_, _, created)| *created);
+        out.sort_by_key(|(_, _, created, _)| *created);
         Ok(out)
     }
 

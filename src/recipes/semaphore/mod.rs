@@ -117,14 +117,15 @@ impl Semaphore {
     }
 
     /// The holder ids stored in the current lease nodes (oldest lease first; empty text for a
-    /// holder without UTF-8 data), like kazoo's `lease_holders()`.
+    /// holder without UTF-8 data, or whose node's ACL hides it from this client), like kazoo's
+    /// `lease_holders()`.
     pub fn lease_holders(&self) -> Result<Vec<String>> {
         Ok(self
             .raw
             .leases
             .list()?
             .into_iter()
-            .map(|(_, id, _)| id)
+            .map(|(_, id, _, _)| id)
             .collect())
     }
 
@@ -263,10 +264,11 @@ impl Recipe for RawSemaphore {
             .leases
             .list()?
             .into_iter()
-            .map(|(node, holder_id, created_ms)| Participant {
+            .map(|(node, holder_id, created_ms, hidden)| Participant {
                 sequence: node::sequence(&node).unwrap_or(0),
                 node,
                 holder_id,
+                hidden,
                 is_holder: true,
                 is_reader: false,
                 created_ms,

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections.abc
 import contextlib
 import ctypes
 import enum
@@ -64,7 +65,7 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from typing import Callable, Iterable, List, NamedTuple, Optional, Tuple, Type
+from typing import Callable, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Type
 
 __all__ = [
     "Client",
@@ -88,6 +89,7 @@ __all__ = [
     "LockLost",
     "Closed",
     "WouldDeadlock",
+    "AuthFailed",
     "multi_lock",
     "version",
     "status_name",
@@ -113,6 +115,7 @@ CANCELLED = 8
 LOCK_LOST = 9
 CLOSED = 10
 WOULD_DEADLOCK = 11
+AUTH_FAILED = 12
 
 
 class Protocol(enum.IntEnum):
@@ -196,6 +199,7 @@ _status = c_int
 _client_p = c_void_p
 _lock_p = c_void_p
 _participants_p = c_void_p
+_options_p = c_void_p
 _LOG_CALLBACK = CFUNCTYPE(None, c_uint32, c_char_p, c_char_p, c_void_p)
 
 
@@ -227,6 +231,21 @@ _SIGNATURES = {
                                           POINTER(_client_p)]),
     "zkl_client_connect_with_tick": (_status, [c_char_p, c_uint32, c_uint32, c_char_p,
                                                c_uint32, POINTER(_client_p)]),
+    "zkl_client_connect_with_options": (_status, [c_char_p, _options_p, POINTER(_client_p)]),
+    "zkl_options_new": (_status, [POINTER(_options_p)]),
+    "zkl_options_free": (None, [_options_p]),
+    "zkl_options_set_session_timeout": (_status, [_options_p, c_uint32]),
+    "zkl_options_set_connect_timeout": (_status, [_options_p, c_uint32]),
+    "zkl_options_set_holder_id": (_status, [_options_p, c_char_p]),
+    "zkl_options_set_server_tick": (_status, [_options_p, c_uint32]),
+    "zkl_options_set_protocol": (_status, [_options_p, c_uint32]),
+    "zkl_options_add_auth": (_status, [_options_p, c_char_p, c_char_p]),
+    "zkl_options_use_tls": (_status, [_options_p]),
+    "zkl_options_set_tls_ca_file": (_status, [_options_p, c_char_p]),
+    "zkl_options_set_tls_identity_files": (_status, [_options_p, c_char_p, c_char_p]),
+    "zkl_options_set_tls_key_password": (_status, [_options_p, c_char_p]),
+    "zkl_options_tls_danger_accept_any_server_name": (_status, [_options_p]),
+    "zkl_options_set_sasl_digest_md5": (_status, [_options_p, c_char_p, c_char_p]),
     "zkl_client_holder_id": (_status, [_client_p, POINTER(c_char_p)]),
     "zkl_client_session_state": (_status, [_client_p, POINTER(c_uint32)]),
     "zkl_client_wait_session_event": (_status, [_client_p, c_uint64, c_int64,
@@ -381,9 +400,19 @@ class WouldDeadlock(ZklError):
     status = WOULD_DEADLOCK
 
 
+class AuthFailed(ZklError):
+    """The servers did not accept this client's credentials, or the client did not accept
+    the servers': a wrong SASL user or password, a server that requires SASL and got none, a
+    TLS server certificate not signed by a trusted CA (``ca=``) or not issued for the host
+    connected to, a client certificate missing (``certfile=``) or refused. The message says
+    which. Retrying with the same settings will not help."""
+
+    status = AUTH_FAILED
+
+
 _ERRORS = {c.status: c for c in (Timeout, InvalidArgument, NotHeld, ConnectionLoss,
                                  SessionExpired, ZooKeeperError, InternalError, Cancelled,
-                                 LockLost, Closed, WouldDeadlock)}
+                                 LockLost, Closed, WouldDeadlock, AuthFailed)}
 
 
 def _error(status: int) -> ZklError:
@@ -1068,6 +1097,129 @@ def multi_lock(locks: Iterable[Lock]) -> Lock:
     return multi
 
 
+# ---------------------------------------------------------------------------------- connect
+
+def _file(value, what: str) -> bytes:
+    """A file name (str, bytes or os.PathLike) for a C string argument."""
+    try:
+        value = os.fspath(value)
+    except TypeError:
+        raise TypeError("%s must be a file name (str, bytes or os.PathLike), not %s"
+                        % (what, type(value).__name__)) from None
+    if isinstance(value, bytes):
+        value = os.fsdecode(value)
+    return _text(value, what)
+
+
+def _auth_data_setters(auth_data) -> list:
+    """``[(scheme, credential), ...]`` -> zkl_options_add_auth calls."""
+    if auth_data is None:
+        return []
+    if isinstance(auth_data, (str, bytes)):
+        raise TypeError("auth_data must be a list of (scheme, credential) pairs, "
+                        "e.g. [('digest', 'user:password')]")
+    out = []
+    for entry in auth_data:
+        if not isinstance(entry, (tuple, list)) or len(entry) != 2:
+            raise TypeError("auth_data must be a list of (scheme, credential) pairs, "
+                            "e.g. [('digest', 'user:password')], not one holding %r" % (entry,))
+        scheme, credential = entry
+        out.append((_lib.zkl_options_add_auth, _text(scheme, "auth_data scheme"),
+                    _text(credential, "auth_data credential")))
+    return out
+
+
+def _tls_setters(use_ssl, ca, certfile, keyfile, keyfile_password, verify_certs) -> list:
+    """kazoo's TLS keywords -> zkl_options_* TLS calls (none when TLS is not asked for)."""
+    if use_ssl is not None and not isinstance(use_ssl, bool):
+        raise TypeError("use_ssl must be True or False, not %s" % type(use_ssl).__name__)
+    if not isinstance(verify_certs, bool):
+        raise TypeError("verify_certs must be True or False, not %s"
+                        % type(verify_certs).__name__)
+    given = [name for name, value in (("ca", ca), ("certfile", certfile), ("keyfile", keyfile),
+                                      ("keyfile_password", keyfile_password))
+             if value is not None]
+    if use_ssl is False and (given or not verify_certs):
+        raise InvalidArgument("use_ssl=False with %s: TLS settings need TLS (drop use_ssl=False,"
+                              " or the TLS settings)"
+                              % ", ".join(given + ([] if verify_certs else ["verify_certs=False"])),
+                              INVALID_ARGUMENT)
+    if not (use_ssl or given or not verify_certs):
+        return []
+    out = [(_lib.zkl_options_use_tls,)]
+    if ca is not None:
+        out.append((_lib.zkl_options_set_tls_ca_file, _file(ca, "ca")))
+    if keyfile is not None and certfile is None:
+        raise InvalidArgument("keyfile without certfile: give the client's certificate too "
+                              "(certfile=)", INVALID_ARGUMENT)
+    if certfile is not None:
+        cert = _file(certfile, "certfile")
+        key = cert if keyfile is None else _file(keyfile, "keyfile")
+        out.append((_lib.zkl_options_set_tls_identity_files, cert, key))
+    if keyfile_password is not None:
+        if certfile is None:
+            raise InvalidArgument("keyfile_password without a key: give certfile= and keyfile=",
+                                  INVALID_ARGUMENT)
+        out.append((_lib.zkl_options_set_tls_key_password,
+                    _text(keyfile_password, "keyfile_password")))
+    if not verify_certs:
+        out.append((_lib.zkl_options_tls_danger_accept_any_server_name,))
+    return out
+
+
+_SASL_KEYS = ("mechanism", "username", "password")
+
+
+def _sasl_setters(sasl_options) -> list:
+    """kazoo's ``sasl_options`` -> zkl_options_set_sasl_digest_md5."""
+    if sasl_options is None:
+        return []
+    if not isinstance(sasl_options, collections.abc.Mapping):
+        raise TypeError("sasl_options must be a dict such as {'mechanism': 'DIGEST-MD5', "
+                        "'username': 'bob', 'password': '...'}, not %s"
+                        % type(sasl_options).__name__)
+    unknown = sorted(str(k) for k in sasl_options if k not in _SASL_KEYS)
+    if unknown:
+        raise InvalidArgument("sasl_options: unknown key(s) %s (zklock takes %s)"
+                              % (", ".join(unknown), ", ".join(_SASL_KEYS)), INVALID_ARGUMENT)
+    mechanism = sasl_options.get("mechanism")
+    if not isinstance(mechanism, str) or mechanism.upper() != "DIGEST-MD5":
+        extra = ""
+        if isinstance(mechanism, str) and mechanism.upper() == "GSSAPI":
+            extra = (" GSSAPI (Kerberos) exists in the Rust library behind its sasl-gssapi "
+                     "cargo feature, which this package's library is not built with.")
+        raise InvalidArgument("sasl_options mechanism %r is not supported: DIGEST-MD5 is the "
+                              "one SASL mechanism this package supports.%s" % (mechanism, extra),
+                              INVALID_ARGUMENT)
+    missing = [k for k in ("username", "password") if sasl_options.get(k) is None]
+    if missing:
+        raise InvalidArgument("sasl_options for DIGEST-MD5 needs %s" % " and ".join(missing),
+                              INVALID_ARGUMENT)
+    return [(_lib.zkl_options_set_sasl_digest_md5,
+             _text(sasl_options["username"], "sasl_options username"),
+             _text(sasl_options["password"], "sasl_options password"))]
+
+
+# The library's hints name its Rust API; a Python caller fixes things with these keywords.
+_HINTS = (
+    ("Tls::ca_file", "ca="),
+    ("Tls::identity_files", "certfile= and keyfile="),
+    ("Tls::key_password", "keyfile_password="),
+    ("Tls::danger_accept_any_server_name", "verify_certs=False"),
+    ("Options::sasl", "sasl_options="),
+    ("Options::tls", "use_ssl="),
+)
+
+
+def _connect_error(status: int) -> ZklError:
+    """The error of a failed connect, its hints in this package's keywords."""
+    err = _error(status)
+    message = err.message
+    for rust, python in _HINTS:
+        message = message.replace(rust, python)
+    return type(err)(message, status)
+
+
 class Client(_Managed):
     """One ZooKeeper session; any number of threads may use it. ``with Client(...) as c:``
     ends the session at the end of the block (:meth:`close`): its locks are lost then, and
@@ -1077,31 +1229,96 @@ class Client(_Managed):
 
     def __init__(self, hosts: str, session_timeout: float = 10.0, *,
                  connect_timeout: Optional[float] = None, holder_id: Optional[str] = None,
-                 protocol: Optional[int] = None, server_tick: Optional[float] = None):
-        """Connects to ``hosts`` (``"host:port[,host:port...][/chroot]"``), waiting up to
-        ``connect_timeout`` seconds (default: the session timeout; :class:`ConnectionLoss`
-        then, saying why). ``session_timeout``: 0.1 s to 3600 s (the server may grant less).
-        ``holder_id``: stored in this client's lock nodes (default ``HOSTNAME:PID``).
-        ``server_tick``: the servers' tickTime in seconds, which the lease of every hold reckons
-        with (default: read from the servers' ``conf`` four-letter word, else ZooKeeper's
-        2 s); saying a longer tick than the servers use only shortens leases, a shorter one
-        makes them unsound (docs/hold-model.md, "The server's tick")."""
+                 protocol: Optional[int] = None, server_tick: Optional[float] = None,
+                 auth_data: Optional[Iterable[Tuple[str, str]]] = None,
+                 use_ssl: Optional[bool] = None, ca=None, certfile=None, keyfile=None,
+                 keyfile_password: Optional[str] = None, verify_certs: bool = True,
+                 sasl_options: Optional[Mapping[str, str]] = None):
+        """Connects to ``hosts`` (``"host:port[,host:port...][/chroot]"``; a host may say
+        ``tcp://`` or ``tcp+tls://``), waiting up to ``connect_timeout`` seconds (default: the
+        session timeout; :class:`ConnectionLoss` then, saying why). ``session_timeout``: 0.1 s
+        to 3600 s (the server may grant less). ``holder_id``: stored in this client's lock
+        nodes (default ``HOSTNAME:PID``). ``protocol``: :class:`Protocol` of the locks made
+        from this client (default ``CURATOR``). ``server_tick``: the servers' tickTime in
+        seconds, which the lease of every hold reckons with (default: read from the servers'
+        ``conf`` four-letter word, else ZooKeeper's 2 s); saying a longer tick than the servers
+        use only shortens leases, a shorter one makes them unsound (docs/hold-model.md, "The
+        server's tick").
+
+        Credentials and TLS, with kazoo's keywords:
+
+        ``auth_data``: ``[(scheme, credential), ...]`` added to every session as it is made,
+        e.g. ``[("digest", "user:password")]`` (ZooKeeper's addAuth; ``digest`` sends the
+        password in clear unless the connection is TLS).
+
+        ``use_ssl``: TLS to every server (their ``secureClientPort``). Giving ``ca``,
+        ``certfile``, ``keyfile`` or ``verify_certs=False`` turns it on too; ``use_ssl=False``
+        with any of them is refused (:class:`InvalidArgument`). ``ca``: a PEM file of the certificate authorities
+        that sign the servers' certificates (default: the system's CA bundle).
+        ``certfile`` / ``keyfile``: the client's certificate (PEM, with its chain) and private
+        key (PEM), for servers that require one (``ssl.clientAuth=need``, mutual TLS); without
+        ``keyfile`` the key is read from ``certfile``, as :mod:`ssl` does.
+        ``keyfile_password``: the password of an encrypted PKCS#8 key. Files are read at each
+        new session, so a certificate renewed on disk is used from the next one on.
+
+        ``verify_certs``: zklock **always** checks the servers' certificates against the CA:
+        the underlying library cannot skip that check. ``verify_certs=False`` turns off only
+        the check that a server's certificate is issued for the host name or address
+        connected to (a warning is logged). Anyone holding *any* certificate from that CA can
+        then pose as the servers and see every request, credentials included; prefer
+        certificates that name the servers.
+
+        ``sasl_options``: SASL authentication at connect, as kazoo takes it:
+        ``{"mechanism": "DIGEST-MD5", "username": "bob", "password": "..."}``, the one
+        mechanism this package supports (GSSAPI/Kerberos needs a library built with the Rust
+        crate's ``sasl-gssapi`` feature; this package's is not). DIGEST-MD5 sends no password
+        over the wire.
+
+        A server that refuses the credentials, or a TLS handshake that fails over a
+        certificate, raises :class:`AuthFailed` saying what to fix; a bad file is
+        :class:`InvalidArgument` naming it."""
         session_ms = _millis_u32(session_timeout, "session_timeout", 100)
         if session_ms > 3_600_000:
             raise InvalidArgument("session_timeout of %r s is more than any server grants (at"
                                   " most 3600 s)" % (session_timeout,), INVALID_ARGUMENT)
+        # Every argument is checked before anything is made: a TypeError or InvalidArgument
+        # from here leaves nothing to free.
+        # connect_timeout 0: the session timeout.
         connect_ms = 0 if connect_timeout is None else _millis_u32(
             connect_timeout, "connect_timeout", 1)
-        ident = None if holder_id is None else _text(holder_id, "holder_id")
-        tick_ms = 0 if server_tick is None else _millis_u32(server_tick, "server_tick", 1)
-        ptr = _client_p()
-        _check(_lib.zkl_client_connect_with_tick(_text(hosts, "hosts"), session_ms, connect_ms,
-                                                 ident, tick_ms, ctypes.byref(ptr)))
+        setters = [(_lib.zkl_options_set_session_timeout, session_ms),
+                   (_lib.zkl_options_set_connect_timeout, connect_ms)]
+        if holder_id is not None:
+            setters.append((_lib.zkl_options_set_holder_id, _text(holder_id, "holder_id")))
+        if server_tick is not None:
+            setters.append((_lib.zkl_options_set_server_tick,
+                            _millis_u32(server_tick, "server_tick", 1)))
+        if protocol is not None:
+            setters.append((_lib.zkl_options_set_protocol,
+                            _member(Protocol, protocol, "protocol")))
+        setters += _auth_data_setters(auth_data)
+        setters += _tls_setters(use_ssl, ca, certfile, keyfile, keyfile_password, verify_certs)
+        setters += _sasl_setters(sasl_options)
+        hosts_b = _text(hosts, "hosts")
+        if not verify_certs:
+            _logger.warning(
+                "zklock.Client(%s, verify_certs=False): the servers' certificates are checked "
+                "against the CA, but not whether they are issued for the hosts connected to: "
+                "any holder of a certificate from that CA can pose as the servers", hosts)
+        opts = _options_p()
+        _check(_lib.zkl_options_new(ctypes.byref(opts)))
+        try:
+            for fn, *args in setters:
+                _check(fn(opts, *args))
+            ptr = _client_p()
+            status = _lib.zkl_client_connect_with_options(hosts_b, opts, ctypes.byref(ptr))
+        finally:
+            _lib.zkl_options_free(opts)
+        if status != OK:
+            raise _connect_error(status)
         super().__init__(ptr.value)
         self._hosts = hosts
         self._locks: List["weakref.ref[Lock]"] = []
-        if protocol is not None:
-            self.set_protocol(protocol)
 
     def __repr__(self) -> str:
         try:
