@@ -281,3 +281,13 @@ def test_a_multi_lock_gives_each_locks_own_token(zk_hosts, path):
             c.mutex(path + "/a").tokens
         with pytest.raises(zklock.InvalidArgument):
             zklock.multi_lock([c.mutex(path + "/same"), c.mutex(path + "/same")])
+
+
+def test_a_session_state_prints_its_name():
+    # An IntEnum printed as its number ("1") since Python 3.11: a state says what it is.
+    s = zklock.SessionState.SUSPENDED
+    assert str(s) == "SessionState.SUSPENDED"
+    assert "%s" % s == "SessionState.SUSPENDED"
+    assert f"{s}" == "SessionState.SUSPENDED"
+    assert s == 1 and int(s) == 1  # still the C value
+

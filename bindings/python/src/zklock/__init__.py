@@ -159,12 +159,20 @@ class HoldState(enum.IntEnum):
 
 
 class SessionState(enum.IntEnum):
-    """The state of a client's session (zkl_session_state)."""
+    """The state of a client's session (zkl_session_state). Compares equal to the C value;
+    prints as its name (``SessionState.SUSPENDED``), not as the number an IntEnum prints
+    since Python 3.11."""
 
     CONNECTED = 0
     SUSPENDED = 1
     EXPIRED = 2
     CLOSED = 3
+
+    def __str__(self) -> str:
+        return "%s.%s" % (type(self).__name__, self.name)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 # The 0.2 names.
