@@ -59,6 +59,9 @@ pub trait QueueKind {
     /// How this kind queues.
     #[doc(hidden)]
     const RULES: Rules;
+    /// The front's type name, as `{:?}` shows it.
+    #[doc(hidden)]
+    const NAME: &'static str = "Queue";
 }
 
 /// An exclusive participant (the semaphore's guarding mutex).
@@ -275,6 +278,7 @@ impl<K> Queue<K> {
 
 impl<K: QueueKind> Recipe for Queue<K> {
     type GuardSend = *const ();
+    const NAME: &'static str = K::NAME;
 
     fn path(&self) -> &str {
         &self.path

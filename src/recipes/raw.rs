@@ -60,6 +60,10 @@ pub trait Recipe: Send + Sync {
     #[doc(hidden)]
     type GuardSend;
 
+    /// The front's type name, as `{:?}` shows it ("Mutex").
+    #[doc(hidden)]
+    const NAME: &'static str;
+
     /// The lock path.
     fn path(&self) -> &str;
 

@@ -214,6 +214,7 @@ impl RawSimpleLock {
 
 impl Recipe for RawSimpleLock {
     type GuardSend = *const ();
+    const NAME: &'static str = "SimpleLock";
 
     fn path(&self) -> &str {
         &self.path

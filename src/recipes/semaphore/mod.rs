@@ -171,6 +171,7 @@ impl Lease<'_> {
 impl Recipe for RawSemaphore {
     /// A lease is the handle's, whatever thread took it.
     type GuardSend = ();
+    const NAME: &'static str = "Semaphore";
 
     fn path(&self) -> &str {
         &self.leases.path
