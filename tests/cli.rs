@@ -415,9 +415,25 @@ fn start_command_with(
     script: &str,
     setup: impl FnOnce(&mut Command),
 ) -> (std::process::Child, u32) {
+    start_command_opts(h, &[], p, dir, script, setup)
+}
+
+/// As [`start_command_with`], with zklock's options `opts` before PATH.
+#[allow(clippy::zombie_processes)] // returned to the caller, who waits for it
+fn start_command_opts(
+    h: &str,
+    opts: &[&str],
+    p: &str,
+    dir: &std::path::Path,
+    script: &str,
+    setup: impl FnOnce(&mut Command),
+) -> (std::process::Child, u32) {
     let pidfile = dir.join("pid");
     let script = format!("echo $$ > {}; {script}", pidfile.display());
-    let mut c = zklock(h, &["--session-timeout", "2", p, "--", "sh", "-c", &script]);
+    let mut args = vec!["--session-timeout", "2"];
+    args.extend_from_slice(opts);
+    args.extend_from_slice(&[p, "--", "sh", "-c", &script]);
+    let mut c = zklock(h, &args);
     c.stdout(Stdio::null()).stderr(Stdio::piped());
     setup(&mut c);
     let mut z = c.spawn().unwrap();
@@ -702,6 +718,121 @@ fn sigint_to_zklock_alone_reaches_the_command_once() {
     assert_eq!(out.status.code(), Some(0));
 }
 
+/// Waits for zklock to end, at most `within`; past that kills it (COMMAND dies with it) and
+/// fails the test.
+fn finish(mut z: std::process::Child, within: Duration) -> Output {
+    let t = Instant::now();
+    while z.try_wait().unwrap().is_none() {
+        if t.elapsed() > within {
+            let _ = z.kill();
+            let out = z.wait_with_output().unwrap();
+            panic!(
+                "zklock did not end within {within:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    z.wait_with_output().unwrap()
+}
+
+/// A supervisor's `kill -INT -- -PGID` reaches every process of zklock's group, COMMAND
+/// included: zklock does not pass on what COMMAND got itself, so COMMAND sees it once (as with a
+/// Ctrl-C typed at the terminal).
+#[test]
+fn sigint_to_zklocks_process_group_reaches_the_command_once() {
+    use std::os::unix::process::CommandExt;
+    let h = hosts();
+    let p = path("sigint-group");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let (z, cmd) = start_command_with(&h, &p, dir.path(), &int_counting_script(&log), |c| {
+        // zklock leads a process group of its own, as a supervisor starts its jobs.
+        c.process_group(0);
+    });
+    assert!(alive(cmd));
+    let group = format!("-{}", z.id());
+    let kill = Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = finish(z, Duration::from_secs(20));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text,
+        "INT\ndone\n",
+        "COMMAND saw the group's SIGINT once: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// `zklock --revocable PATH COMMAND` hears `zklock revoke PATH`: it ends COMMAND as --on-lost
+/// does (SIGTERM), releases, and exits 81; the next waiter gets the lock; `revoke` said the
+/// holder listens.
+#[test]
+fn revoke_reaches_a_revocable_zklock_holder_and_the_next_waiter_gets_the_lock() {
+    let h = hosts();
+    let p = path("revocable");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let script = format!(
+        "trap 'echo TERM >> {l}; exit 3' TERM; while :; do sleep 0.1; done",
+        l = log.display()
+    );
+    let (z, _cmd) = start_command_opts(&h, &["--revocable"], &p, dir.path(), &script, |_| {});
+    let waiter = zklock(&h, &["-w", "20", &p, "echo", "next"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let c = client(&h, "revoke-watcher");
+    let m = Mutex::new(&c, &p).unwrap();
+    assert!(
+        zklock::testing::eventually(Duration::from_secs(10), || m.participants().unwrap().len()
+            == 2),
+        "the waiter never queued"
+    );
+    let (code, out, err) = run(zklock(&h, &["revoke", &p]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.trim().starts_with(&format!("{p}/")), "{out}");
+    assert!(
+        err.contains("asked") && !err.contains("did not make"),
+        "{err}"
+    );
+    let out = finish(z, Duration::from_secs(20));
+    let zerr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(81), "{zerr}");
+    assert!(zerr.contains("revoke"), "{zerr}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "TERM\n");
+    let w = waiter.wait_with_output().unwrap();
+    assert_eq!(
+        (w.status.code(), String::from_utf8_lossy(&w.stdout).trim()),
+        (Some(0), "next"),
+        "{}",
+        String::from_utf8_lossy(&w.stderr)
+    );
+}
+
+/// `zklock revoke` of a holder that did not make its lock revocable says so (it will not let
+/// go), and the holder keeps its lock.
+#[test]
+fn revoke_of_a_holder_that_is_not_revocable_says_so() {
+    let h = hosts();
+    let p = path("not-revocable");
+    let dir = tempfile::tempdir().unwrap();
+    let (mut z, cmd) = start_command(&h, &p, dir.path(), "exec sleep 30");
+    let (code, out, err) = run(zklock(&h, &["revoke", &p]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.trim().starts_with(&format!("{p}/")), "{out}");
+    assert!(err.contains("did not make its lock revocable"), "{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(cmd), "a holder that is not revocable keeps going");
+    assert!(zklock::testing::send_signal(z.id(), libc::SIGTERM));
+    let _ = z.wait();
+}
+
 /// flock's habits: -w SECONDS, -s / -x, -c COMMAND_STRING, combined short flags, and a --help per
 /// subcommand; the manual page is the definition's.
 #[test]
@@ -853,6 +984,7 @@ fn revoke_asks_a_revocable_holder_and_prints_its_node() {
     let (code, out, err) = run(zklock(&h, &["revoke", &p]));
     assert_eq!(code, 0, "{err}");
     assert!(out.trim().starts_with(&format!("{p}/")), "{out}");
+    assert!(!err.contains("did not make"), "it did: {err}");
     let t = Instant::now();
     while !asked.load(Ordering::SeqCst) {
         assert!(t.elapsed() < Duration::from_secs(10), "never asked");

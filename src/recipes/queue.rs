@@ -255,7 +255,7 @@ impl<K> Queue<K> {
             else {
                 continue;
             };
-            let holder_id = String::from_utf8(data).unwrap_or_default();
+            let (holder_id, revocable) = node::holder_parts(&data);
             let is_reader = node::is_reader(&c.name);
             let is_holder = if is_reader {
                 reader_blocker(&queue, i).is_none()
@@ -270,6 +270,7 @@ impl<K> Queue<K> {
                 is_holder,
                 is_reader,
                 created_ms,
+                revocable,
             });
         }
         Ok(out)

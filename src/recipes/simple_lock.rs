@@ -255,6 +255,7 @@ impl Recipe for RawSimpleLock {
             return Ok(Vec::new());
         };
         let (holder_id, _) = node::simple_lock_parts(&data);
+        let revocable = node::revocable_parts(&data).1;
         Ok(vec![Participant {
             node: crate::path::name(&self.path).to_string(),
             sequence: 0,
@@ -263,6 +264,7 @@ impl Recipe for RawSimpleLock {
             is_holder: true,
             is_reader: false,
             created_ms,
+            revocable,
         }])
     }
 }

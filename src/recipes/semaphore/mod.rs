@@ -273,6 +273,8 @@ impl Recipe for RawSemaphore {
                 is_holder: true,
                 is_reader: false,
                 created_ms,
+                // Curator's semaphore has no revocation.
+                revocable: false,
             })
             .collect())
     }
