@@ -876,6 +876,87 @@ fn flock_habits_help_per_subcommand_and_the_man_page() {
     );
 }
 
+/// Every manual page a page of man/ cites (`zklock-revoke(1)`) is in man/ too, and each is the
+/// command's definition (`zklock --man=PAGE`).
+#[test]
+fn every_manual_page_cited_exists_and_is_the_definitions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    let mut pages = vec!["zklock".to_string()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(page) = pages.pop() {
+        if !seen.insert(page.clone()) {
+            continue;
+        }
+        let file = dir.join(format!("{page}.1"));
+        let committed = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{} is cited but missing: {e}", file.display()));
+        let mut c = Command::new(ZKLOCK);
+        c.arg(format!("--man={page}"));
+        let (code, man, err) = run(c);
+        assert_eq!(code, 0, "{page}: {err}");
+        assert!(
+            man == committed,
+            "man/{page}.1 is not the definition's: run `zklock --man={page} > man/{page}.1`"
+        );
+        // Citations: NAME(1), with roff's escaped hyphens.
+        let text = committed.replace("\\-", "-");
+        for (i, _) in text.match_indices("(1)") {
+            let name: String = text[..i]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            if name.starts_with("zklock") {
+                pages.push(name);
+            }
+        }
+    }
+    assert!(seen.len() >= 3, "{seen:?}");
+}
+
+/// `revoke --help` lists only what revoke uses: no -v, -s, -x (nor the other kind flags).
+#[test]
+fn revoke_help_lists_only_its_own_options() {
+    let (code, out, _) = run(zklock(&hosts(), &["revoke", "--help"]));
+    assert_eq!(code, 0);
+    for flag in [
+        "-v,",
+        "--verbose",
+        "-s,",
+        "-x,",
+        "--read",
+        "--write",
+        "--semaphore",
+        "--simple",
+    ] {
+        assert!(!out.contains(flag), "{flag} in: {out}");
+    }
+    // Still accepted, as 0.2 took them.
+    let (code, _, err) = run(zklock(
+        &hosts(),
+        &["revoke", "-v", "-x", &path("revoke-quiet")],
+    ));
+    assert_eq!(code, 0, "{err}");
+}
+
+/// A timeout too long for the clock (`-w 1e30`, `-w inf`) is forever, as no -w is; what is no
+/// number at all is refused.
+#[test]
+fn a_timeout_too_long_to_count_is_forever() {
+    let h = hosts();
+    let p = path("forever");
+    for w in ["1e30", "inf"] {
+        let (code, out, err) = run(zklock(&h, &["-w", w, &p, "echo", "ran"]));
+        assert_eq!((code, out.trim()), (0, "ran"), "-w {w}: {err}");
+    }
+    let (code, _, err) = run(zklock(&h, &["-w", "nan", &p, "true"]));
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("not a number"), "{err}");
+}
+
 /// -n bounds the whole call, connect included, and a failed connect says why; a bad path is a
 /// usage error found before connecting.
 #[test]

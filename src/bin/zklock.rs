@@ -119,9 +119,18 @@ struct Cli {
     sub: Option<Sub>,
     #[command(flatten)]
     run: RunArgs,
-    /// Print the manual page (roff) and exit.
-    #[arg(long, hide = true, exclusive = true)]
-    man: bool,
+    /// Print a manual page (roff) and exit: zklock (the default), zklock-holders or
+    /// zklock-revoke.
+    #[arg(
+        long,
+        hide = true,
+        exclusive = true,
+        value_name = "PAGE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "zklock"
+    )]
+    man: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -421,14 +430,20 @@ impl KindArgs {
 /// 20 ticks = 40 s by default).
 const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// The longest duration kept as such: anything longer (`1e30`, `inf`) is forever.
+const FOREVER: Duration = Duration::from_secs(u64::MAX / 4);
+
 fn seconds(v: &str) -> Result<Duration, String> {
     let s: f64 = v
         .parse()
-        .map_err(|_| format!("{v:?} is not a number of seconds"))?;
-    let d = Duration::try_from_secs_f64(s)
-        .map_err(|_| format!("{v:?} is not a number of seconds >= 0"))?;
+        .ok()
+        .filter(|s: &f64| !s.is_nan())
+        .ok_or_else(|| format!("{v:?} is not a number of seconds"))?;
+    if s < 0.0 {
+        return Err(format!("{v:?} is not a number of seconds >= 0"));
+    }
     // Longer than the clock can count: the same as forever.
-    Ok(d.min(Duration::from_secs(u64::MAX / 4)))
+    Ok(Duration::try_from_secs_f64(s).map_or(FOREVER, |d| d.min(FOREVER)))
 }
 
 fn session_seconds(v: &str) -> Result<Duration, String> {
@@ -449,8 +464,42 @@ fn tick_millis(v: &str) -> Result<Duration, String> {
     }
 }
 
+/// The command's definition. `holders` and `revoke` accept -v and the kind flags (as 0.2 did)
+/// without listing them: revoke finds the kind from the nodes, and neither says more with -v.
 fn command() -> clap::Command {
+    let quiet = |sub: clap::Command, args: &[&str]| {
+        args.iter()
+            .fold(sub, |sub, a| sub.mut_arg(*a, |arg| arg.hide(true)))
+    };
     Cli::command()
+        .mut_subcommand("holders", |s| quiet(s, &["verbose"]))
+        .mut_subcommand("revoke", |s| {
+            quiet(s, &["verbose", "read", "write", "semaphore", "simple"])
+        })
+}
+
+/// The parsed command line of `argv`, by [`command`].
+fn parse_args(argv: Vec<String>) -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let mut matches = command().try_get_matches_from(argv)?;
+    Cli::from_arg_matches_mut(&mut matches)
+}
+
+/// The manual page `page` (zklock, zklock-holders, zklock-revoke) in roff; None if there is no
+/// such page. Every page it cites is one of these (`zklock help` has none).
+fn manual_page(page: &str) -> Option<Vec<u8>> {
+    let mut cmd = command().disable_help_subcommand(true);
+    cmd.build();
+    let cmd = match page {
+        "zklock" => cmd,
+        _ => cmd
+            .get_subcommands()
+            .find(|s| s.get_display_name() == Some(page))?
+            .clone(),
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut out).ok()?;
+    Some(out)
 }
 
 /// The options that take a value (so that a value is never taken for a subcommand).
@@ -502,7 +551,7 @@ fn subcommand_first(mut argv: Vec<String>) -> Vec<String> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse_from(subcommand_first(std::env::args().collect())) {
+    let cli = match parse_args(subcommand_first(std::env::args().collect())) {
         Ok(c) => c,
         Err(e) => {
             let usage = e.use_stderr();
@@ -514,11 +563,12 @@ fn main() -> ExitCode {
             };
         }
     };
-    if cli.man {
-        let mut out = Vec::new();
-        if clap_mangen::Man::new(command()).render(&mut out).is_err() {
-            return ExitCode::from(EXIT_UNAVAILABLE);
-        }
+    if let Some(page) = &cli.man {
+        let Some(out) = manual_page(page) else {
+            return usage(&format!(
+                "no manual page {page:?} (zklock, zklock-holders, zklock-revoke)"
+            ));
+        };
         let _ = std::io::stdout().write_all(&out);
         return ExitCode::SUCCESS;
     }
@@ -1332,7 +1382,12 @@ mod tests {
     use super::*;
 
     fn parse(v: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("zklock").chain(v.iter().copied()))
+        parse_args(
+            std::iter::once("zklock")
+                .chain(v.iter().copied())
+                .map(String::from)
+                .collect(),
+        )
     }
 
     #[test]
