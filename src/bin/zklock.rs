@@ -1200,10 +1200,10 @@ fn cancel_on_signal(
         let Some(o) = signals.next(None) else {
             continue;
         };
-        // A cancel is not kept for an acquire that has not begun to wait yet (nor for the next
-        // wait of one that goes on): cancel until the acquire has returned.
+        // Sticky: it ends the acquire whether it waits yet or is about to begin. Return once
+        // the acquire has.
+        lock.cancel();
         while waiting.load(Ordering::SeqCst) {
-            lock.cancel();
             std::thread::sleep(Duration::from_millis(10));
         }
         return Some(o.signal);
