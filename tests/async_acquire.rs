@@ -312,3 +312,43 @@ async fn an_owned_guard_crosses_tasks_and_its_drop_releases_without_blocking() {
     again.unwrap().unlock_async().await.unwrap();
     assert!(eventually(SETTLE, || queue(&la).is_empty()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquires_dropped_right_after_their_first_poll_leave_nothing_behind() {
+    let hosts = hosts();
+    let path = unique_path("async-first-poll");
+    let (a, b) = (connect(&hosts, 6000), connect(&hosts, 6000));
+    let la = SemaphoreMutex::new(&a, &path).unwrap();
+    let lb = SemaphoreMutex::new(&b, &path).unwrap();
+    // On a free lock: each dropped acquire may get the lock after its drop (then gives it
+    // back) or be cancelled before it even starts; the handle's next acquire is never refused.
+    for _ in 0..20 {
+        tokio::select! {
+            biased;
+            _ = lb.lock_async() => {}
+            _ = std::future::ready(()) => {}
+        }
+        let g = lb
+            .acquire_async(Deadline::after(Duration::from_secs(10)))
+            .await
+            .unwrap()
+            .expect("the handle acquires after its dropped acquire gave back what it got");
+        g.unlock_async().await.unwrap();
+    }
+    // And a contender never finds the lock kept by a dropped acquire.
+    for _ in 0..10 {
+        tokio::select! {
+            biased;
+            _ = lb.lock_async() => {}
+            _ = std::future::ready(()) => {}
+        }
+    }
+    let g = la
+        .acquire_async(Deadline::after(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .expect("nothing kept the lock");
+    assert!(eventually(SETTLE, || queue(&la) == ids(&[&a])));
+    drop(g);
+    assert!(eventually(SETTLE, || queue(&la).is_empty()));
+}
