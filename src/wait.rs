@@ -2,6 +2,7 @@
 //! ([`Signal`]), and cancellation of acquires from any thread ([`CancelToken`]). The
 //! executor (`runtime.rs`) waits by these rules; the session and the recipes wait through it.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -100,7 +101,8 @@ impl CancelToken {
 
     /// Registers an acquire under way until the registration drops: a [`CancelToken::cancel`]
     /// meanwhile cancels its signal, which starts cancelled (and the remembered cancel is
-    /// forgotten) if one was remembered.
+    /// forgotten) if one was remembered. The [`AcquireScope`] this thread runs in, if any,
+    /// cancels it too.
     pub(crate) fn register(&self) -> Registration<'_> {
         let signal = Signal::new();
         {
@@ -110,9 +112,14 @@ impl CancelToken {
             }
             st.active.push(signal.clone());
         }
+        let scope = SCOPE.with(|s| s.borrow().clone());
+        if let Some(scope) = &scope {
+            scope.enlist(&signal);
+        }
         Registration {
             token: self,
             signal,
+            scope,
         }
     }
 }
@@ -131,6 +138,7 @@ impl std::fmt::Debug for CancelToken {
 pub(crate) struct Registration<'a> {
     token: &'a CancelToken,
     pub(crate) signal: Arc<Signal>,
+    scope: Option<Arc<AcquireScope>>,
 }
 
 impl Drop for Registration<'_> {
@@ -140,6 +148,79 @@ impl Drop for Registration<'_> {
             .lock()
             .active
             .retain(|s| !Arc::ptr_eq(s, &self.signal));
+        if let Some(scope) = &self.scope {
+            scope.delist(&self.signal);
+        }
+    }
+}
+
+thread_local! {
+    /// The acquire this thread runs for an async caller, whose drop cancels its waits.
+    static SCOPE: RefCell<Option<Arc<AcquireScope>>> = const { RefCell::new(None) };
+}
+
+/// The cancel of one acquire, whatever handle's token it is registered under: an async
+/// acquire's (dropping its future cancels that acquire only, not the handle's other acquires,
+/// and leaves the handle's token as it was: nothing is remembered for its next acquire).
+/// Sticky: an acquire registered after [`AcquireScope::cancel`] starts cancelled.
+#[derive(Default)]
+pub(crate) struct AcquireScope {
+    state: Mutex<ScopeState>,
+}
+
+#[derive(Default)]
+struct ScopeState {
+    cancelled: bool,
+    waits: Vec<Arc<Signal>>,
+}
+
+impl AcquireScope {
+    pub(crate) fn new() -> Arc<AcquireScope> {
+        Arc::new(AcquireScope::default())
+    }
+
+    /// Cancels the scope's acquires, now and from now on.
+    pub(crate) fn cancel(&self) {
+        let waits = {
+            let mut st = self.state.lock();
+            st.cancelled = true;
+            std::mem::take(&mut st.waits)
+        };
+        for s in waits {
+            s.cancel();
+        }
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.state.lock().cancelled
+    }
+
+    /// Runs `f` on this thread inside the scope: every acquire it registers is cancelled by
+    /// [`AcquireScope::cancel`].
+    pub(crate) fn run<T>(self: &Arc<Self>, f: impl FnOnce() -> T) -> T {
+        struct Reset(Option<Arc<AcquireScope>>);
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                let prev = self.0.take();
+                SCOPE.with(|s| *s.borrow_mut() = prev);
+            }
+        }
+        let _reset = Reset(SCOPE.with(|s| s.borrow_mut().replace(self.clone())));
+        f()
+    }
+
+    fn enlist(&self, signal: &Arc<Signal>) {
+        let mut st = self.state.lock();
+        if st.cancelled {
+            drop(st);
+            signal.cancel();
+        } else {
+            st.waits.push(signal.clone());
+        }
+    }
+
+    fn delist(&self, signal: &Arc<Signal>) {
+        self.state.lock().waits.retain(|s| !Arc::ptr_eq(s, signal));
     }
 }
 

@@ -19,6 +19,7 @@ use crate::wait::Signal;
 /// id and the id of the attempt that made it, made in one `multi` with the attempt's witness
 /// (`node::witness_path`): the node is ours only while our witness exists, and every delete
 /// checks it in the same `multi`.
+#[derive(Clone)]
 pub struct RawSimpleLock {
     client: Client,
     path: String,

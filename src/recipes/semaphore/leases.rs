@@ -28,6 +28,20 @@ pub(super) struct Leases {
     pub(super) root_checked: AtomicBool,
 }
 
+impl Clone for Leases {
+    /// The same directory (a clone checks the kazoo count again, once).
+    fn clone(&self) -> Self {
+        Leases {
+            client: self.client.clone(),
+            path: self.path.clone(),
+            protocol: self.protocol,
+            max_leases: self.max_leases,
+            dir: self.dir.clone(),
+            root_checked: AtomicBool::new(false),
+        }
+    }
+}
+
 impl Leases {
     /// The lease nodes: (name, holder id, creation time in ms, whether its ACL hides it from
     /// this client), oldest first.

@@ -30,6 +30,7 @@ use leases::Leases;
 const TRY_GUARD_WAIT: Duration = Duration::from_millis(500);
 
 /// The protocol of [`Semaphore`]: the guarding mutex and the lease nodes, in one of two layouts.
+#[derive(Clone)]
 pub struct RawSemaphore {
     /// The fair mutex guarding the lease count (`P/locks` or `P-__lock__`).
     guard: Queue<Exclusive>,
