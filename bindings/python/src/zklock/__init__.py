@@ -321,7 +321,7 @@ class ZklError(Exception):
     def __init__(self, message: str, status: Optional[int] = None):
         super().__init__(message)
         if status is not None:
-            self.status = status
+            self.status = int(status)
         self.message = message
 
     @property
@@ -415,10 +415,40 @@ _ERRORS = {c.status: c for c in (Timeout, InvalidArgument, NotHeld, ConnectionLo
                                  LockLost, Closed, WouldDeadlock, AuthFailed)}
 
 
+class _Status(int):
+    """A status other than ZKL_OK with the library's message, read on the thread that made the
+    call right after it: the library keeps one last error per thread, so a status handed to
+    another thread (a blocking acquire runs on a helper thread, an async one on a worker) must
+    carry its message along."""
+
+    message = ""
+
+    def __new__(cls, status: int, message: str):
+        self = super().__new__(cls, status)
+        self.message = message
+        return self
+
+
+def _c(fn, *args) -> int:
+    """``fn(*args)``, a zkl_ function that returns a status: ZKL_OK, or a :class:`_Status` with
+    this thread's message of it."""
+    status = fn(*args)
+    if status == OK:
+        return OK
+    return _Status(status, _lib.zkl_last_error_message().decode("utf-8", "replace"))
+
+
+def _plain(fn, *args):
+    """``fn(*args)``, for a zkl_ function whose result is not a status."""
+    return fn(*args)
+
+
 def _error(status: int) -> ZklError:
-    message = _lib.zkl_last_error_message().decode("utf-8", "replace")
+    message = getattr(status, "message", None)
+    if message is None:  # a bare int from this thread's own last call
+        message = _lib.zkl_last_error_message().decode("utf-8", "replace")
     cls: Type[ZklError] = _ERRORS.get(status, ZklError)
-    return cls(message, status)
+    return cls(message, int(status))
 
 
 def _check(status: int) -> None:
@@ -427,11 +457,18 @@ def _check(status: int) -> None:
 
 
 def _text(s, what: str) -> bytes:
-    if isinstance(s, bytes):
-        return s
-    if not isinstance(s, str):
+    """A text argument as the C string the library reads. A NUL would end that string early
+    (``"/a\\0b"`` would name ``/a``), so it is refused, as the Rust library refuses it."""
+    if isinstance(s, str):
+        b = s.encode("utf-8")
+    elif isinstance(s, bytes):
+        b = s
+    else:
         raise TypeError("%s must be str or bytes, not %s" % (what, type(s).__name__))
-    return s.encode("utf-8")
+    if b"\0" in b:
+        raise InvalidArgument("%s %r contains a NUL character (at %d), which no C string can "
+                              "carry" % (what, s, b.index(b"\0")), INVALID_ARGUMENT)
+    return b
 
 
 def _seconds(value, what: str) -> float:
@@ -599,7 +636,13 @@ class _Managed:
         return ValueError("%s is closed" % type(self).__name__)
 
     def _call(self, fn, *args):
-        """``fn(handle, *args)``; the handle stays valid until it returns."""
+        """``fn(handle, *args)``, a zkl_ function that returns a status (:func:`_c`: one
+        that fails carries its message); the handle stays valid until it returns."""
+        return self._call_raw(_c, fn, *args)
+
+    def _call_raw(self, call, *args):
+        """``call(*args)`` with the handle inserted after the first argument of ``args``."""
+        fn, args = args[0], args[1:]
         mu = self._mu
         if mu is None:
             raise self._closed()
@@ -609,7 +652,7 @@ class _Managed:
                 raise self._closed()
             self._calls += 1
         try:
-            return fn(ptr, *args)
+            return call(fn, ptr, *args)
         finally:
             with mu:
                 self._calls -= 1
@@ -873,7 +916,7 @@ class Lock(_Managed):
     def is_held(self) -> bool:
         """Held, and the session provably alive."""
         try:
-            return self._call(_lib.zkl_lock_is_held) == 1
+            return self._call_raw(_plain, _lib.zkl_lock_is_held) == 1
         except ValueError:  # closed
             return False
 
@@ -918,7 +961,7 @@ class Lock(_Managed):
     def token(self, path: str) -> int:
         """A multi-lock's: the fencing token of its lock at ``path`` in the current hold."""
         token = c_int64()
-        _check(self._call(_lib.zkl_multi_lock_token_of, path.encode("utf-8"),
+        _check(self._call(_lib.zkl_multi_lock_token_of, _text(path, "path"),
                           ctypes.byref(token)))
         return token.value
 
@@ -931,8 +974,8 @@ class Lock(_Managed):
             out = []
             for i in range(_lib.zkl_participants_count(ps)):
                 p, created = _Participant(), c_int64()
-                _check(_lib.zkl_participants_get(ps, i, ctypes.byref(p)))
-                _check(_lib.zkl_participants_created_ms(ps, i, ctypes.byref(created)))
+                _check(_c(_lib.zkl_participants_get, ps, i, ctypes.byref(p)))
+                _check(_c(_lib.zkl_participants_created_ms, ps, i, ctypes.byref(created)))
                 out.append(Participant(p.node.decode("utf-8", "replace"),
                                        p.holder_id.decode("utf-8", "replace"), p.sequence,
                                        bool(p.is_holder), bool(p.is_reader), created.value))
@@ -1086,7 +1129,7 @@ def multi_lock(locks: Iterable[Lock]) -> Lock:
                 lk._ptr = None
         array = (_lock_p * len(taken))(*[ptr for _, ptr in taken])
         out = _lock_p()
-        _check(_lib.zkl_multi_lock_new(array, len(taken), ctypes.byref(out)))
+        _check(_c(_lib.zkl_multi_lock_new, array, len(taken), ctypes.byref(out)))
     except BaseException:
         for lk, ptr in taken:
             with lk._mu:
@@ -1306,12 +1349,13 @@ class Client(_Managed):
                 "against the CA, but not whether they are issued for the hosts connected to: "
                 "any holder of a certificate from that CA can pose as the servers", hosts)
         opts = _options_p()
-        _check(_lib.zkl_options_new(ctypes.byref(opts)))
+        _check(_c(_lib.zkl_options_new, ctypes.byref(opts)))
         try:
             for fn, *args in setters:
-                _check(fn(opts, *args))
+                _check(_c(fn, opts, *args))
             ptr = _client_p()
-            status = _lib.zkl_client_connect_with_options(hosts_b, opts, ctypes.byref(ptr))
+            status = _c(_lib.zkl_client_connect_with_options, hosts_b, opts,
+                        ctypes.byref(ptr))
         finally:
             _lib.zkl_options_free(opts)
         if status != OK:
