@@ -4,11 +4,13 @@
 //! queued. The trait is sealed: public in name (the front's bounds name it), reachable by no
 //! user.
 
+use std::sync::Arc;
+
 use super::hold::Hold;
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::session::Client;
-use crate::wait::CancelToken;
+use crate::wait::Signal;
 
 /// One contender in a lock's queue, as `participants()` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,8 +70,8 @@ pub trait Recipe: Send + Sync {
 
     /// One attempt of a participant that holds nothing yet: `Ok(Some(hold))` held, `Ok(None)`
     /// not by `d` (nothing of the attempt is left on the server then, nor on any error). A
-    /// cancel of `cancel` ends it with `Error::Cancelled` at any time.
-    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>>;
+    /// cancel of `signal` ends it with `Error::Cancelled` at any time.
+    fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>>;
 
     /// The queue, in order, with each participant's holder id.
     fn participants(&self) -> Result<Vec<Participant>>;

@@ -281,3 +281,40 @@ def test_a_multi_lock_gives_each_locks_own_token(zk_hosts, path):
             c.mutex(path + "/a").tokens
         with pytest.raises(zklock.InvalidArgument):
             zklock.multi_lock([c.mutex(path + "/same"), c.mutex(path + "/same")])
+
+
+def test_a_cancel_before_acquire_ends_it_at_once(zk_hosts, path):
+    with zklock.Client(zk_hosts, 5.0) as c:
+        lock = c.mutex(path)
+        # No acquire under way: remembered (twice is once), and the next acquire raises at once,
+        # though the lock is free; on this (main) thread and on another.
+        lock.cancel()
+        lock.cancel()
+        started = time.monotonic()
+        with pytest.raises(zklock.Cancelled):
+            lock.acquire()
+        assert time.monotonic() - started < 2.0
+        assert not lock.is_held
+        lock.cancel()
+        outcome = {}
+
+        def other():
+            try:
+                outcome["got"] = lock.acquire(30.0)
+            except zklock.Cancelled:
+                outcome["cancelled"] = time.monotonic() - started
+
+        started = time.monotonic()
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(10.0)
+        assert outcome.get("cancelled", 99.0) < 2.0, outcome
+        # Forgotten by the acquire it ended.
+        assert lock.acquire()
+        lock.release()
+        # reset_cancel forgets a remembered cancel.
+        assert not lock.reset_cancel()
+        lock.cancel()
+        assert lock.reset_cancel()
+        assert lock.acquire(0)
+        lock.release()

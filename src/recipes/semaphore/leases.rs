@@ -13,7 +13,7 @@ use crate::node::Protocol;
 use crate::recipes::hold::remove_node;
 use crate::recipes::raw::read_node;
 use crate::session::{Client, Session};
-use crate::wait::Registration;
+use crate::wait::Signal;
 
 /// The semaphore's place and size (both layouts work on it).
 pub(super) struct Leases {
@@ -93,11 +93,9 @@ pub(super) fn wait(
     session: &Session,
     watcher: zk::OneshotWatcher,
     d: Deadline,
-    reg: &Registration<'_>,
+    signal: &Arc<Signal>,
 ) -> Result<bool> {
-    Ok(session
-        .wait_watch(watcher, d.instant(), &reg.signal)?
-        .is_some())
+    Ok(session.wait_watch(watcher, d.instant(), signal)?.is_some())
 }
 
 /// Lists `dir`'s children and watches them, retrying on connection loss until `d` or the

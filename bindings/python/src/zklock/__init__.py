@@ -14,8 +14,9 @@ cancelled and a hold that arrived meanwhile is released. From asyncio, use
 :meth:`Lock.acquire_async` / :meth:`Lock.hold_async`: a cancelled task cancels the wait and
 never leaves a hold behind. A lock handle is one participant: any thread may release what
 another thread acquired through it (use it from one thread at a time, except
-:meth:`Lock.cancel` and :meth:`Lock.close`, which any thread may call: close cancels a waiting
-acquire and waits for calls under way before it frees the handle).
+:meth:`Lock.cancel`, :meth:`Lock.reset_cancel` and :meth:`Lock.close`, which any thread may
+call: close cancels a waiting acquire and waits for calls under way before it frees the
+handle). A cancel is sticky: made with no acquire under way, it ends the next one at once.
 
 The library logs to ``logging`` under ``"zklock"`` (child loggers per module, e.g.
 ``"zklock.recipes.hold"``) from the package's own thread ``zklock-log``, never from the
@@ -269,6 +270,7 @@ _SIGNATURES = {
     "zkl_lock_acquire": (_status, [_lock_p, c_int64]),
     "zkl_lock_release": (_status, [_lock_p]),
     "zkl_lock_cancel": (_status, [_lock_p]),
+    "zkl_lock_reset_cancel": (c_int, [_lock_p]),
     "zkl_lock_is_held": (c_int, [_lock_p]),
     "zkl_lock_hold_state": (_status, [_lock_p, POINTER(c_uint32)]),
     "zkl_lock_lease_remaining_ms": (_status, [_lock_p, POINTER(c_int64)]),
@@ -376,7 +378,7 @@ class InternalError(ZklError):
 
 
 class Cancelled(ZklError):
-    """A waiting acquire was cancelled with :meth:`Lock.cancel`."""
+    """An acquire was ended by :meth:`Lock.cancel` (made during it, or before it began)."""
 
     status = CANCELLED
 
@@ -775,8 +777,9 @@ class Lock(_Managed):
 
     The handle is the participant: any thread may release what another thread acquired
     through it (thread pools and ``asyncio.to_thread`` move calls between threads). Use from
-    one thread at a time, except :meth:`cancel`, which any thread may call. Reentrant per
-    handle where the recipe is (the mutex, the read-write halves), unlike kazoo's locks.
+    one thread at a time, except :meth:`cancel` and :meth:`reset_cancel`, which any thread may
+    call. Reentrant per handle where the recipe is (the mutex, the read-write halves), unlike
+    kazoo's locks.
     """
 
     _free = staticmethod(_lib.zkl_lock_free)
@@ -810,7 +813,8 @@ class Lock(_Managed):
     def acquire(self, timeout: Optional[float] = None) -> bool:
         """Waits for the lock: forever (None), at most ``timeout`` seconds, or tries once (0).
         True when held, False when not acquired in time; raises :class:`ZklError` otherwise
-        (:class:`Cancelled` if :meth:`cancel` or :meth:`close` interrupted it). On the main
+        (:class:`Cancelled` if :meth:`cancel` ended it, made during the acquire or before it
+        began, or if :meth:`close` interrupted it). On the main
         thread, Ctrl-C (any signal whose handler raises) ends the wait at once: the acquire
         is cancelled, a hold that arrived meanwhile is released, and the exception goes on."""
         return self._acquire(_millis(timeout))
@@ -863,6 +867,9 @@ class Lock(_Managed):
                 self._call(_lib.zkl_lock_cancel)
             with contextlib.suppress(BaseException):
                 done.wait(0.05)
+        # A cancel that came after the acquire had returned is not kept for the next one.
+        with contextlib.suppress(BaseException):
+            self.reset_cancel()
         if result.get("status") == OK:
             with contextlib.suppress(ZklError, ValueError):
                 self.release()
@@ -889,6 +896,9 @@ class Lock(_Managed):
             self._call(_lib.zkl_lock_cancel)
 
         def settle(f):
+            # The acquire is over: a cancel that came after it returned is not kept.
+            with contextlib.suppress(ValueError):
+                self.reset_cancel()
             if not f.cancelled() and f.exception() is None and f.result() == OK:
                 with contextlib.suppress(ZklError, ValueError):
                     self.release()
@@ -906,8 +916,19 @@ class Lock(_Managed):
         _check(self._call(_lib.zkl_lock_release))
 
     def cancel(self) -> None:
-        """Makes acquires waiting on this lock (in other threads) raise :class:`Cancelled`."""
+        """Ends the acquire under way on this lock (in another thread): it raises
+        :class:`Cancelled`. If none is under way, the lock remembers the cancel and its next
+        acquire raises :class:`Cancelled` at once, forgetting it (as kazoo's ``cancel()``
+        before ``acquire()``): a cancel that lands just before an acquire begins is not lost.
+        One cancel ends one acquire; several with none between are one. Any thread, any time.
+        """
         _check(self._call(_lib.zkl_lock_cancel))
+
+    def reset_cancel(self) -> bool:
+        """Forgets a cancel remembered for the next acquire (:meth:`cancel` with no acquire
+        under way), say one that came just after the acquire it was meant for had returned.
+        True if there was one. Any thread, any time."""
+        return self._call(_lib.zkl_lock_reset_cancel) == 1
 
     def _interrupt(self, ptr: int) -> None:
         _lib.zkl_lock_cancel(ptr)
