@@ -11,8 +11,10 @@ Timeouts are seconds: ``None`` waits forever, ``0`` tries once. Every failure ra
 subclass of :class:`ZklError`. Blocking calls release the GIL, and a blocking acquire on the
 main thread is interruptible: Ctrl-C raises ``KeyboardInterrupt`` at once, the wait is
 cancelled and a hold that arrived meanwhile is released. From asyncio, use
-:meth:`Lock.acquire_async` / :meth:`Lock.hold_async`: a cancelled task cancels the wait and
-never leaves a hold behind. A lock handle is one participant: any thread may release what
+:meth:`Lock.acquire_async` / :meth:`Lock.hold_async`: their C calls run on the package's own
+threads (never the loop's thread or its executor), and a cancelled task ends only once its
+acquire has ended and given back what it got: no hold or node is left behind and the next
+acquire may start at once. A lock handle is one participant: any thread may release what
 another thread acquired through it (use it from one thread at a time, except
 :meth:`Lock.cancel`, :meth:`Lock.reset_cancel` and :meth:`Lock.close`, which any thread may
 call: close cancels a waiting acquire and waits for calls under way before it frees the
@@ -766,6 +768,155 @@ def _percentiles(p: _Percentiles) -> Percentiles:
     return Percentiles(p.count, p.p50_us / 1e6, p.p90_us / 1e6, p.p99_us / 1e6, p.max_us / 1e6)
 
 
+class _Attempt:
+    """One C acquire of ``lock`` on a thread of the package's own, which another thread (the
+    main thread on Ctrl-C, an event loop on a task's cancellation) may give up at any moment:
+    before it begins (it then never begins), while it waits (zkl_lock_cancel ends it), or as it
+    returns. The thread owns the outcome unless the acquire was over before it was given up;
+    what it owns and got (a hold) it gives back. A cancel of its own that came after the C
+    acquire had returned is forgotten (zkl_lock_reset_cancel), so it never ends the handle's
+    next acquire. ``on_done(attempt)`` runs on the thread once :attr:`done` is set."""
+
+    def __init__(self, lock: "Lock", millis: int,
+                 on_done: Optional[Callable[["_Attempt"], None]] = None):
+        self._lock, self._millis, self._on_done = lock, millis, on_done
+        self._mu = threading.Lock()
+        self._begun = False      # the C acquire may be under way
+        self._over = False       # its outcome is known (or it never began)
+        self._given_up = False
+        self._cancel_sent = False
+        self._status: Optional[int] = None
+        self._error: Optional[BaseException] = None
+        self.done = threading.Event()
+        threading.Thread(target=self._run, name="zklock-acquire", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            with self._mu:
+                if self._given_up:
+                    self._status = _Status(CANCELLED, "cancelled before the acquire began")
+                    self._over = True
+                    return
+                self._begun = True
+            # A cancel from here on ends this acquire: one sent before the library sees it
+            # begin is remembered by the library for it (a cancel is sticky).
+            status, error = None, None
+            try:
+                status = self._lock._call(_lib.zkl_lock_acquire, self._millis)
+            except BaseException as e:  # noqa: BLE001 - handed to whoever wants the outcome
+                error = e
+            with self._mu:
+                self._status, self._error, self._over = status, error, True
+                unwanted, cancel_sent = self._given_up, self._cancel_sent
+            if cancel_sent:
+                with contextlib.suppress(ValueError):
+                    self._lock.reset_cancel()
+            if unwanted:
+                self.give_back()
+        finally:
+            self.done.set()
+            if self._on_done is not None:
+                self._on_done(self)
+
+    def give_up(self) -> bool:
+        """The outcome is no longer wanted: the acquire is cancelled (or never begins), and its
+        thread gives back what it gets; False then. True if the acquire was over before: the
+        outcome is the caller's, who gives it back (:meth:`give_back`) once :attr:`done` is
+        set. Calling it again answers the same."""
+        with self._mu:
+            if self._over:
+                return not self._given_up
+            self._given_up = True
+            if self._begun:
+                # Under the mutex, so that the thread knows, once the acquire has returned,
+                # whether a cancel of its own may be left over.
+                self._cancel_sent = True
+                with contextlib.suppress(ValueError):
+                    self._lock._call(_lib.zkl_lock_cancel)
+            return False
+
+    def give_back(self) -> None:
+        """Releases the hold the acquire got, if it got one (errors of the release, say a hold
+        lost meanwhile, are dropped: nobody wants this hold)."""
+        if self._status == OK and not getattr(self, "_given_back", False):
+            self._given_back = True
+            with contextlib.suppress(ZklError, ValueError):
+                self._lock.release()
+
+    def outcome(self) -> int:
+        """The C acquire's status (after :attr:`done`); raises what its call raised."""
+        if self._error is not None:
+            raise self._error
+        return self._status
+
+
+def _through_interrupts(fn):
+    """``fn()`` to its end on the main thread: a signal handler's exception meanwhile (a second
+    Ctrl-C) makes it run again (``fn`` may run twice)."""
+    while True:
+        try:
+            return fn()
+        except BaseException:  # noqa: BLE001 - the first interruption is the one raised
+            continue
+
+
+def _deliver(loop, fut, unclaimed, value) -> None:
+    """From another thread: ``fut`` (of ``loop``) gets ``value``. If the loop is closed, nobody
+    awaits it any more: ``unclaimed()`` disposes of what it would have carried."""
+
+    def settle():
+        if not fut.done():
+            if isinstance(value, BaseException):
+                fut.set_exception(value)
+            else:
+                fut.set_result(value)
+
+    try:
+        loop.call_soon_threadsafe(settle)
+    except RuntimeError:  # the loop is closed
+        if unclaimed is not None:
+            unclaimed()
+
+
+async def _through_cancels(fut) -> None:
+    """Waits for ``fut`` to end, whatever cancellations of the awaiting task come meanwhile (the
+    caller raises CancelledError after it)."""
+    while not fut.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(fut)
+
+
+async def _off_loop(fn):
+    """``fn()`` on a thread of the package's own, awaited: the loop's thread never blocks on it
+    and the loop's executor is not used. A cancellation of the awaiting task meanwhile is
+    raised once ``fn`` has returned (it is never abandoned half done)."""
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def run():
+        try:
+            value = fn()
+        except BaseException as e:  # noqa: BLE001 - raised in the awaiting task
+            value = e
+        _deliver(loop, fut, None, _Returned(value))
+
+    threading.Thread(target=run, name="zklock-off-loop", daemon=True).start()
+    try:
+        returned = await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        await _through_cancels(fut)
+        raise
+    if isinstance(returned.value, BaseException):
+        raise returned.value
+    return returned.value
+
+
+class _Returned(NamedTuple):
+    """What a call returned or raised, carried as a value."""
+
+    value: object
+
+
 def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
@@ -835,75 +986,43 @@ class Lock(_Managed):
         return True
 
     def _acquire_interruptibly(self, millis: int) -> int:
-        """The C acquire on a helper thread while this (main) thread waits on a Python
-        primitive, which a signal handler can interrupt: then the acquire is cancelled and
-        waited for, and a hold it got anyway is released before the exception goes on."""
-        done = threading.Event()
-        result = {}
-
-        def work():
-            try:
-                result["status"] = self._call(_lib.zkl_lock_acquire, millis)
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
-                result["error"] = e
-            finally:
-                done.set()
-
-        threading.Thread(target=work, name="zklock-acquire", daemon=True).start()
+        """The C acquire on a thread of the package's (an :class:`_Attempt`) while this (main)
+        thread waits on a Python primitive, which a signal handler can interrupt: then the
+        acquire is given up and waited for, and a hold it got anyway is released before the
+        exception goes on."""
+        attempt = _Attempt(self, millis)
         try:
-            done.wait()
+            attempt.done.wait()
         except BaseException:
-            self._give_up(done, result)
+            mine = _through_interrupts(attempt.give_up)
+            while not attempt.done.is_set():
+                with contextlib.suppress(BaseException):
+                    attempt.done.wait(0.05)
+            if mine:
+                _through_interrupts(attempt.give_back)
             raise
-        if "error" in result:
-            raise result["error"]
-        return result["status"]
-
-    def _give_up(self, done: threading.Event, result: dict) -> None:
-        """An acquire under way is no longer wanted: cancel it, wait for it (through further
-        interruptions), and release what it got."""
-        while not done.is_set():
-            with contextlib.suppress(BaseException):
-                self._call(_lib.zkl_lock_cancel)
-            with contextlib.suppress(BaseException):
-                done.wait(0.05)
-        # A cancel that came after the acquire had returned is not kept for the next one.
-        with contextlib.suppress(BaseException):
-            self.reset_cancel()
-        if result.get("status") == OK:
-            with contextlib.suppress(ZklError, ValueError):
-                self.release()
+        return attempt.outcome()
 
     async def acquire_async(self, timeout: Optional[float] = None) -> bool:
-        """:meth:`acquire` for asyncio: waits on a worker thread without blocking the event
-        loop. Cancellation (``task.cancel()``, ``asyncio.wait_for``, ``asyncio.timeout``)
-        cancels the wait, and a hold that arrives after it is released: a cancelled acquire
-        never leaves the lock held."""
+        """:meth:`acquire` for asyncio: the C acquire runs on a thread of the package's own (never
+        the loop's executor, which waits would starve), and the loop's thread never blocks.
+        Cancellation (``task.cancel()``, ``asyncio.wait_for``, ``asyncio.timeout``) gives the
+        acquire up, even one that has not begun yet, and ends only once the C acquire has
+        ended and given back what it got: then no node of it is left and the next acquire on
+        the handle may start at once. A cancelled acquire never leaves the lock held."""
         millis = _millis(timeout)
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(None, self._call, _lib.zkl_lock_acquire, millis)
+        fut = loop.create_future()
+        attempt = _Attempt(self, millis, lambda a: _deliver(loop, fut, a.give_back, None))
         try:
-            status = await asyncio.shield(fut)
+            await asyncio.shield(fut)
         except asyncio.CancelledError:
-            self._cancel_after(fut)
+            mine = attempt.give_up()
+            await _through_cancels(fut)
+            if mine:
+                await _off_loop(attempt.give_back)
             raise
-        return self._outcome(status, False)
-
-    def _cancel_after(self, fut) -> None:
-        """The task awaiting ``fut`` (an acquire) was cancelled: cancel the acquire, and release
-        the hold if it got one all the same (in the executor's callback, off the loop)."""
-        with contextlib.suppress(ValueError):
-            self._call(_lib.zkl_lock_cancel)
-
-        def settle(f):
-            # The acquire is over: a cancel that came after it returned is not kept.
-            with contextlib.suppress(ValueError):
-                self.reset_cancel()
-            if not f.cancelled() and f.exception() is None and f.result() == OK:
-                with contextlib.suppress(ZklError, ValueError):
-                    self.release()
-
-        fut.add_done_callback(settle)
+        return self._outcome(attempt.outcome(), False)
 
     def hold_async(self, timeout: Optional[float] = None) -> "_AsyncHold":
         """``async with lock.hold_async(timeout=2.0):`` holds the lock for the block
@@ -928,7 +1047,7 @@ class Lock(_Managed):
         """Forgets a cancel remembered for the next acquire (:meth:`cancel` with no acquire
         under way), say one that came just after the acquire it was meant for had returned.
         True if there was one. Any thread, any time."""
-        return self._call(_lib.zkl_lock_reset_cancel) == 1
+        return self._call_raw(_plain, _lib.zkl_lock_reset_cancel) == 1
 
     def _interrupt(self, ptr: int) -> None:
         _lib.zkl_lock_cancel(ptr)
@@ -1114,7 +1233,8 @@ class _AsyncHold:
         return self._lock
 
     async def __aexit__(self, *exc) -> bool:
-        self._lock.release()
+        # Off the loop's thread: during an outage a release may take a session timeout.
+        await _off_loop(self._lock.release)
         return False
 
 
