@@ -54,6 +54,7 @@ import math
 import os
 import sys
 import threading
+import time
 import weakref
 from ctypes import (
     CFUNCTYPE,
@@ -704,6 +705,34 @@ class _Managed:
             pass
 
 
+# The watcher threads (on_lost, make_revocable's callback, session listeners). Each waits in
+# the library 0.2 s at a time, with its handle in use: at interpreter exit the handle could then
+# not be freed (see _Managed._dispose), and a held lock's node would stay on the server for a
+# session timeout. So they stop at exit (atexit, before the interpreter finalizes), and the
+# handles are freed as if they had never been watched: their nodes go at once.
+_exiting = threading.Event()
+_watchers: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+def _start_watcher(target: Callable[[], None], name: str) -> threading.Thread:
+    t = threading.Thread(target=target, name=name, daemon=True)
+    _watchers.add(t)
+    t.start()
+    return t
+
+
+def _stop_watchers() -> None:
+    """At exit: the watchers end their waits (within 0.2 s) and return."""
+    _exiting.set()
+    deadline = time.monotonic() + 2.0
+    for t in list(_watchers):
+        if t is not threading.current_thread():
+            t.join(max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(_stop_watchers)
+
+
 # Every live handle, so that a forked child can make them inert.
 _handles: "weakref.WeakSet[_Managed]" = weakref.WeakSet()
 
@@ -1142,7 +1171,7 @@ class Lock(_Managed):
         watching thread."""
 
         def watch():
-            while True:
+            while not _exiting.is_set():
                 try:
                     status = self._call(_lib.zkl_lock_wait_lost, 200)
                 except ValueError:  # closed
@@ -1156,9 +1185,7 @@ class Lock(_Managed):
                         _logger.exception("an on_lost callback of %r failed", self)
                 return
 
-        t = threading.Thread(target=watch, name="zklock-on-lost", daemon=True)
-        t.start()
-        return t
+        return _start_watcher(watch, "zklock-on-lost")
 
     def make_revocable(self, callback: Optional[Callable[["Lock"], None]] = None) -> None:
         """Makes this handle's holds revocable (Curator's ``makeRevocable``): when someone asks
@@ -1172,8 +1199,7 @@ class Lock(_Managed):
 
         def watch():
             asked = None  # the fencing token of the hold last told
-            pause = threading.Event()
-            while True:
+            while not _exiting.is_set():
                 try:
                     status = self._call(_lib.zkl_lock_wait_revoke_request, 200)
                     token = c_int64()
@@ -1189,9 +1215,9 @@ class Lock(_Managed):
                 elif status not in (OK, TIMEOUT, NOT_HELD):
                     return
                 if status != TIMEOUT:
-                    pause.wait(0.05)  # asked already, or nothing held: look again shortly
+                    _exiting.wait(0.05)  # asked already, or nothing held: look again shortly
 
-        threading.Thread(target=watch, name="zklock-revoke", daemon=True).start()
+        _start_watcher(watch, "zklock-revoke")
 
     def wait_revoke_request(self, timeout: Optional[float] = None) -> bool:
         """After :meth:`make_revocable`: True when someone asked this holder to let go, False
@@ -1534,7 +1560,7 @@ class Client(_Managed):
         def listen():
             event = _SessionEvent()
             after = 0
-            while True:
+            while not _exiting.is_set():
                 try:
                     status = self._call(_lib.zkl_client_wait_session_event, after, 200,
                                         ctypes.byref(event))
@@ -1550,9 +1576,7 @@ class Client(_Managed):
                 except Exception:  # noqa: BLE001
                     _logger.exception("a session listener of %r failed", self)
 
-        t = threading.Thread(target=listen, name="zklock-session-listener", daemon=True)
-        t.start()
-        return t
+        return _start_watcher(listen, "zklock-session-listener")
 
     def request_revoke(self, node_path: str) -> bool:
         """Asks the holder of a lock node (full path) to let go, as Curator's
