@@ -16,7 +16,8 @@
 // moving the Lock object does not strand it. Thread rules are the C API's: a Client may be
 // shared by threads; a Lock is one participant (any thread may release what another acquired
 // through it), used by one thread at a time, except the const calls (is_held, hold_state,
-// cancel, wait_lost, participants, stats, wait_revoke_request), which any thread may make.
+// cancel, reset_cancel, wait_lost, participants, stats, wait_revoke_request), which any thread
+// may make.
 #ifndef ZKLOCK_HPP
 #define ZKLOCK_HPP
 
@@ -162,8 +163,15 @@ class Lock {
   // Releases one hold (throws Error with ZKL_NOT_HELD if not held).
   void release() { check(zkl_lock_release(get())); }
 
-  // Makes a waiting acquire (on another thread) throw Error with ZKL_CANCELLED.
-  void cancel() { check(zkl_lock_cancel(get())); }
+  // Ends the acquire under way (on another thread): it throws Error with ZKL_CANCELLED. With
+  // none under way, the lock remembers the cancel and its next acquire throws ZKL_CANCELLED at
+  // once, forgetting it (sticky, as zkl_lock_cancel): a cancel just before an acquire begins
+  // is not lost. One cancel ends one acquire; several with none between are one.
+  void cancel() const { check(zkl_lock_cancel(get())); }
+
+  // Forgets a cancel remembered for the next acquire (one that came after the acquire it was
+  // meant for had returned); true if there was one.
+  bool reset_cancel() const noexcept { return zkl_lock_reset_cancel(l_.get()) == 1; }
 
   bool is_held() const noexcept { return zkl_lock_is_held(l_.get()) == 1; }
 
