@@ -814,6 +814,7 @@ class _Attempt:
         self._over = False       # its outcome is known (or it never began)
         self._given_up = False
         self._cancel_sent = False
+        self._given_back = False
         self._status: Optional[int] = None
         self._error: Optional[BaseException] = None
         self.done = threading.Event()
@@ -867,7 +868,7 @@ class _Attempt:
     def give_back(self) -> None:
         """Releases the hold the acquire got, if it got one (errors of the release, say a hold
         lost meanwhile, are dropped: nobody wants this hold)."""
-        if self._status == OK and not getattr(self, "_given_back", False):
+        if self._status == OK and not self._given_back:
             self._given_back = True
             with contextlib.suppress(ZklError, ValueError):
                 self._lock.release()
@@ -1028,7 +1029,7 @@ class Lock(_Managed):
                 with contextlib.suppress(BaseException):
                     attempt.done.wait(0.05)
             if mine:
-                _through_interrupts(attempt.give_back)
+                attempt.give_back()
             raise
         return attempt.outcome()
 
