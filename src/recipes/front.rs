@@ -278,15 +278,10 @@ impl<R: Clone> Clone for Lock<R> {
 
 impl<R: Recipe> std::fmt::Debug for Lock<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct(
-            std::any::type_name::<R>()
-                .rsplit("::")
-                .next()
-                .unwrap_or("Lock"),
-        )
-        .field("path", &self.raw.path())
-        .field("state", &self.hold_state())
-        .finish()
+        f.debug_struct(R::NAME)
+            .field("path", &self.raw.path())
+            .field("state", &self.hold_state())
+            .finish()
     }
 }
 

@@ -59,6 +59,9 @@ pub trait QueueKind {
     /// How this kind queues.
     #[doc(hidden)]
     const RULES: Rules;
+    /// The front's type name, as `{:?}` shows it.
+    #[doc(hidden)]
+    const NAME: &'static str = "Queue";
 }
 
 /// An exclusive participant (the semaphore's guarding mutex).
@@ -252,7 +255,7 @@ impl<K> Queue<K> {
             else {
                 continue;
             };
-            let holder_id = String::from_utf8(data).unwrap_or_default();
+            let (holder_id, revocable) = node::holder_parts(&data);
             let is_reader = node::is_reader(&c.name);
             let is_holder = if is_reader {
                 reader_blocker(&queue, i).is_none()
@@ -267,6 +270,7 @@ impl<K> Queue<K> {
                 is_holder,
                 is_reader,
                 created_ms,
+                revocable,
             });
         }
         Ok(out)
@@ -275,6 +279,7 @@ impl<K> Queue<K> {
 
 impl<K: QueueKind> Recipe for Queue<K> {
     type GuardSend = *const ();
+    const NAME: &'static str = K::NAME;
 
     fn path(&self) -> &str {
         &self.path

@@ -30,6 +30,11 @@ pub struct Participant {
     /// When its node was created, by the server's clock, in milliseconds since the Unix epoch
     /// (how long it has been queued or holding: `zklock holders --watch` shows it).
     pub created_ms: i64,
+    /// Whether its holder listens for revocation requests: a zklock holder that made its lock
+    /// revocable ([`make_revocable`](crate::Lockable::make_revocable), `zklock --revocable`)
+    /// marks its node so. A Curator holder's `makeRevocable` leaves no mark: false does not
+    /// prove that one will not hear.
+    pub revocable: bool,
 }
 
 /// A node's data and creation time (ms) from `read` (its `get_data`), `hidden` when its ACL
@@ -59,6 +64,10 @@ pub trait Recipe: Send + Sync {
     /// handle whatever it was made with (the semaphore), `*const ()` if it may be the thread.
     #[doc(hidden)]
     type GuardSend;
+
+    /// The front's type name, as `{:?}` shows it ("Mutex").
+    #[doc(hidden)]
+    const NAME: &'static str;
 
     /// The lock path.
     fn path(&self) -> &str;

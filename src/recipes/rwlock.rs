@@ -194,6 +194,7 @@ impl ReadWriteLock {
 
 impl Recipe for RawReadLock {
     type GuardSend = *const ();
+    const NAME: &'static str = "ReadLock";
 
     fn path(&self) -> &str {
         &self.core.read.path
@@ -229,6 +230,7 @@ impl Recipe for RawReadLock {
 
 impl Recipe for RawWriteLock {
     type GuardSend = *const ();
+    const NAME: &'static str = "WriteLock";
 
     fn path(&self) -> &str {
         &self.core.read.path

@@ -214,6 +214,7 @@ impl RawSimpleLock {
 
 impl Recipe for RawSimpleLock {
     type GuardSend = *const ();
+    const NAME: &'static str = "SimpleLock";
 
     fn path(&self) -> &str {
         &self.path
@@ -254,6 +255,7 @@ impl Recipe for RawSimpleLock {
             return Ok(Vec::new());
         };
         let (holder_id, _) = node::simple_lock_parts(&data);
+        let revocable = node::revocable_parts(&data).1;
         Ok(vec![Participant {
             node: crate::path::name(&self.path).to_string(),
             sequence: 0,
@@ -262,6 +264,7 @@ impl Recipe for RawSimpleLock {
             is_holder: true,
             is_reader: false,
             created_ms,
+            revocable,
         }])
     }
 }

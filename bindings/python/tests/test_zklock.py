@@ -281,3 +281,29 @@ def test_a_multi_lock_gives_each_locks_own_token(zk_hosts, path):
             c.mutex(path + "/a").tokens
         with pytest.raises(zklock.InvalidArgument):
             zklock.multi_lock([c.mutex(path + "/same"), c.mutex(path + "/same")])
+
+
+def test_a_session_state_prints_its_name():
+    # An IntEnum printed as its number ("1") since Python 3.11: a state says what it is.
+    s = zklock.SessionState.SUSPENDED
+    assert str(s) == "SessionState.SUSPENDED"
+    assert "%s" % s == "SessionState.SUSPENDED"
+    assert f"{s}" == "SessionState.SUSPENDED"
+    assert s == 1 and int(s) == 1  # still the C value
+
+
+def test_a_negative_timeout_waits_forever_as_in_c(zk_hosts, path):
+    # zkl_lock_acquire(l, -1) waits forever; so does acquire(-1) (as
+    # threading.Lock.acquire(timeout=-1)): never a try-once that returns False at once.
+    with zklock.Client(zk_hosts, holder_id="first") as a, zklock.Client(zk_hosts) as b:
+        first, second = a.mutex(path), b.mutex(path)
+        assert first.acquire(0)
+        got = []
+        waiter = threading.Thread(target=lambda: got.append(second.acquire(-1)))
+        waiter.start()
+        waiter.join(1.0)
+        assert waiter.is_alive() and got == [], "acquire(-1) returned %r at once" % got
+        first.release()
+        waiter.join(10)
+        assert got == [True]
+        second.release()

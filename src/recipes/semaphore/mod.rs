@@ -171,6 +171,7 @@ impl Lease<'_> {
 impl Recipe for RawSemaphore {
     /// A lease is the handle's, whatever thread took it.
     type GuardSend = ();
+    const NAME: &'static str = "Semaphore";
 
     fn path(&self) -> &str {
         &self.leases.path
@@ -272,6 +273,8 @@ impl Recipe for RawSemaphore {
                 is_holder: true,
                 is_reader: false,
                 created_ms,
+                // Curator's semaphore has no revocation.
+                revocable: false,
             })
             .collect())
     }

@@ -159,12 +159,20 @@ class HoldState(enum.IntEnum):
 
 
 class SessionState(enum.IntEnum):
-    """The state of a client's session (zkl_session_state)."""
+    """The state of a client's session (zkl_session_state). Compares equal to the C value;
+    prints as its name (``SessionState.SUSPENDED``), not as the number an IntEnum prints
+    since Python 3.11."""
 
     CONNECTED = 0
     SUSPENDED = 1
     EXPIRED = 2
     CLOSED = 3
+
+    def __str__(self) -> str:
+        return "%s.%s" % (type(self).__name__, self.name)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 # The 0.2 names.
@@ -445,12 +453,15 @@ def _seconds(value, what: str) -> float:
 
 
 def _millis(timeout: Optional[float]) -> int:
-    """None -> -1 (forever); seconds -> whole milliseconds, rounded up; <= 0 -> try once;
-    longer than the clock can count -> forever."""
+    """None or negative -> -1 (forever, as C's -1 and threading.Lock's timeout=-1); 0 -> try
+    once; seconds -> whole milliseconds, rounded up; longer than the clock can count ->
+    forever."""
     if timeout is None:
         return -1
     t = _seconds(timeout, "timeout")
-    if t <= 0:
+    if t < 0:
+        return -1
+    if t == 0:
         return 0
     if t * 1000 >= 2**62:
         return -1
@@ -765,7 +776,8 @@ class Lock(_Managed):
         return self._client.holder_id
 
     def acquire(self, timeout: Optional[float] = None) -> bool:
-        """Waits for the lock: forever (None), at most ``timeout`` seconds, or tries once (0).
+        """Waits for the lock: forever (None or a negative number, as C's -1), at most
+        ``timeout`` seconds, or tries once (0).
         True when held, False when not acquired in time; raises :class:`ZklError` otherwise
         (:class:`Cancelled` if :meth:`cancel` or :meth:`close` interrupted it). On the main
         thread, Ctrl-C (any signal whose handler raises) ends the wait at once: the acquire
