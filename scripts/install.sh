@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the C library under PREFIX (default /usr/local) as C libraries are installed, with
 # the layout cargo-c's `cargo cinstall` gives (the crate keeps its [package.metadata.capi] for
-# packagers who use cargo-c), and the `zklock` command with its manual page, from one
+# packagers who use cargo-c), and the `zklock` command with its manual pages, from one
 # `cargo build --release` and no tool to compile first (cargo-c takes 6.5 minutes on 2 cores):
 #   lib/libzklock.so.X.Y.Z, its SONAME link libzklock.so.0.Y (while the major version is 0, each
 #   minor version may break the ABI; build.rs derives the SONAME from Cargo.toml's version) and
 #   libzklock.so, lib/libzklock.a, include/zklock.h, the C++ layer include/zklock.hpp,
 #   lib/pkgconfig/zklock.pc whose Libs.private are the system libraries the static library needs
-#   (rustc's native-static-libs), bin/zklock and share/man/man1/zklock.1. The library is built
-#   with the `capi` feature (TLS and SASL, as the Python package's), the command with `cli`.
+#   (rustc's native-static-libs), bin/zklock and its manual pages share/man/man1/zklock*.1 (man/).
+#   The library is built with the `capi` feature (TLS and SASL, as the Python package's), the
+#   command with `cli`.
 #
 #   scripts/install.sh [PREFIX]        e.g. scripts/install.sh "$HOME/.local"
 #   LIBDIR, INCLUDEDIR, BINDIR, MANDIR default PREFIX/lib, PREFIX/include, PREFIX/bin,
@@ -67,7 +68,7 @@ ln -sfn "$soname" "$dest$libdir/libzklock.so"
 install -m 644 "$release/libzklock.a" "$dest$libdir/libzklock.a"
 install -m 644 include/zklock.h ffi-examples/cpp/zklock.hpp "$dest$includedir/"
 install -m 755 "$release/zklock" "$dest$bindir/zklock"
-install -m 644 man/zklock.1 "$dest$mandir/man1/zklock.1"
+install -m 644 man/*.1 "$dest$mandir/man1/"
 cat >"$dest$libdir/pkgconfig/zklock.pc" <<EOF
 prefix=$prefix
 libdir=$libdir

@@ -161,13 +161,22 @@ fn installed_library_links_dynamically_and_statically_and_locks() {
     );
     assert!(lib.join(format!("libzklock.so.{version}")).exists());
 
-    // The command and its manual page.
-    let man = p.join("share/man/man1/zklock.1");
-    let man = std::fs::read_to_string(&man).expect("share/man/man1/zklock.1 installed");
-    assert_eq!(
-        man,
-        std::fs::read_to_string(format!("{root}/man/zklock.1")).unwrap()
-    );
+    // The command and its manual pages (zklock.1 carries the version).
+    let pages: Vec<_> = std::fs::read_dir(format!("{root}/man"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".1"))
+        .collect();
+    assert!(pages.len() > 1, "{pages:?}");
+    for page in &pages {
+        let installed = p.join("share/man/man1").join(page);
+        assert_eq!(
+            std::fs::read_to_string(&installed)
+                .unwrap_or_else(|e| panic!("share/man/man1/{page} not installed: {e}")),
+            std::fs::read_to_string(format!("{root}/man/{page}")).unwrap()
+        );
+    }
+    let man = std::fs::read_to_string(p.join("share/man/man1/zklock.1")).unwrap();
     assert!(
         man.contains(&format!("\"zklock {version}\"")),
         "the manual's version"
