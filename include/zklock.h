@@ -45,9 +45,9 @@
 #include <stdint.h>
 #include <stddef.h>
 #define ZKL_VERSION_MAJOR 0
-#define ZKL_VERSION_MINOR 2
+#define ZKL_VERSION_MINOR 3
 #define ZKL_VERSION_PATCH 0
-#define ZKL_VERSION_STRING "0.2.0"
+#define ZKL_VERSION_STRING "0.3.0"
 
 /*
  The result of every fallible call. Values are fixed: new statuses only ever get new numbers.
@@ -1436,8 +1436,9 @@ enum zkl_status zkl_client_connect_with_options(const char *hosts,
 const char *zkl_status_name(uint32_t status);
 
 /*
- The library's version, e.g. "0.1.0" (the header's ZKL_VERSION_STRING is the version it was
- generated for). Never NULL; static, owned by the library (never free it). Any thread.
+ The library's version, Cargo.toml's, e.g. "0.3.0" (the header's ZKL_VERSION_STRING is the
+ version it was generated for; the SONAME carries its ABI part, libzklock.so.0.3). Never NULL;
+ static, owned by the library (never free it). Any thread.
 
  ```c
  if (strcmp(zkl_version(), ZKL_VERSION_STRING) != 0)

@@ -313,7 +313,7 @@ for _name, (_restype, _argtypes) in _SIGNATURES.items():
 
 
 def version() -> str:
-    """The library's version, e.g. ``"0.2.0"``."""
+    """The library's version, e.g. ``"0.3.0"`` (the crate's, and this package's)."""
     return _lib.zkl_version().decode()
 
 
