@@ -349,54 +349,6 @@ pub(crate) fn parse_args(argv: Vec<String>) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches_mut(&mut matches)
 }
 
-/// The options that take a value (so that a value is never taken for a subcommand).
-const TAKES_VALUE: &[&str] = &[
-    "--hosts",
-    "--protocol",
-    "--session-timeout",
-    "--holder-id",
-    "--server-tick-ms",
-    "--acl",
-    "--tls-ca",
-    "--tls-cert",
-    "--tls-key",
-    "--tls-key-password-file",
-    "--sasl-user",
-    "--sasl-password-file",
-    "--digest-user",
-    "--digest-password-file",
-    "--timeout",
-    "-w",
-    "--wait",
-    "--semaphore",
-    "-E",
-    "--conflict-exit-code",
-    "--on-lost",
-    "--kill-after",
-    "-c",
-    "--command",
-];
-
-/// Puts a subcommand given after options (`zklock --hosts H holders PATH`, as 0.2 took it)
-/// first, where the parser looks for it. A lock path starts with '/', so the first operand
-/// named `holders` or `revoke` is the subcommand.
-pub(crate) fn subcommand_first(mut argv: Vec<String>) -> Vec<String> {
-    let mut i = 1;
-    while i < argv.len() {
-        let a = argv[i].as_str();
-        if a == "--" || (!a.starts_with('-') && a != "holders" && a != "revoke") {
-            break;
-        }
-        if a == "holders" || a == "revoke" {
-            let sub = argv.remove(i);
-            argv.insert(1, sub);
-            break;
-        }
-        i += if TAKES_VALUE.contains(&a) { 2 } else { 1 };
-    }
-    argv
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -462,20 +414,6 @@ pub(crate) mod tests {
             Some(Sub::Revoke(r)) => assert_eq!(r.node.as_deref(), Some("node-1")),
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn a_subcommand_after_options_is_found() {
-        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            subcommand_first(v(&["zklock", "--hosts", "h:1", "-v", "holders", "/p"])),
-            v(&["zklock", "holders", "--hosts", "h:1", "-v", "/p"])
-        );
-        // A value that happens to be `holders` stays a value; a path stops the search.
-        assert_eq!(
-            subcommand_first(v(&["zklock", "--holder-id", "holders", "/p", "revoke"])),
-            v(&["zklock", "--holder-id", "holders", "/p", "revoke"])
-        );
     }
 
     #[test]

@@ -17,6 +17,7 @@
 #[allow(unsafe_code, dead_code)]
 mod sys;
 
+mod argv;
 mod cli;
 mod exit_codes;
 mod holders;
@@ -32,7 +33,8 @@ use zklock::{
     Acl, Client, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore, SimpleLock,
 };
 
-use crate::cli::{parse_args, subcommand_first, AclArg, Conn, Kind, Proto, Sub};
+use crate::argv::subcommand_first;
+use crate::cli::{parse_args, AclArg, Conn, Kind, Proto, Sub};
 use crate::exit_codes::{fail, usage, EXIT_USAGE};
 
 fn main() -> ExitCode {

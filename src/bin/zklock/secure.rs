@@ -204,7 +204,7 @@ fn missing(flag: &str, user: &str, what: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::subcommand_first;
+    use crate::argv::subcommand_first;
     use crate::cli::tests::parse;
     use crate::cli::AclArg;
 
