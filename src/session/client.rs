@@ -872,7 +872,7 @@ impl Client {
     /// Adds authentication to the session now, and to every later session of this client.
     pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> Result<()> {
         let s = self.session()?;
-        s.wait(s.zk.auth(scheme, auth), s.call_deadline())?;
+        s.wait(s.zk.auth(scheme, auth), crate::Deadline::Forever)?;
         self.inner
             .added_auth
             .lock()
