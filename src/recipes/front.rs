@@ -43,8 +43,10 @@ pub trait Lockable: Send + Sync {
     fn path(&self) -> &str;
 
     /// Takes one hold for the calling participant: `Ok(Some(fencing token))` when held,
-    /// `Ok(None)` when not acquired before `deadline` (busy, for [`Deadline::TryOnce`]); nothing
-    /// of the attempt is left on the server then, nor on any error.
+    /// `Ok(None)` when not acquired before `deadline` (busy, for [`Deadline::TryOnce`]), also
+    /// when the deadline runs out inside a request to a connected server (a deadline is a
+    /// timeout, however short); nothing of the attempt is left on the server then, nor on any
+    /// error (a create whose reply had not come is undone in the background).
     ///
     /// # Errors
     /// [`Error::Cancelled`] after [`Lockable::cancel`], [`Error::SessionExpired`] or
