@@ -9,9 +9,11 @@ fn main() {
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
     // The SONAME changes with every ABI break: with the major version, or while it is 0 with the
-    // minor one (libzklock.so.0.2), as cargo-c names it too (scripts/install.sh installs that
-    // layout); under cargo-c (`cargo cinstall`, feature `capi`) it sets the SONAME itself.
-    if env::var_os("CARGO_FEATURE_CAPI").is_none() {
+    // minor one (libzklock.so.0.3), derived from Cargo.toml's version as cargo-c derives it
+    // (scripts/install.sh installs that layout). Under every feature set: the C library of
+    // scripts/install.sh and the Python package is built with `capi`, and `cargo cinstall`
+    // passes the same name (the linker keeps the last -soname; both are this one).
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         let major = env::var("CARGO_PKG_VERSION_MAJOR").unwrap();
         let sover = match major.as_str() {
             "0" => format!("0.{}", env::var("CARGO_PKG_VERSION_MINOR").unwrap()),

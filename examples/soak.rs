@@ -53,7 +53,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
@@ -468,26 +468,41 @@ fn handles(work: Work, client: &Client, quiet: bool) -> zklock::Result<Handles> 
     })
 }
 
-/// Cancels the attempt numbered `n` at `at`, if it is still under way then.
+/// Cancels the attempt numbered `n` at `at`, if it is still under way then (a cancel is
+/// sticky: one made after the attempt ended would end the next one, see [`Canceller::ended`]).
 struct Canceller {
     tx: mpsc::Sender<(u64, Instant)>,
-    current: Arc<AtomicU64>,
+    current: Arc<StdMutex<u64>>,
+    lock: Arc<dyn Lockable>,
 }
 
 impl Canceller {
     fn start(lock: Arc<dyn Lockable>) -> Canceller {
         let (tx, rx) = mpsc::channel::<(u64, Instant)>();
-        let current = Arc::new(AtomicU64::new(0));
-        let cur = current.clone();
+        let current = Arc::new(StdMutex::new(0));
+        let (cur, l) = (current.clone(), lock.clone());
         std::thread::spawn(move || {
             while let Ok((n, at)) = rx.recv() {
                 std::thread::sleep(at.saturating_duration_since(Instant::now()));
-                if cur.load(Ordering::SeqCst) == n {
-                    lock.cancel();
+                let cur = cur.lock().unwrap();
+                if *cur == n {
+                    l.cancel();
                 }
             }
         });
-        Canceller { tx, current }
+        Canceller { tx, current, lock }
+    }
+
+    /// Attempt `n` begins.
+    fn begins(&self, n: u64) {
+        *self.current.lock().unwrap() = n;
+    }
+
+    /// The attempt has returned: no cancel is made for it from now on, and one made after it
+    /// returned is forgotten.
+    fn ended(&self) {
+        *self.current.lock().unwrap() = 0;
+        self.lock.reset_cancel();
     }
 }
 
@@ -536,12 +551,12 @@ fn worker(
         } else {
             (Deadline::TryOnce, None)
         };
-        canceller.current.store(n, Ordering::SeqCst);
+        canceller.begins(n);
         if let Some(c) = cancel_after {
             let _ = canceller.tx.send((n, Instant::now() + c));
         }
         let r = h.main.acquire(deadline);
-        canceller.current.store(0, Ordering::SeqCst);
+        canceller.ended();
         let t = now_ns();
         match r {
             Ok(Some(token)) => hold(&h, &wid, n, token, t, &log, &mut rng),

@@ -45,9 +45,9 @@
 #include <stdint.h>
 #include <stddef.h>
 #define ZKL_VERSION_MAJOR 0
-#define ZKL_VERSION_MINOR 2
+#define ZKL_VERSION_MINOR 3
 #define ZKL_VERSION_PATCH 0
-#define ZKL_VERSION_STRING "0.2.0"
+#define ZKL_VERSION_STRING "0.3.0"
 
 /*
  The result of every fallible call. Values are fixed: new statuses only ever get new numbers.
@@ -86,7 +86,7 @@ typedef enum zkl_status {
    */
   ZKL_INTERNAL_ERROR = 7,
   /*
-   A waiting acquire was cancelled with zkl_lock_cancel.
+   An acquire was ended by zkl_lock_cancel (made during it, or before it began).
    */
   ZKL_CANCELLED = 8,
   /*
@@ -237,7 +237,7 @@ typedef struct zkl_client zkl_client;
  not to the thread that made a call: any thread may release what another acquired through the
  same handle, reentrancy counts per handle, and zkl_lock_is_held, zkl_lock_hold_state and
  zkl_lock_fencing_token answer for the handle. Use from one thread at a time, except
- zkl_lock_cancel, which any thread may call at any time.
+ zkl_lock_cancel and zkl_lock_reset_cancel, which any thread may call at any time.
  */
 typedef struct zkl_lock zkl_lock;
 
@@ -779,16 +779,16 @@ enum zkl_status zkl_multi_lock_new(struct zkl_lock *const *locks,
  at most that long in all.
 
  Returns ZKL_OK when held, ZKL_TIMEOUT when not acquired in time (0: the lock was busy),
- ZKL_CANCELLED when zkl_lock_cancel interrupted the wait, ZKL_WOULD_DEADLOCK when it could
- only wait for this handle's own hold (see the recipe's constructor), ZKL_CONNECTION_LOSS or
- ZKL_SESSION_EXPIRED when the session failed, ZKL_CLOSED after zkl_client_close; on every
- non-OK status no node of this attempt is left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a
- time per handle.
+ ZKL_CANCELLED when zkl_lock_cancel ended it (made during the acquire, or before it began:
+ see zkl_lock_cancel), ZKL_WOULD_DEADLOCK when it could only wait for this handle's own hold
+ (see the recipe's constructor), ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the session
+ failed, ZKL_CLOSED after zkl_client_close; on every non-OK status no node of this attempt is
+ left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a time
+ per handle.
 
  Pointers: lock is NULL or a live zkl_lock, not freed during the call.
  */
-enum zkl_status zkl_lock_acquire(struct zkl_lock *lock,
-                                 int64_t timeout_ms);
+enum zkl_status zkl_lock_acquire(struct zkl_lock *lock, int64_t timeout_ms);
 
 /*
  Releases one hold of the lock.
@@ -806,10 +806,15 @@ enum zkl_status zkl_lock_acquire(struct zkl_lock *lock,
 enum zkl_status zkl_lock_release(struct zkl_lock *lock);
 
 /*
- Cancels the acquires waiting on this handle now: they return ZKL_CANCELLED (acquires that
- start later are not affected). Any thread, at any time, even while another thread is inside
- zkl_lock_acquire on the same handle. Returns at once (for a multi-lock: within a second, while
- the waiting acquire lets go of the locks it took).
+ Ends the acquire under way on this handle: it returns ZKL_CANCELLED, having deleted its
+ node and given back a hold that arrived meanwhile. If no acquire is under way, the handle
+ remembers the cancel and its next zkl_lock_acquire returns ZKL_CANCELLED at once (before any
+ request), forgetting it: a cancel that lands just before an acquire begins is not lost
+ (kazoo's cancel() and Java's interrupt are sticky too). One cancel ends one acquire: several
+ with no acquire between are one, and a cancel never outlives the acquire it ends. A cancel
+ that came after the acquire it was meant for had returned is remembered all the same:
+ zkl_lock_reset_cancel forgets it. Any thread, at any time, even while another thread is
+ inside zkl_lock_acquire on the same handle. Returns at once.
 
  Do not free the handle while another thread is inside zkl_lock_acquire: cancel, wait for
  that thread to return, then free.
@@ -817,6 +822,15 @@ enum zkl_status zkl_lock_release(struct zkl_lock *lock);
  Pointers: lock is NULL or a live zkl_lock, not freed during the call.
  */
 enum zkl_status zkl_lock_cancel(const struct zkl_lock *lock);
+
+/*
+ Forgets a cancel this handle remembers for its next acquire (zkl_lock_cancel with no acquire
+ under way), say one that came just after the acquire it was meant for had returned. Returns
+ 1 if there was one, else 0 (also for NULL). Never blocks; any thread, at any time.
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call.
+ */
+int zkl_lock_reset_cancel(const struct zkl_lock *lock);
 
 /*
  1 while this handle holds the lock and zkl_lock_hold_state would say ZKL_HOLD_HELD (the
@@ -1427,8 +1441,9 @@ enum zkl_status zkl_client_connect_with_options(const char *hosts,
 const char *zkl_status_name(uint32_t status);
 
 /*
- The library's version, e.g. "0.1.0" (the header's ZKL_VERSION_STRING is the version it was
- generated for). Never NULL; static, owned by the library (never free it). Any thread.
+ The library's version, Cargo.toml's, e.g. "0.3.0" (the header's ZKL_VERSION_STRING is the
+ version it was generated for; the SONAME carries its ABI part, libzklock.so.0.3). Never NULL;
+ static, owned by the library (never free it). Any thread.
 
  ```c
  if (strcmp(zkl_version(), ZKL_VERSION_STRING) != 0)

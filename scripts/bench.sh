@@ -8,11 +8,15 @@
 #      W2 at 8 clients through the C ABI (from Rust, and from Python: benches/zklock-py), W4
 #      for the read-write lock and the semaphores, W6
 #      (10 / 100 / 1,000 queued waiters) and client memory,
+#      and, in every repeat (with BENCH_ONLY_CORE=1 too), TLS beside plaintext (issue 27):
+#      `zklock-peerbench TLS` starts two zklock::testing servers with the same settings, one
+#      plaintext and one TLS-only (server-authenticated), and runs the connect time, W1 and W2
+#      at 8 clients against each, two rounds alternating which goes first (about 45 s),
 #   4. prints the ratio table and writes it to benches/results/<date>.md (raw rows: *.jsonl).
 #
 # Environment: PEERS_DIR (default <repo>/benches/peers, the project's own drivers), REPEATS (3), BENCH_DURATION (5 s for W2
-# and W5 instead of the harness's 10, to finish in about 15 minutes on 2 cores), BENCH_SKIP_INSTALL=1,
-# CARGO_TARGET_DIR (honoured), BENCH_W6_SIZES ("10 100 1000").
+# and W5 instead of the harness's 10, to finish in about 17 minutes on 2 cores), BENCH_SKIP_INSTALL=1,
+# CARGO_TARGET_DIR (honoured), BENCH_W6_SIZES ("10 100 1000"), BENCH_TLS=0 (skips TLS beside plaintext).
 #
 # Before/after: BENCH_BASELINE_REV=<git rev> also builds the benchmark driver of that revision (in a
 # detached worktree <target>/bench-baseline/<short>, with its own CARGO_TARGET_DIR
@@ -32,6 +36,7 @@ export BENCH_DURATION=${BENCH_DURATION:-5}
 W6_SIZES=${BENCH_W6_SIZES:-10 100 1000}
 BASE_REV=${BENCH_BASELINE_REV:-}
 ONLY_CORE=${BENCH_ONLY_CORE:-0}
+RUN_TLS=${BENCH_TLS:-1}
 say() { echo "bench: $*" >&2; }
 T0=$(date +%s)
 
@@ -42,6 +47,8 @@ install_prereqs() {
     [ -f "/usr/share/java/$jar.jar" ] || apt+=("lib$jar-java")
   done
   [ -f /usr/share/java/zookeeper.jar ] || apt+=(zookeeper)
+  # the TLS test server (TLS beside plaintext) needs Netty's codec, which zookeeper.jar does not list
+  [ -f /usr/share/java/netty-codec.jar ] || apt+=(libnetty-java)
   command -v javac >/dev/null 2>&1 || apt+=(openjdk-17-jdk-headless)
   command -v nc >/dev/null 2>&1 || apt+=(netcat-openbsd)
   command -v python3 >/dev/null 2>&1 || apt+=(python3 python3-pip)
@@ -124,8 +131,9 @@ mkdir -p "$RES"
 MAIN=$RES/$DAY-$HOSTINFO$TAG.jsonl
 EXTRA=$RES/$DAY-$HOSTINFO$TAG.zklock.jsonl
 LOG=$RES/$DAY-$HOSTINFO$TAG.log
-: > "$MAIN"; : > "$EXTRA"
-say "raw rows: $MAIN, $EXTRA; log: $LOG"
+TLSJ=$RES/$DAY-$HOSTINFO$TAG.tls.jsonl
+: > "$MAIN"; : > "$EXTRA"; : > "$TLSJ"
+say "raw rows: $MAIN, $EXTRA, $TLSJ; log: $LOG"
 one() { # one zklock-only row into $EXTRA: [PLUGIN=$ZKPY] one W[..] recipe [clients] [KEY=VAL ...]
   local plugin=${PLUGIN:-$ZKB} w=$1 rec=${2:-lock} label=zklock
   local spec=$plugin; [ -n "$2" ] && spec=$plugin:$2; shift 2
@@ -140,6 +148,14 @@ one() { # one zklock-only row into $EXTRA: [PLUGIN=$ZKPY] one W[..] recipe [clie
       if [ $((r % 2)) = 1 ]; then ZK=("$ZKB" "$BASE_BENCH"); else ZK=("$BASE_BENCH" "$ZKB"); fi
     fi
     BENCH_OUT=$MAIN REP_START=$r "$PEERS_DIR/run-all.sh" 1 "${ZK[@]}" raw-java curator:lock kazoo:lock
+    # TLS beside plaintext: the driver starts its own two servers; which goes first alternates
+    # within the run and from repeat to repeat
+    if [ "$RUN_TLS" = 1 ]; then
+      first=plain; [ $((r % 2)) = 1 ] || first=tls
+      echo "[rep $r] TLS beside plaintext (zklock-peerbench TLS, $first first)  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)" >&2
+      BENCH_RUN_ID="rep$r-$(date +%s)" BENCH_TLS_FIRST=$first "$ZKLOCK_BENCH_BIN" TLS 8 >> "$TLSJ" \
+        || echo "  failed rc=$?" >&2
+    fi
     [ "$ONLY_CORE" != 1 ] || continue
     export BENCH_RUN_ID="rep$r-$(date +%s)"
     # W1: the C ABI and Semaphore(1) vs the Rust API's mutex, mirrored so that drift cancels;
@@ -164,9 +180,9 @@ MD=$RES/$DAY$TAG.md
 {
   echo "# zklock vs the peers — $DAY"
   echo
-  ENVS="${BASE_REV:+BENCH_BASELINE_REV=$BASE_REV }$([ "$ONLY_CORE" != 1 ] || echo 'BENCH_ONLY_CORE=1 ')"
+  ENVS="${BASE_REV:+BENCH_BASELINE_REV=$BASE_REV }$([ "$ONLY_CORE" != 1 ] || echo 'BENCH_ONLY_CORE=1 ')$([ "$RUN_TLS" = 1 ] || echo 'BENCH_TLS=0 ')"
   echo "Command: \`${ENVS}scripts/bench.sh\` (REPEATS=$REPEATS, BENCH_DURATION=${BENCH_DURATION}s for W2/W5 —"
-  echo "the harness default is 10 s; shortened so the whole run fits in ~15 min on 2 cores). Every"
+  echo "the harness default is 10 s; shortened so the whole run fits in ~17 min on 2 cores). Every"
   echo "ratio is taken within one interleaved repeat, then the median over repeats."
   echo
   echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')),"
@@ -183,10 +199,13 @@ MD=$RES/$DAY$TAG.md
   echo
   python3 "$ROOT/benches/summary.py" "$MAIN" "$EXTRA"
   echo
+  [ "$RUN_TLS" != 1 ] || python3 "$ROOT/benches/tls_summary.py" "$TLSJ"
   echo "## Side by side (peers/summarize.py: W1–W5, raw floor = raw-java:lock)"
   python3 "$PEERS_DIR/summarize.py" "$MAIN"
   echo
-  echo "Raw rows: \`benches/results/$(basename "$MAIN")\`, \`benches/results/$(basename "$EXTRA")\`."
+  RAW="\`benches/results/$(basename "$MAIN")\`, \`benches/results/$(basename "$EXTRA")\`"
+  [ "$RUN_TLS" != 1 ] || RAW="$RAW, \`benches/results/$(basename "$TLSJ")\`"
+  echo "Raw rows: $RAW."
   echo "Wall time: $(( ($(date +%s) - T0) / 60 )) min."
 } > "$MD"
 cat "$MD"

@@ -32,6 +32,12 @@
 //! timeout, less a tenth: `docs/hold-model.md`), `Uncertain` from then until the lease is renewed
 //! or the session expires, `Lost` after.
 //! Attach [`Guard::fencing_token`] to the writes the lock protects.
+//!
+//! **From async code.** [`Lock::acquire_async`] and [`Lock::lock_async`] are the acquire as a
+//! future, for any runtime (the library depends on none): the wait runs on a thread of the
+//! library's own, and dropping the future (a timeout, `select!`, an aborted task) cancels the
+//! acquire and gives back a hold that arrived anyway. The guard, an [`OwnedGuard`], is `Send`
+//! and `'static`: it may be held across `.await`.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -45,6 +51,7 @@ mod deadline;
 mod error;
 mod node;
 mod path;
+mod pool;
 mod recipes;
 mod runtime;
 mod session;
@@ -73,10 +80,11 @@ pub use path::validate_path;
 #[allow(deprecated)]
 pub use recipes::RawMultiLock;
 pub use recipes::{
-    Guard, HoldState, Lease, Lock, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, Mutex,
-    MutexGuard, Participant, RawMutex, RawReadLock, RawSemaphore, RawSemaphoreMutex, RawSimpleLock,
-    RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, Semaphore, SemaphoreMutex,
-    SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard, WriteLock,
+    AcquireFuture, AsyncLock, Guard, HoldState, Lease, Lock, Lockable, MultiLock, MultiLockFailure,
+    MultiLockGuard, Mutex, MutexGuard, OwnedGuard, Participant, RawMutex, RawReadLock,
+    RawSemaphore, RawSemaphoreMutex, RawSimpleLock, RawWriteLock, ReadGuard, ReadLock,
+    ReadWriteLock, Semaphore, SemaphoreMutex, SemaphoreMutexGuard, SimpleLock, SimpleLockGuard,
+    WriteGuard, WriteLock,
 };
 pub use session::{Acl, ChildrenWatch, Client, Options, Sasl, SessionEvent, SessionState, Tls};
 pub use stats::{LockStats, Percentiles};

@@ -171,6 +171,35 @@ pub(crate) fn revoke_request(node_path: &str, data: &[u8]) -> (Vec<u8>, Option<S
     }
 }
 
+/// Appended to a lock node's data by a holder that listens for revocation requests (that made
+/// its lock revocable), so that whoever asks can tell it will hear: Curator's `makeRevocable`
+/// leaves no such mark, and a request overwrites it.
+pub(crate) const REVOCABLE_MARK: &str = "\nzklock-revocable";
+
+/// `data` without the revocable mark, and whether it had it.
+pub(crate) fn revocable_parts(data: &[u8]) -> (&[u8], bool) {
+    match data.strip_suffix(REVOCABLE_MARK.as_bytes()) {
+        Some(rest) => (rest, true),
+        None => (data, false),
+    }
+}
+
+/// `data` with the revocable mark.
+pub(crate) fn with_revocable_mark(data: &[u8]) -> Vec<u8> {
+    let mut marked = revocable_parts(data).0.to_vec();
+    marked.extend_from_slice(REVOCABLE_MARK.as_bytes());
+    marked
+}
+
+/// The holder id in a queue node's data, and whether its holder listens for revocation.
+pub(crate) fn holder_parts(data: &[u8]) -> (String, bool) {
+    let (rest, revocable) = revocable_parts(data);
+    (
+        std::str::from_utf8(rest).unwrap_or_default().to_string(),
+        revocable,
+    )
+}
+
 /// Between the holder id and the attempt id in a simple lock's node data.
 pub(crate) const ATTEMPT_MARK: &str = "\nzklock-attempt:";
 
@@ -182,7 +211,7 @@ pub(crate) fn simple_lock_data(holder_id: &str, attempt: &str) -> Vec<u8> {
 /// The holder id and the attempt id in a simple lock node's data (the attempt id is absent
 /// from nodes made by zklock before 0.3, and after a revocation request overwrote the data).
 pub(crate) fn simple_lock_parts(data: &[u8]) -> (String, Option<String>) {
-    let text = String::from_utf8_lossy(data);
+    let text = String::from_utf8_lossy(revocable_parts(data).0);
     match text.split_once(ATTEMPT_MARK) {
         Some((holder, attempt)) => (holder.to_string(), Some(attempt.to_string())),
         None => (text.into_owned(), None),
@@ -304,6 +333,23 @@ pub(crate) fn contenders(children: Vec<String>) -> Vec<Contender> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_revocable_mark_comes_off_every_layout() {
+        use super::*;
+        let marked = with_revocable_mark(b"host:1");
+        assert_eq!(holder_parts(&marked), ("host:1".to_string(), true));
+        assert_eq!(with_revocable_mark(&marked), marked, "marked once");
+        assert_eq!(holder_parts(b"host:1"), ("host:1".to_string(), false));
+        let simple = with_revocable_mark(&simple_lock_data("host:1", "a1"));
+        assert_eq!(
+            simple_lock_parts(&simple),
+            ("host:1".to_string(), Some("a1".to_string()))
+        );
+        let (request, _) = revoke_request("/p", &simple);
+        assert!(is_revoke_request(&request));
+        assert!(!is_revoke_request(&simple));
+    }
+
     #[test]
     fn every_layout_is_told_apart_and_foreign_children_are_named() {
         let v = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();

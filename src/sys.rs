@@ -534,6 +534,104 @@ pub(crate) mod process {
         }
     }
 
+    /// A process of this process's group that keeps some signals blocked and does nothing
+    /// else: a signal sent to the whole group (`kill -INT -- -PGID`, a Ctrl-C at the terminal)
+    /// stays pending in it, one sent to this process alone never reaches it. The two look
+    /// alike to the process that catches them (same `si_code`, same sender): the witness tells
+    /// them apart. It dies with its parent (`PR_SET_PDEATHSIG`) and holds no descriptor.
+    pub struct GroupWitness {
+        pid: libc::pid_t,
+        signals: Vec<i32>,
+    }
+
+    impl GroupWitness {
+        /// Starts a witness of `signals` in this process's group.
+        pub fn start(signals: &[i32]) -> std::io::Result<GroupWitness> {
+            // SAFETY: an all-zero sigset_t is valid storage that sigemptyset then initializes;
+            // pthread_sigmask, fork and the calls in the child are async-signal-safe (the child
+            // of a multi-threaded process may make no other), and the child never returns: it
+            // waits in pause() until SIGKILL (from its parent's drop, or its parent's death).
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                let mut old: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                for &sig in signals {
+                    libc::sigaddset(&mut set, sig);
+                }
+                // Blocked before the fork, so the child never runs the parent's handlers.
+                libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+                let parent = libc::getpid();
+                let pid = libc::fork();
+                if pid == 0 {
+                    libc::prctl(
+                        libc::PR_SET_PDEATHSIG,
+                        libc::SIGKILL as libc::c_ulong,
+                        0,
+                        0,
+                        0,
+                    );
+                    if libc::getppid() != parent {
+                        libc::_exit(0);
+                    }
+                    // Holds none of the parent's descriptors (pipes would not see their end).
+                    if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+                        for fd in 0..4096 {
+                            libc::close(fd);
+                        }
+                    }
+                    loop {
+                        libc::pause();
+                    }
+                }
+                let err = std::io::Error::last_os_error();
+                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+                if pid < 0 {
+                    return Err(err);
+                }
+                Ok(GroupWitness {
+                    pid,
+                    signals: signals.to_vec(),
+                })
+            }
+        }
+
+        /// Whether signal `sig` is pending in the witness: it was sent to the whole group
+        /// since the witness started.
+        pub fn got(&self, sig: i32) -> bool {
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
+                return false;
+            };
+            status.lines().any(|l| {
+                let Some((key, mask)) = l.split_once(':') else {
+                    return false;
+                };
+                (key == "ShdPnd" || key == "SigPnd")
+                    && u64::from_str_radix(mask.trim(), 16)
+                        .is_ok_and(|m| sig >= 1 && m & (1 << (sig - 1)) != 0)
+            })
+        }
+
+        /// A fresh witness (nothing pending) in place of this one; this one stays if a new one
+        /// cannot be started.
+        pub fn renew(&mut self) -> std::io::Result<()> {
+            let fresh = GroupWitness::start(&self.signals)?;
+            // The old one ends (drop) once the new one watches: no gap.
+            drop(std::mem::replace(self, fresh));
+            Ok(())
+        }
+    }
+
+    impl Drop for GroupWitness {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) and waitpid(2) on our own child, whose status goes to a valid i32.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+                let mut status = 0;
+                libc::waitpid(self.pid, &mut status, 0);
+            }
+        }
+    }
+
     /// Whether process `pid` is in this process's process group.
     pub fn in_my_process_group(pid: u32) -> bool {
         let Ok(pid) = libc::pid_t::try_from(pid) else {

@@ -415,9 +415,25 @@ fn start_command_with(
     script: &str,
     setup: impl FnOnce(&mut Command),
 ) -> (std::process::Child, u32) {
+    start_command_opts(h, &[], p, dir, script, setup)
+}
+
+/// As [`start_command_with`], with zklock's options `opts` before PATH.
+#[allow(clippy::zombie_processes)] // returned to the caller, who waits for it
+fn start_command_opts(
+    h: &str,
+    opts: &[&str],
+    p: &str,
+    dir: &std::path::Path,
+    script: &str,
+    setup: impl FnOnce(&mut Command),
+) -> (std::process::Child, u32) {
     let pidfile = dir.join("pid");
     let script = format!("echo $$ > {}; {script}", pidfile.display());
-    let mut c = zklock(h, &["--session-timeout", "2", p, "--", "sh", "-c", &script]);
+    let mut args = vec!["--session-timeout", "2"];
+    args.extend_from_slice(opts);
+    args.extend_from_slice(&[p, "--", "sh", "-c", &script]);
+    let mut c = zklock(h, &args);
     c.stdout(Stdio::null()).stderr(Stdio::piped());
     setup(&mut c);
     let mut z = c.spawn().unwrap();
@@ -702,6 +718,121 @@ fn sigint_to_zklock_alone_reaches_the_command_once() {
     assert_eq!(out.status.code(), Some(0));
 }
 
+/// Waits for zklock to end, at most `within`; past that kills it (COMMAND dies with it) and
+/// fails the test.
+fn finish(mut z: std::process::Child, within: Duration) -> Output {
+    let t = Instant::now();
+    while z.try_wait().unwrap().is_none() {
+        if t.elapsed() > within {
+            let _ = z.kill();
+            let out = z.wait_with_output().unwrap();
+            panic!(
+                "zklock did not end within {within:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    z.wait_with_output().unwrap()
+}
+
+/// A supervisor's `kill -INT -- -PGID` reaches every process of zklock's group, COMMAND
+/// included: zklock does not pass on what COMMAND got itself, so COMMAND sees it once (as with a
+/// Ctrl-C typed at the terminal).
+#[test]
+fn sigint_to_zklocks_process_group_reaches_the_command_once() {
+    use std::os::unix::process::CommandExt;
+    let h = hosts();
+    let p = path("sigint-group");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let (z, cmd) = start_command_with(&h, &p, dir.path(), &int_counting_script(&log), |c| {
+        // zklock leads a process group of its own, as a supervisor starts its jobs.
+        c.process_group(0);
+    });
+    assert!(alive(cmd));
+    let group = format!("-{}", z.id());
+    let kill = Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = finish(z, Duration::from_secs(20));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text,
+        "INT\ndone\n",
+        "COMMAND saw the group's SIGINT once: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// `zklock --revocable PATH COMMAND` hears `zklock revoke PATH`: it ends COMMAND as --on-lost
+/// does (SIGTERM), releases, and exits 81; the next waiter gets the lock; `revoke` said the
+/// holder listens.
+#[test]
+fn revoke_reaches_a_revocable_zklock_holder_and_the_next_waiter_gets_the_lock() {
+    let h = hosts();
+    let p = path("revocable");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let script = format!(
+        "trap 'echo TERM >> {l}; exit 3' TERM; while :; do sleep 0.1; done",
+        l = log.display()
+    );
+    let (z, _cmd) = start_command_opts(&h, &["--revocable"], &p, dir.path(), &script, |_| {});
+    let waiter = zklock(&h, &["-w", "20", &p, "echo", "next"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let c = client(&h, "revoke-watcher");
+    let m = Mutex::new(&c, &p).unwrap();
+    assert!(
+        zklock::testing::eventually(Duration::from_secs(10), || m.participants().unwrap().len()
+            == 2),
+        "the waiter never queued"
+    );
+    let (code, out, err) = run(zklock(&h, &["revoke", &p]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.trim().starts_with(&format!("{p}/")), "{out}");
+    assert!(
+        err.contains("asked") && !err.contains("did not make"),
+        "{err}"
+    );
+    let out = finish(z, Duration::from_secs(20));
+    let zerr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(81), "{zerr}");
+    assert!(zerr.contains("revoke"), "{zerr}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "TERM\n");
+    let w = waiter.wait_with_output().unwrap();
+    assert_eq!(
+        (w.status.code(), String::from_utf8_lossy(&w.stdout).trim()),
+        (Some(0), "next"),
+        "{}",
+        String::from_utf8_lossy(&w.stderr)
+    );
+}
+
+/// `zklock revoke` of a holder that did not make its lock revocable says so (it will not let
+/// go), and the holder keeps its lock.
+#[test]
+fn revoke_of_a_holder_that_is_not_revocable_says_so() {
+    let h = hosts();
+    let p = path("not-revocable");
+    let dir = tempfile::tempdir().unwrap();
+    let (mut z, cmd) = start_command(&h, &p, dir.path(), "exec sleep 30");
+    let (code, out, err) = run(zklock(&h, &["revoke", &p]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.trim().starts_with(&format!("{p}/")), "{out}");
+    assert!(err.contains("did not make its lock revocable"), "{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(cmd), "a holder that is not revocable keeps going");
+    assert!(zklock::testing::send_signal(z.id(), libc::SIGTERM));
+    let _ = z.wait();
+}
+
 /// flock's habits: -w SECONDS, -s / -x, -c COMMAND_STRING, combined short flags, and a --help per
 /// subcommand; the manual page is the definition's.
 #[test]
@@ -743,6 +874,87 @@ fn flock_habits_help_per_subcommand_and_the_man_page() {
         man == committed,
         "man/zklock.1 is not what the command's definition gives: run `zklock --man > man/zklock.1`"
     );
+}
+
+/// Every manual page a page of man/ cites (`zklock-revoke(1)`) is in man/ too, and each is the
+/// command's definition (`zklock --man=PAGE`).
+#[test]
+fn every_manual_page_cited_exists_and_is_the_definitions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    let mut pages = vec!["zklock".to_string()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(page) = pages.pop() {
+        if !seen.insert(page.clone()) {
+            continue;
+        }
+        let file = dir.join(format!("{page}.1"));
+        let committed = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{} is cited but missing: {e}", file.display()));
+        let mut c = Command::new(ZKLOCK);
+        c.arg(format!("--man={page}"));
+        let (code, man, err) = run(c);
+        assert_eq!(code, 0, "{page}: {err}");
+        assert!(
+            man == committed,
+            "man/{page}.1 is not the definition's: run `zklock --man={page} > man/{page}.1`"
+        );
+        // Citations: NAME(1), with roff's escaped hyphens.
+        let text = committed.replace("\\-", "-");
+        for (i, _) in text.match_indices("(1)") {
+            let name: String = text[..i]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            if name.starts_with("zklock") {
+                pages.push(name);
+            }
+        }
+    }
+    assert!(seen.len() >= 3, "{seen:?}");
+}
+
+/// `revoke --help` lists only what revoke uses: no -v, -s, -x (nor the other kind flags).
+#[test]
+fn revoke_help_lists_only_its_own_options() {
+    let (code, out, _) = run(zklock(&hosts(), &["revoke", "--help"]));
+    assert_eq!(code, 0);
+    for flag in [
+        "-v,",
+        "--verbose",
+        "-s,",
+        "-x,",
+        "--read",
+        "--write",
+        "--semaphore",
+        "--simple",
+    ] {
+        assert!(!out.contains(flag), "{flag} in: {out}");
+    }
+    // Still accepted, as 0.2 took them.
+    let (code, _, err) = run(zklock(
+        &hosts(),
+        &["revoke", "-v", "-x", &path("revoke-quiet")],
+    ));
+    assert_eq!(code, 0, "{err}");
+}
+
+/// A timeout too long for the clock (`-w 1e30`, `-w inf`) is forever, as no -w is; what is no
+/// number at all is refused.
+#[test]
+fn a_timeout_too_long_to_count_is_forever() {
+    let h = hosts();
+    let p = path("forever");
+    for w in ["1e30", "inf"] {
+        let (code, out, err) = run(zklock(&h, &["-w", w, &p, "echo", "ran"]));
+        assert_eq!((code, out.trim()), (0, "ran"), "-w {w}: {err}");
+    }
+    let (code, _, err) = run(zklock(&h, &["-w", "nan", &p, "true"]));
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("not a number"), "{err}");
 }
 
 /// -n bounds the whole call, connect included, and a failed connect says why; a bad path is a
@@ -853,6 +1065,7 @@ fn revoke_asks_a_revocable_holder_and_prints_its_node() {
     let (code, out, err) = run(zklock(&h, &["revoke", &p]));
     assert_eq!(code, 0, "{err}");
     assert!(out.trim().starts_with(&format!("{p}/")), "{out}");
+    assert!(!err.contains("did not make"), "it did: {err}");
     let t = Instant::now();
     while !asked.load(Ordering::SeqCst) {
         assert!(t.elapsed() < Duration::from_secs(10), "never asked");

@@ -793,9 +793,62 @@ fn cancel_from_another_thread() {
                 .len(),
             1
         );
-        // Cancel affects only acquires waiting at the time.
+        // The cancel ended that acquire and is not remembered for the next.
         assert_eq!(zkl_lock_release(a), ZKL_OK);
         assert_eq!(zkl_lock_acquire(b, 2000), ZKL_OK, "{}", last_error());
+        zkl_lock_free(a);
+        zkl_lock_free(b);
+        zkl_client_free(c1);
+        zkl_client_free(c2);
+    }
+}
+
+#[test]
+fn a_cancel_before_the_acquire_begins_ends_it_at_once() {
+    let hosts = hosts();
+    let (c1, c2) = (connect(&hosts), connect(&hosts));
+    let path = "/ffi/cancel-first";
+    let (a, b) = (mutex(c1, path), mutex(c2, path));
+    unsafe {
+        assert_eq!(zkl_lock_acquire(a, 0), ZKL_OK);
+        // No acquire under way: the cancel is remembered, and the next acquire ends at once,
+        // even one that would wait forever for a busy lock.
+        assert_eq!(zkl_lock_cancel(b), ZKL_OK);
+        let h = SendPtr(b);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let h = h;
+            let t = Instant::now();
+            let s = zkl_lock_acquire(h.0, -1);
+            let _ = tx.send(());
+            (s, last_error(), t.elapsed())
+        });
+        if rx.recv_timeout(Duration::from_secs(3)).is_err() {
+            // A cancel during the wait ends it, so that no thread is left behind.
+            zkl_lock_cancel(b);
+            let _ = waiter.join();
+            panic!("zkl_lock_cancel before zkl_lock_acquire(-1) was lost: still waiting after 3 s");
+        }
+        let (s, msg, took) = waiter.join().unwrap();
+        assert_eq!(s, ZKL_CANCELLED, "{msg}");
+        assert_eq!(msg, "the acquire was cancelled");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        let admin = Admin::connect(&hosts).unwrap();
+        assert_eq!(admin.children(path).unwrap().len(), 1);
+        // Forgotten by the acquire it ended; two cancels with none between are one.
+        assert_eq!(zkl_lock_acquire(b, 0), ZKL_TIMEOUT, "{}", last_error());
+        assert_eq!(zkl_lock_cancel(b), ZKL_OK);
+        assert_eq!(zkl_lock_cancel(b), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(b, 0), ZKL_CANCELLED);
+        assert_eq!(zkl_lock_acquire(b, 0), ZKL_TIMEOUT);
+        // zkl_lock_reset_cancel forgets a remembered cancel.
+        assert_eq!(zkl_lock_reset_cancel(b), 0);
+        assert_eq!(zkl_lock_cancel(b), ZKL_OK);
+        assert_eq!(zkl_lock_reset_cancel(b), 1);
+        assert_eq!(zkl_lock_reset_cancel(null()), 0);
+        assert_eq!(zkl_lock_release(a), ZKL_OK);
+        assert_eq!(zkl_lock_acquire(b, 2000), ZKL_OK, "{}", last_error());
+        assert_eq!(zkl_lock_release(b), ZKL_OK);
         zkl_lock_free(a);
         zkl_lock_free(b);
         zkl_client_free(c1);

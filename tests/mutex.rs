@@ -845,3 +845,37 @@ fn a_deadline_that_runs_out_inside_a_request_is_a_timeout_not_a_connection_loss(
         drop(m.try_lock_until(Instant::now()).unwrap());
     }
 }
+
+/// `{:?}` of every lock front names the lock's type, its path and its state (it printed
+/// `Reentrant> { .. }` for a `Mutex`, the type parameter of its protocol).
+#[test]
+fn debug_of_a_lock_names_its_type_and_path() {
+    let c = connect(&hosts(), 5000);
+    let p = unique_path("debug");
+    let rw = zklock::ReadWriteLock::new(&c, &p).unwrap();
+    let cases: [(String, &str); 6] = [
+        (format!("{:?}", Mutex::new(&c, &p).unwrap()), "Mutex"),
+        (
+            format!("{:?}", zklock::SemaphoreMutex::new(&c, &p).unwrap()),
+            "SemaphoreMutex",
+        ),
+        (format!("{:?}", rw.read_lock()), "ReadLock"),
+        (format!("{:?}", rw.write_lock()), "WriteLock"),
+        (
+            format!("{:?}", zklock::SimpleLock::new(&c, &p).unwrap()),
+            "SimpleLock",
+        ),
+        (
+            format!("{:?}", zklock::Semaphore::new(&c, &p, 2).unwrap()),
+            "Semaphore",
+        ),
+    ];
+    for (text, name) in cases {
+        assert!(
+            text.starts_with(&format!("{name} {{"))
+                && text.contains(&p)
+                && text.contains("NotHeld"),
+            "{text}"
+        );
+    }
+}

@@ -1,6 +1,8 @@
 //! The C library installed as C libraries are (scripts/install.sh, cargo-c's layout):
-//! a prefix with the SONAME'd shared library, the static library, the C and C++ headers and a
-//! pkg-config file, with which C and C++ programs build both ways and lock against a real server.
+//! a prefix with the SONAME'd shared library, the static library, the C and C++ headers, a
+//! pkg-config file, the command and its manual page, with which the README's C program builds
+//! and runs as the README says, and C and C++ programs build both ways and lock against a real
+//! server; one version everywhere; the crate ships its license texts.
 #![cfg(feature = "testing")]
 
 use std::process::Command;
@@ -58,14 +60,80 @@ int main(int argc, char** argv) {
 }
 "#;
 
+/// The first fenced block of `lang` after the README's heading `heading`.
+fn readme_block(heading: &str, lang: &str, containing: &str) -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = &readme[readme.find(heading).expect(heading)..];
+    let fence = format!("```{lang}\n");
+    let mut rest = section;
+    while let Some(start) = rest.find(&fence) {
+        let body = &rest[start + fence.len()..];
+        let end = body.find("```").unwrap();
+        if body[..end].contains(containing) {
+            return body[..end].to_string();
+        }
+        rest = &body[end + 3..];
+    }
+    panic!("no ```{lang} block with {containing:?} under {heading}");
+}
+
 #[test]
 fn installed_library_links_dynamically_and_statically_and_locks() {
     let root = env!("CARGO_MANIFEST_DIR");
+    let version = env!("CARGO_PKG_VERSION");
     let hosts = TestingServer::shared().connect_string();
     let prefix = tempfile::tempdir().unwrap();
     let p = prefix.path();
-    run(Command::new(format!("{root}/scripts/install.sh")).arg(p));
     let lib = p.join("lib");
+
+    // The README's C program, installed and built as the README says for a prefix the loader
+    // does not search (with the test's prefix for $HOME/.local, its server and a path of its own).
+    let path = format!("/packaging/readme-{}", std::process::id());
+    let program = readme_block("## Using from C", "c", "int main")
+        .replace("127.0.0.1:2181", &hosts)
+        .replace("/locks/orders", &path);
+    std::fs::write(p.join("app.c"), program).unwrap();
+    let steps = readme_block(
+        "## Using from C",
+        "sh",
+        "scripts/install.sh \"$HOME/.local\"",
+    )
+    .replace("scripts/install.sh", &format!("{root}/scripts/install.sh"))
+    .replace("$HOME/.local", &p.display().to_string());
+    let out = run(Command::new("sh")
+        .args(["-ec", &steps])
+        .current_dir(p)
+        .env_remove("PKG_CONFIG_PATH")
+        .env_remove("LD_LIBRARY_PATH"));
+    assert!(
+        out.contains(&format!(
+            "is not on the loader's search path: link programs with -Wl,-rpath,{}",
+            lib.display()
+        )),
+        "install.sh says how programs find the library: {out}"
+    );
+    assert!(
+        out.contains(&format!("holding {path}, fencing token ")),
+        "{out}"
+    );
+    // The README's other way: no -rpath, LD_LIBRARY_PATH.
+    let ld = steps
+        .lines()
+        .find_map(|l| l.strip_prefix("# or without -rpath: "))
+        .expect("the LD_LIBRARY_PATH line")
+        .to_string();
+    sh(format!(
+        "cd {0} && cc -std=c99 app.c $(PKG_CONFIG_PATH={1}/pkgconfig pkg-config --cflags --libs zklock) -o app",
+        p.display(),
+        lib.display()
+    ));
+    let out = sh(format!("cd {} && {ld}", p.display()));
+    assert!(
+        out.contains(&format!("holding {path}, fencing token ")),
+        "{out}"
+    );
+
     for f in ["libzklock.so", "libzklock.a", "pkgconfig/zklock.pc"] {
         assert!(lib.join(f).exists(), "{f} not installed");
     }
@@ -75,18 +143,69 @@ fn installed_library_links_dynamically_and_statically_and_locks() {
             "include/{f} not installed"
         );
     }
-    // The SONAME names a file of the prefix: what programs load at run time.
+    // The SONAME names a file of the prefix: what programs load at run time; it is the
+    // version's ABI part (0.MINOR while the major version is 0).
     let soname = sh(format!(
         "objdump -p {}/libzklock.so | sed -n 's/.*SONAME *//p'",
         lib.display()
     ));
     let soname = soname.trim();
-    assert!(soname.starts_with("libzklock.so."), "{soname}");
+    assert_eq!(
+        soname,
+        format!("libzklock.so.0.{}", env!("CARGO_PKG_VERSION_MINOR"))
+    );
     assert!(
         lib.join(soname).exists(),
         "{soname} missing in {}",
         lib.display()
     );
+    assert!(lib.join(format!("libzklock.so.{version}")).exists());
+
+    // The command and its manual pages (zklock.1 carries the version).
+    let pages: Vec<_> = std::fs::read_dir(format!("{root}/man"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".1"))
+        .collect();
+    assert!(pages.len() > 1, "{pages:?}");
+    for page in &pages {
+        let installed = p.join("share/man/man1").join(page);
+        assert_eq!(
+            std::fs::read_to_string(&installed)
+                .unwrap_or_else(|e| panic!("share/man/man1/{page} not installed: {e}")),
+            std::fs::read_to_string(format!("{root}/man/{page}")).unwrap()
+        );
+    }
+    let man = std::fs::read_to_string(p.join("share/man/man1/zklock.1")).unwrap();
+    assert!(
+        man.contains(&format!("\"zklock {version}\"")),
+        "the manual's version"
+    );
+    let out = run(Command::new(p.join("bin/zklock")).arg("--version"));
+    assert_eq!(out.trim(), format!("zklock {version}"));
+
+    // One version: Cargo.toml's, in the installed header's macros too.
+    let header = std::fs::read_to_string(p.join("include/zklock.h")).unwrap();
+    for (name, value) in [
+        (
+            "ZKL_VERSION_MAJOR",
+            env!("CARGO_PKG_VERSION_MAJOR").to_string(),
+        ),
+        (
+            "ZKL_VERSION_MINOR",
+            env!("CARGO_PKG_VERSION_MINOR").to_string(),
+        ),
+        (
+            "ZKL_VERSION_PATCH",
+            env!("CARGO_PKG_VERSION_PATCH").to_string(),
+        ),
+        ("ZKL_VERSION_STRING", format!("\"{version}\"")),
+    ] {
+        assert!(
+            header.contains(&format!("#define {name} {value}\n")),
+            "{name} is not {value}"
+        );
+    }
 
     let pc = |args: &str| {
         run(Command::new("pkg-config")
@@ -96,8 +215,8 @@ fn installed_library_links_dynamically_and_statically_and_locks() {
         .trim()
         .to_string()
     };
-    let version = env!("CARGO_PKG_VERSION");
-    let src = p.join("app.c");
+    assert_eq!(pc("--modversion"), version);
+    let src = p.join("app-check.c");
     std::fs::write(&src, APP_C).unwrap();
     let want = format!("{version} locked token>0=1");
 
@@ -145,4 +264,39 @@ fn installed_library_links_dynamically_and_statically_and_locks() {
     ));
     let out = run(Command::new(&cxx).args([&hosts, "/packaging/cpp"]));
     assert_eq!(out.trim(), "c++ locked 1");
+}
+
+/// The Python package's version is the crate's: setup.py reads Cargo.toml, pyproject.toml
+/// names none (bindings/python/tests/test_packaging.py checks the built package).
+#[test]
+fn the_python_package_takes_its_version_from_cargo_toml() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let pyproject =
+        std::fs::read_to_string(format!("{root}/bindings/python/pyproject.toml")).unwrap();
+    assert!(pyproject.contains("dynamic = [\"version\"]"), "{pyproject}");
+    assert!(
+        !pyproject.lines().any(|l| l.starts_with("version")),
+        "pyproject.toml writes a version of its own"
+    );
+    let setup = std::fs::read_to_string(format!("{root}/bindings/python/setup.py")).unwrap();
+    assert!(setup.contains("version=crate_version(crate_manifest())"));
+}
+
+/// Cargo.toml says `MIT OR Apache-2.0`: both texts exist, and the packaged crate carries them.
+#[test]
+fn the_packaged_crate_carries_both_license_texts() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mit = std::fs::read_to_string(format!("{root}/LICENSE-MIT")).unwrap();
+    assert!(
+        mit.starts_with("MIT License\n") && mit.contains("Copyright (c) the zklock developers")
+    );
+    let apache = std::fs::read_to_string(format!("{root}/LICENSE-APACHE")).unwrap();
+    assert!(apache.contains("Apache License\n                           Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+    let list = run(Command::new(env!("CARGO"))
+        .args(["package", "--list", "--allow-dirty", "--offline"])
+        .current_dir(root));
+    for f in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        assert!(list.lines().any(|l| l == f), "{f} not packaged: {list}");
+    }
 }

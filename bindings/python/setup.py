@@ -4,7 +4,11 @@
 From the checkout the crate is two directories up; an sdist carries its own copy under
 ``rust/`` (staged by the sdist command below), so ``pip install pyzklock-X.tar.gz`` builds
 anywhere. The wheel is tagged ``py3-none-<platform>``: the package is ctypes, so one wheel
-serves every CPython 3 on the platform."""
+serves every CPython 3 on the platform; ``scripts/build-wheel.sh`` retags it manylinux with
+auditwheel, as the package index wants.
+
+The version is the crate's (``version`` of Cargo.toml's ``[package]``), read here: it is
+written in one place for the crate, the C library, the header and this package."""
 
 import os
 import re
@@ -31,6 +35,17 @@ CRATE_DIRS = ["src", "include"]
 def crate_manifest() -> str:
     staged = os.path.join(STAGED, "Cargo.toml")
     return staged if os.path.exists(staged) else os.path.join(CHECKOUT, "Cargo.toml")
+
+
+def crate_version(manifest: str) -> str:
+    """``version`` of the crate's ``[package]`` table."""
+    with open(manifest) as f:
+        text = f.read()
+    package = re.search(r"(?ms)^\[package\]\n(.*?)(?=^\[)", text)
+    version = package and re.search(r'(?m)^version\s*=\s*"([^"]+)"', package.group(1))
+    if not version:
+        raise RuntimeError("no version in [package] of %s" % manifest)
+    return version.group(1)
 
 
 def library_only(manifest: str) -> str:
@@ -82,6 +97,7 @@ class AnyCPythonWheel(bdist_wheel):
 
 
 setup(
+    version=crate_version(crate_manifest()),
     cmdclass={"sdist": SdistWithCrate, "bdist_wheel": AnyCPythonWheel},
     rust_extensions=[
         RustExtension(

@@ -57,6 +57,23 @@ int main() {
     }
     std::cout << "ok   cancel from another thread\n";
 
+    // A cancel with no acquire under way is remembered: the next acquire throws at once (a
+    // cancel just before an acquire begins is not lost), and only that one.
+    {
+      zklock::Guard g(ma);
+      mb.cancel();
+      mb.cancel();  // twice with no acquire between is once
+      const auto started = std::chrono::steady_clock::now();
+      EXPECT_TRUE(throws_status([&] { mb.try_acquire_for(10s); }, ZKL_CANCELLED));
+      EXPECT_TRUE(std::chrono::steady_clock::now() - started < 3s);
+      EXPECT_TRUE(!mb.try_acquire_for(100ms));
+      EXPECT_TRUE(!mb.reset_cancel());
+      mb.cancel();
+      EXPECT_TRUE(mb.reset_cancel());
+      EXPECT_TRUE(!mb.try_acquire_for(100ms));
+    }
+    std::cout << "ok   a cancel before the acquire begins ends it at once\n";
+
     // Read-write lock, semaphore, multi-lock.
     zklock::Lock r1 = a.read_lock(base + "/rw"), r2 = b.read_lock(base + "/rw"), w = b.write_lock(base + "/rw");
     {

@@ -44,6 +44,21 @@ int main() {
     }
     EXPECT_TRUE(!mb.is_held());
 
+    // A negative timeout waits forever, as zkl_lock_acquire(l, -1) does (one meaning in C,
+    // C++ and Python); a deadline that has passed tries once.
+    {
+      zklock::Guard g(ma);
+      EXPECT_TRUE(!mb.try_lock_until(std::chrono::steady_clock::now() - 1s));
+      std::atomic<int> got{-1};
+      std::thread waiter([&] { got = mb.try_acquire_for(-1ms) ? 1 : 0; });
+      std::this_thread::sleep_for(700ms);
+      EXPECT_TRUE(got == -1);  // still waiting: not a try-once that returned false
+      g.unlock();
+      waiter.join();
+      EXPECT_TRUE(got == 1);
+      mb.release();
+    }
+
     // std::scoped_lock over two zklock locks (std::lock's deadlock avoidance over try_lock).
     zklock::Lock m2a = a.mutex(base + "/m2"), m2b = b.mutex(base + "/m2");
     {
@@ -104,9 +119,9 @@ int main() {
       waiter.join();
     }
     zkl_stats s = ma.stats();
-    // Through ma: lock_guard, unique_lock, scoped_lock, Guard; one busy try_lock.
-    EXPECT_TRUE(s.acquisitions == 4 && s.releases == 4 && s.losses == 0 && s.cancels == 0);
-    EXPECT_TRUE(s.timeouts == 1 && s.wait.count == 4 && s.hold.count == 4 && s.hold.max_us > 0);
+    // Through ma: lock_guard, unique_lock, two Guards, scoped_lock; one busy try_lock.
+    EXPECT_TRUE(s.acquisitions == 5 && s.releases == 5 && s.losses == 0 && s.cancels == 0);
+    EXPECT_TRUE(s.timeouts == 1 && s.wait.count == 5 && s.hold.count == 5 && s.hold.max_us > 0);
 
     // The session listener hears the close; the lost watcher wakes; statuses of their own.
     {

@@ -16,7 +16,8 @@
 // moving the Lock object does not strand it. Thread rules are the C API's: a Client may be
 // shared by threads; a Lock is one participant (any thread may release what another acquired
 // through it), used by one thread at a time, except the const calls (is_held, hold_state,
-// cancel, wait_lost, participants, stats, wait_revoke_request), which any thread may make.
+// cancel, reset_cancel, wait_lost, participants, stats, wait_revoke_request), which any thread
+// may make.
 #ifndef ZKLOCK_HPP
 #define ZKLOCK_HPP
 
@@ -116,9 +117,11 @@ inline uint32_t to_u32_ms(std::chrono::milliseconds d, const char* what) {
                                           " must be 0 to 4294967295 ms");
   return static_cast<uint32_t>(d.count());
 }
+// A timeout as the C API's int64_t milliseconds, rounded up: negative waits forever (-1, as
+// zkl_lock_acquire(l, -1); the same in C, C++ and Python), 0 tries once.
 inline int64_t to_ms(std::chrono::nanoseconds d) {
-  auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
-  return ms < 0 ? 0 : static_cast<int64_t>(ms);
+  if (d < std::chrono::nanoseconds::zero()) return -1;
+  return static_cast<int64_t>(std::chrono::ceil<std::chrono::milliseconds>(d).count());
 }
 }  // namespace detail
 
@@ -127,6 +130,9 @@ class Lock;
 // One participant in one lock recipe (zkl_lock). Move-only; frees (and so releases) itself.
 // Meets the standard's TimedLockable requirements (lock, try_lock, try_lock_for,
 // try_lock_until, unlock), so std::lock_guard, std::unique_lock and std::scoped_lock hold it.
+// Timeouts mean what they mean in C and Python: a negative one waits forever (unlike
+// std::timed_mutex::try_lock_for, which tries once), 0 tries once; try_lock_until with a
+// deadline that has passed tries once.
 class Lock {
  public:
   // Takes ownership of a handle made by the C API.
@@ -143,7 +149,9 @@ class Lock {
   }
   template <class Clock, class Duration>
   bool try_lock_until(std::chrono::time_point<Clock, Duration> deadline) {
-    return try_acquire_for(deadline - Clock::now());
+    auto left = deadline - Clock::now();
+    // A deadline that has passed is no timeout of "forever": one try.
+    return left <= decltype(left)::zero() ? try_acquire() : try_acquire_for(left);
   }
   void unlock() { release(); }
 
@@ -153,7 +161,7 @@ class Lock {
   // One attempt that never waits: false if the lock is busy.
   bool try_acquire() { return timed(0); }
 
-  // Waits at most `timeout` in all: false if not acquired by then.
+  // Waits at most `timeout` in all: false if not acquired by then (negative: forever).
   template <class Rep, class Period>
   bool try_acquire_for(std::chrono::duration<Rep, Period> timeout) {
     return timed(detail::to_ms(timeout));
@@ -162,8 +170,15 @@ class Lock {
   // Releases one hold (throws Error with ZKL_NOT_HELD if not held).
   void release() { check(zkl_lock_release(get())); }
 
-  // Makes a waiting acquire (on another thread) throw Error with ZKL_CANCELLED.
-  void cancel() { check(zkl_lock_cancel(get())); }
+  // Ends the acquire under way (on another thread): it throws Error with ZKL_CANCELLED. With
+  // none under way, the lock remembers the cancel and its next acquire throws ZKL_CANCELLED at
+  // once, forgetting it (sticky, as zkl_lock_cancel): a cancel just before an acquire begins
+  // is not lost. One cancel ends one acquire; several with none between are one.
+  void cancel() const { check(zkl_lock_cancel(get())); }
+
+  // Forgets a cancel remembered for the next acquire (one that came after the acquire it was
+  // meant for had returned); true if there was one.
+  bool reset_cancel() const noexcept { return zkl_lock_reset_cancel(l_.get()) == 1; }
 
   bool is_held() const noexcept { return zkl_lock_is_held(l_.get()) == 1; }
 
@@ -468,7 +483,7 @@ class Guard {
   // Blocks until held.
   explicit Guard(Lock& lock) : lock_(lock.get()) { lock.acquire(); }
 
-  // Waits at most `timeout`; throws Error with ZKL_TIMEOUT if not acquired.
+  // Waits at most `timeout` (negative: forever); throws Error with ZKL_TIMEOUT if not acquired.
   template <class Rep, class Period>
   Guard(Lock& lock, std::chrono::duration<Rep, Period> timeout) : lock_(lock.get()) {
     check(zkl_lock_acquire(lock.get(), detail::to_ms(timeout)));
@@ -515,7 +530,7 @@ class Guard {
   zkl_lock* lock_;
 };
 
-// A Guard if the lock was acquired within `timeout` (0: try once), else nothing.
+// A Guard if the lock was acquired within `timeout` (0: try once; negative: forever), else nothing.
 inline std::optional<Guard> try_lock_for(Lock& lock, std::chrono::milliseconds timeout) {
   if (!lock.try_acquire_for(timeout)) return std::nullopt;
   return std::optional<Guard>(Guard(lock, Guard::Adopt{}));

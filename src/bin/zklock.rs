@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use libc::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-use sys::process::{CaughtSignals, SignalOrigin};
+use sys::process::{CaughtSignals, GroupWitness, SignalOrigin};
 use zklock::{
     Acl, Client, Deadline, LockKind, Lockable, Mutex, Options, Protocol, ReadWriteLock, Sasl,
     Semaphore, SessionState, SimpleLock, Tls,
@@ -47,6 +47,10 @@ const EXIT_NOPERM: u8 = 77;
 /// The lock stopped being provably held while COMMAND ran (its lease ran out or its session
 /// ended): COMMAND's own status is on stderr. Outside sysexits' 64-78 and the shells' 126-165.
 const EXIT_LOST: u8 = 80;
+/// A revocation request (`zklock revoke`) reached a holder that made its lock revocable
+/// (--revocable): COMMAND was ended as asked and the lock released; COMMAND's own status is on
+/// stderr. Next to 80, outside sysexits' 64-78 and the shells' 126-165.
+const EXIT_REVOKED: u8 = 81;
 /// COMMAND found but not executable (as shells do).
 const EXIT_CANNOT_EXECUTE: u8 = 126;
 /// COMMAND not found (as shells do).
@@ -55,10 +59,18 @@ const EXIT_NOT_FOUND: u8 = 127;
 const AFTER_HELP: &str = "\
 COMMAND never outlives the lock: SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to zklock are passed on
 to COMMAND, and zklock waits for it, then releases and exits with its status; if zklock dies
-without a chance to do so (SIGKILL, OOM), COMMAND is killed with it. A Ctrl-C or Ctrl-\\ typed at
-the terminal reaches COMMAND itself (it is in zklock's process group), so zklock does not pass it
-on. One of these signals while zklock still waits for the lock ends the wait: zklock leaves the
+without a chance to do so (SIGKILL, OOM), COMMAND is killed with it. A signal sent to zklock's whole
+process group (a Ctrl-C or Ctrl-\\ typed at the terminal, a supervisor's kill -- -PGID) reaches
+COMMAND itself (it is in that group), so zklock does not pass it on: COMMAND gets it once. One of
+these signals while zklock still waits for the lock ends the wait: zklock leaves the
 queue, and exits 128+N without running COMMAND.
+
+--revocable makes the hold revocable (Curator's cooperative revocation): `zklock revoke PATH`
+from anywhere asks the holder to let go, and zklock ends COMMAND as --revocable says (SIGTERM,
+then SIGKILL after --kill-after if given; or SIGKILL), releases, and exits 81. Without it a
+request changes nothing, and `zklock revoke` says so.
+
+A timeout too long for the clock to count (-w 1e30, -w inf) is forever, as no -w is.
 
 COMMAND's environment also gets ZKLOCK_PATH and ZKLOCK_FENCING_TOKEN (the hold's fencing token:
 strictly increasing from one holder of the lock to the next).
@@ -77,6 +89,8 @@ Exit status:
   75                  not acquired before the timeout (or busy, with -n / --timeout 0)
   80                  the lock stopped being provably held while COMMAND ran (its status is
                       on stderr)
+  81                  (--revocable) a revocation request ended COMMAND, and the lock was
+                      released (its status is on stderr)
   64                  bad usage, or PATH is not a lock path (checked before connecting)
   65                  (holders, revoke) PATH holds no lock layout zklock knows
   69                  ZooKeeper unreachable (the message says why), or a ZooKeeper error,
@@ -105,9 +119,18 @@ struct Cli {
     sub: Option<Sub>,
     #[command(flatten)]
     run: RunArgs,
-    /// Print the manual page (roff) and exit.
-    #[arg(long, hide = true, exclusive = true)]
-    man: bool,
+    /// Print a manual page (roff) and exit: zklock (the default), zklock-holders or
+    /// zklock-revoke.
+    #[arg(
+        long,
+        hide = true,
+        exclusive = true,
+        value_name = "PAGE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "zklock"
+    )]
+    man: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -116,7 +139,9 @@ enum Sub {
     /// each has held or waited; the lock's kind is found from its nodes unless given.
     Holders(HoldersArgs),
     /// Ask the lock's holders (or the participant NODE) to let go: cooperative revocation, as
-    /// Curator's Revoker. Only holders that made their lock revocable hear it.
+    /// Curator's Revoker. Only holders that made their lock revocable (zklock --revocable,
+    /// Curator's makeRevocable) hear it; each node asked is printed, and stderr says whether
+    /// its holder listens.
     Revoke(RevokeArgs),
 }
 
@@ -287,9 +312,23 @@ struct RunArgs {
     /// ignore it; a message goes to stderr, and zklock exits 80, in every case.
     #[arg(long, value_enum, default_value_t = OnLost::Term)]
     on_lost: OnLost,
-    /// With --on-lost term: SIGKILL COMMAND if it still runs S seconds after that SIGTERM.
+    /// With --on-lost term or --revocable term: SIGKILL COMMAND if it still runs S seconds
+    /// after that SIGTERM.
     #[arg(long, value_name = "S", value_parser = seconds)]
     kill_after: Option<Duration>,
+    /// Make the hold revocable: on a request to let go (`zklock revoke PATH`, Curator's
+    /// Revoker), send COMMAND SIGTERM (term, the default) or SIGKILL (kill), release once it
+    /// ended, and exit 81. Not for --semaphore (Curator's semaphore has no revocation).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "HOW",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "term",
+        conflicts_with = "semaphore"
+    )]
+    revocable: Option<OnRevoke>,
     /// Run COMMAND_STRING with `sh -c` (as flock -c).
     #[arg(short = 'c', long = "command", value_name = "COMMAND_STRING")]
     shell: Option<String>,
@@ -354,6 +393,13 @@ enum OnLost {
     Ignore,
 }
 
+/// How a revocable hold ends COMMAND when asked to let go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OnRevoke {
+    Term,
+    Kill,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Mutex,
@@ -384,14 +430,20 @@ impl KindArgs {
 /// 20 ticks = 40 s by default).
 const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// The longest duration kept as such: anything longer (`1e30`, `inf`) is forever.
+const FOREVER: Duration = Duration::from_secs(u64::MAX / 4);
+
 fn seconds(v: &str) -> Result<Duration, String> {
     let s: f64 = v
         .parse()
-        .map_err(|_| format!("{v:?} is not a number of seconds"))?;
-    let d = Duration::try_from_secs_f64(s)
-        .map_err(|_| format!("{v:?} is not a number of seconds >= 0"))?;
+        .ok()
+        .filter(|s: &f64| !s.is_nan())
+        .ok_or_else(|| format!("{v:?} is not a number of seconds"))?;
+    if s < 0.0 {
+        return Err(format!("{v:?} is not a number of seconds >= 0"));
+    }
     // Longer than the clock can count: the same as forever.
-    Ok(d.min(Duration::from_secs(u64::MAX / 4)))
+    Ok(Duration::try_from_secs_f64(s).map_or(FOREVER, |d| d.min(FOREVER)))
 }
 
 fn session_seconds(v: &str) -> Result<Duration, String> {
@@ -412,8 +464,42 @@ fn tick_millis(v: &str) -> Result<Duration, String> {
     }
 }
 
+/// The command's definition. `holders` and `revoke` accept -v and the kind flags (as 0.2 did)
+/// without listing them: revoke finds the kind from the nodes, and neither says more with -v.
 fn command() -> clap::Command {
+    let quiet = |sub: clap::Command, args: &[&str]| {
+        args.iter()
+            .fold(sub, |sub, a| sub.mut_arg(*a, |arg| arg.hide(true)))
+    };
     Cli::command()
+        .mut_subcommand("holders", |s| quiet(s, &["verbose"]))
+        .mut_subcommand("revoke", |s| {
+            quiet(s, &["verbose", "read", "write", "semaphore", "simple"])
+        })
+}
+
+/// The parsed command line of `argv`, by [`command`].
+fn parse_args(argv: Vec<String>) -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let mut matches = command().try_get_matches_from(argv)?;
+    Cli::from_arg_matches_mut(&mut matches)
+}
+
+/// The manual page `page` (zklock, zklock-holders, zklock-revoke) in roff; None if there is no
+/// such page. Every page it cites is one of these (`zklock help` has none).
+fn manual_page(page: &str) -> Option<Vec<u8>> {
+    let mut cmd = command().disable_help_subcommand(true);
+    cmd.build();
+    let cmd = match page {
+        "zklock" => cmd,
+        _ => cmd
+            .get_subcommands()
+            .find(|s| s.get_display_name() == Some(page))?
+            .clone(),
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut out).ok()?;
+    Some(out)
 }
 
 /// The options that take a value (so that a value is never taken for a subcommand).
@@ -465,7 +551,7 @@ fn subcommand_first(mut argv: Vec<String>) -> Vec<String> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse_from(subcommand_first(std::env::args().collect())) {
+    let cli = match parse_args(subcommand_first(std::env::args().collect())) {
         Ok(c) => c,
         Err(e) => {
             let usage = e.use_stderr();
@@ -477,11 +563,12 @@ fn main() -> ExitCode {
             };
         }
     };
-    if cli.man {
-        let mut out = Vec::new();
-        if clap_mangen::Man::new(command()).render(&mut out).is_err() {
-            return ExitCode::from(EXIT_UNAVAILABLE);
-        }
+    if let Some(page) = &cli.man {
+        let Some(out) = manual_page(page) else {
+            return usage(&format!(
+                "no manual page {page:?} (zklock, zklock-holders, zklock-revoke)"
+            ));
+        };
         let _ = std::io::stdout().write_all(&out);
         return ExitCode::SUCCESS;
     }
@@ -884,42 +971,72 @@ fn print_participants(
 }
 
 /// `zklock revoke PATH [NODE]`: writes Curator's revocation request into the holders' nodes
-/// (or NODE's), printing each node asked.
+/// (or NODE's), printing each node asked, and saying on stderr whether its holder listens (a
+/// zklock holder that made its lock revocable marks its node so).
 fn revoke(client: &Client, args: &RevokeArgs) -> ExitCode {
-    let asked = if let Some(node) = &args.node {
-        let full = if node.starts_with('/') {
-            node.clone()
-        } else {
-            format!("{}/{node}", args.path.trim_end_matches('/'))
-        };
-        match client.request_revoke(&full) {
-            Ok(true) => vec![full],
-            Ok(false) => Vec::new(),
+    let lock = match kind_at(client, &args.path, args.kind.asked()) {
+        Ok(Some(k)) => match make_lock(client, &args.path, k) {
+            Ok(l) => Some(l),
             Err(e) => return fail(&e),
+        },
+        Ok(None) if args.node.is_none() => {
+            eprintln!("zklock: {}: nobody to ask (no lock there)", args.path);
+            return ExitCode::SUCCESS;
         }
-    } else {
-        let kind = match kind_at(client, &args.path, args.kind.asked()) {
-            Ok(Some(k)) => k,
-            Ok(None) => {
-                eprintln!("zklock: {}: nobody to ask (no lock there)", args.path);
-                return ExitCode::SUCCESS;
-            }
-            Err(code) => return code,
-        };
-        let lock = match make_lock(client, &args.path, kind) {
-            Ok(l) => l,
+        Ok(None) => None,
+        // NODE is asked whatever the path holds.
+        Err(_) if args.node.is_some() => None,
+        Err(code) => return code,
+    };
+    // Who listens, by node path, read before asking (the request overwrites the mark).
+    let listens: std::collections::HashMap<String, bool> = match &lock {
+        Some(l) => match l.participants() {
+            Ok(list) => list
+                .into_iter()
+                .map(|p| (format!("{}/{}", l.queue_path(), p.node), p.revocable))
+                .collect(),
             Err(e) => return fail(&e),
-        };
-        match lock.revoke_holders() {
+        },
+        None => Default::default(),
+    };
+    let asked = match (&args.node, &lock) {
+        (Some(node), _) => {
+            let full = if node.starts_with('/') {
+                node.clone()
+            } else {
+                format!(
+                    "{}/{node}",
+                    lock.as_ref()
+                        .map_or_else(|| args.path.clone(), |l| l.queue_path())
+                        .trim_end_matches('/')
+                )
+            };
+            match client.request_revoke(&full) {
+                Ok(true) => vec![full],
+                Ok(false) => Vec::new(),
+                Err(e) => return fail(&e),
+            }
+        }
+        (None, Some(l)) => match l.revoke_holders() {
             Ok(nodes) => nodes,
             Err(e) => return fail(&e),
-        }
+        },
+        (None, None) => Vec::new(),
     };
     if asked.is_empty() {
         eprintln!("zklock: {}: nobody to ask (no holder)", args.path);
     }
     for n in asked {
         println!("{n}");
+        match listens.get(&n) {
+            Some(true) => eprintln!("zklock: {n}: asked (its holder listens)"),
+            Some(false) => eprintln!(
+                "zklock: {n}: asked; the holder did not make its lock revocable, so it will \
+                 not let go (only a Curator holder could still hear it: its makeRevocable \
+                 leaves no mark)"
+            ),
+            None => eprintln!("zklock: {n}: asked (whether its holder listens is unknown)"),
+        }
     }
     ExitCode::SUCCESS
 }
@@ -941,6 +1058,15 @@ fn run(client: &Client, args: &RunArgs, path: &str, started: std::time::Instant)
         Ok(l) => l,
         Err(e) => return fail(&e),
     };
+    // Revocable from the start: the hold's node says so as soon as it is held.
+    let (revoke_tx, revoke_rx) = mpsc::channel::<()>();
+    if args.revocable.is_some() {
+        if let Err(e) = lock.make_revocable(Box::new(move || {
+            let _ = revoke_tx.send(());
+        })) {
+            return fail(&e);
+        }
+    }
     // Catch the signals before the acquire: one that comes while zklock waits ends the wait
     // (the acquire deletes its node; main() closes the session), so the queue does not keep a
     // node of a zklock that is gone until its session expires. Later ones go on to COMMAND.
@@ -1004,6 +1130,11 @@ fn run(client: &Client, args: &RunArgs, path: &str, started: std::time::Instant)
         let _ = lock.release();
         return interrupted(path, o.signal);
     }
+    if revoke_rx.try_recv().is_ok() {
+        let _ = lock.release();
+        eprintln!("zklock: {path}: asked to let go (revoked) before COMMAND started; released");
+        return ExitCode::from(EXIT_REVOKED);
+    }
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
         .env("ZKLOCK_PATH", path)
@@ -1024,7 +1155,9 @@ fn run(client: &Client, args: &RunArgs, path: &str, started: std::time::Instant)
             });
         }
     };
-    let status = wait_child(&mut child, &lost_rx, &signals, client, args, path);
+    let status = wait_child(
+        &mut child, &lost_rx, &revoke_rx, &signals, client, args, path,
+    );
     if let Err(e) = lock.release() {
         eprintln!("zklock: releasing {path}: {e}");
     }
@@ -1032,14 +1165,22 @@ fn run(client: &Client, args: &RunArgs, path: &str, started: std::time::Instant)
         eprintln!("zklock: released {path}");
     }
     match status {
-        Ok((s, false)) => exit_code_of(s),
-        Ok((s, true)) => {
+        Ok((s, Ended::ByItself)) => exit_code_of(s),
+        Ok((s, Ended::Lost)) => {
             eprintln!(
                 "zklock: {path}: the lock was lost while {:?} ran; it {}; exiting {EXIT_LOST}",
                 args.command[0],
                 describe(s)
             );
             ExitCode::from(EXIT_LOST)
+        }
+        Ok((s, Ended::Revoked)) => {
+            eprintln!(
+                "zklock: {path}: revoked while {:?} ran; it {}; released; exiting {EXIT_REVOKED}",
+                args.command[0],
+                describe(s)
+            );
+            ExitCode::from(EXIT_REVOKED)
         }
         Err(e) => {
             eprintln!("zklock: waiting for {:?}: {e}", args.command[0]);
@@ -1059,10 +1200,10 @@ fn cancel_on_signal(
         let Some(o) = signals.next(None) else {
             continue;
         };
-        // A cancel is not kept for an acquire that has not begun to wait yet (nor for the next
-        // wait of one that goes on): cancel until the acquire has returned.
+        // Sticky: it ends the acquire whether it waits yet or is about to begin. Return once
+        // the acquire has.
+        lock.cancel();
         while waiting.load(Ordering::SeqCst) {
-            lock.cancel();
             std::thread::sleep(Duration::from_millis(10));
         }
         return Some(o.signal);
@@ -1080,39 +1221,82 @@ fn interrupted(path: &str, sig: i32) -> ExitCode {
 /// The signals zklock passes on to COMMAND.
 const FORWARDED: [i32; 4] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT];
 
-/// Whether COMMAND (process `pid`) got signal `o` itself, so that zklock must not pass it on:
-/// the kernel sent it (a Ctrl-C or Ctrl-\ typed at the terminal, a hangup: sent to the
-/// terminal's foreground process group as a whole, zklock's) and COMMAND is still in zklock's
-/// process group. A signal a process sent (kill(2)) is passed on, to zklock alone or to its
-/// group: the two look the same to zklock (same si_code, same sender).
-fn command_got_it_too(o: &SignalOrigin, pid: u32) -> bool {
-    o.from_kernel && sys::process::in_my_process_group(pid)
+/// Whether signal `o` went to zklock's whole process group (a Ctrl-C or Ctrl-\ typed at the
+/// terminal, a hangup, a supervisor's `kill -- -PGID`): the kernel sent it, or the group's
+/// witness got it too. A signal sent to zklock alone and one sent to its group look the same to
+/// zklock (same si_code, same sender); only the witness, a process of the group that zklock
+/// never signals, tells them apart. The witness is renewed after each signal it got.
+fn sent_to_my_group(o: &SignalOrigin, witness: &mut Option<GroupWitness>) -> bool {
+    let Some(w) = witness else {
+        return o.from_kernel;
+    };
+    // The kernel marks the signal pending in every process of the group before kill(2)
+    // returns; zklock reads it later than that, but looks twice more on a busy machine.
+    let mut got = w.got(o.signal);
+    for _ in 0..2 {
+        if got || o.from_kernel {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        got = w.got(o.signal);
+    }
+    if got {
+        if let Err(e) = w.renew() {
+            eprintln!("zklock: cannot renew the process group's witness: {e}");
+            *witness = None;
+        }
+    }
+    got || o.from_kernel
 }
 
-/// Waits for the child, passing on the signals zklock receives (but not a terminal's, which
-/// reached it too: [`command_got_it_too`]); when the lock stops being provably held
-/// meanwhile, says so and applies --on-lost (and --kill-after). The child is signalled only
-/// while it is known not to have been reaped, so its pid is still its own.
+/// How COMMAND came to end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// By itself (or by a signal zklock passed on).
+    ByItself,
+    /// After the lock stopped being provably held (--on-lost).
+    Lost,
+    /// After a revocation request (--revocable).
+    Revoked,
+}
+
+/// Waits for the child, passing on the signals zklock receives (but not those sent to its whole
+/// process group while COMMAND is in it: COMMAND got them itself, [`sent_to_my_group`]); when
+/// the lock stops being provably held meanwhile, says so and applies --on-lost (and
+/// --kill-after); when a revocation request comes to a --revocable hold, ends COMMAND as it
+/// says. The child is signalled only while it is known not to have been reaped, so its pid is
+/// still its own.
 fn wait_child(
     child: &mut Child,
     lost_rx: &mpsc::Receiver<()>,
+    revoke_rx: &mpsc::Receiver<()>,
     signals: &CaughtSignals,
     client: &Client,
     args: &RunArgs,
     path: &str,
-) -> std::io::Result<(std::process::ExitStatus, bool)> {
-    let mut lost = false;
+) -> std::io::Result<(std::process::ExitStatus, Ended)> {
+    let mut ended = Ended::ByItself;
     let mut termed_at: Option<std::time::Instant> = None;
     let pid = child.id();
+    let mut witness = match GroupWitness::start(&FORWARDED) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            eprintln!(
+                "zklock: cannot start the process group's witness ({e}): a signal sent to the \
+                 whole group may reach COMMAND twice"
+            );
+            None
+        }
+    };
     loop {
         if let Some(s) = child.try_wait()? {
-            return Ok((s, lost));
+            return Ok((s, ended));
         }
         while let Some(o) = signals.next(Some(Duration::ZERO)) {
             let sig = o.signal;
-            if command_got_it_too(&o, pid) {
+            if sent_to_my_group(&o, &mut witness) && sys::process::in_my_process_group(pid) {
                 if args.conn.verbose {
-                    eprintln!("zklock: signal {sig} from the terminal reached {pid} too");
+                    eprintln!("zklock: signal {sig} went to the process group: {pid} got it too");
                 }
                 continue;
             }
@@ -1128,8 +1312,25 @@ fn wait_child(
                 termed_at = None;
             }
         }
+        if ended == Ended::ByItself && revoke_rx.try_recv().is_ok() {
+            ended = Ended::Revoked;
+            match args.revocable {
+                Some(OnRevoke::Kill) => {
+                    eprintln!("zklock: {path}: asked to let go (revoked); killing {pid} (SIGKILL)");
+                    let _ = child.kill();
+                }
+                _ => {
+                    eprintln!(
+                        "zklock: {path}: asked to let go (revoked); sending SIGTERM to {pid}"
+                    );
+                    sys::process::send_signal(pid, SIGTERM);
+                    termed_at = Some(std::time::Instant::now());
+                }
+            }
+        }
+        let lost = ended == Ended::Lost;
         if !lost && lost_rx.recv_timeout(Duration::from_millis(20)).is_ok() {
-            lost = true;
+            ended = Ended::Lost;
             let why = match client.state() {
                 SessionState::Closed => "the ZooKeeper session was closed",
                 SessionState::Expired => "the ZooKeeper session expired",
@@ -1181,7 +1382,12 @@ mod tests {
     use super::*;
 
     fn parse(v: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("zklock").chain(v.iter().copied()))
+        parse_args(
+            std::iter::once("zklock")
+                .chain(v.iter().copied())
+                .map(String::from)
+                .collect(),
+        )
     }
 
     #[test]

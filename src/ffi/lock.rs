@@ -24,7 +24,7 @@ use crate::{
 /// not to the thread that made a call: any thread may release what another acquired through the
 /// same handle, reentrancy counts per handle, and zkl_lock_is_held, zkl_lock_hold_state and
 /// zkl_lock_fencing_token answer for the handle. Use from one thread at a time, except
-/// zkl_lock_cancel, which any thread may call at any time.
+/// zkl_lock_cancel and zkl_lock_reset_cancel, which any thread may call at any time.
 pub struct zkl_lock {
     _private: [u8; 0],
 }
@@ -372,11 +372,12 @@ pub unsafe extern "C" fn zkl_multi_lock_new(
 /// at most that long in all.
 ///
 /// Returns ZKL_OK when held, ZKL_TIMEOUT when not acquired in time (0: the lock was busy),
-/// ZKL_CANCELLED when zkl_lock_cancel interrupted the wait, ZKL_WOULD_DEADLOCK when it could
-/// only wait for this handle's own hold (see the recipe's constructor), ZKL_CONNECTION_LOSS or
-/// ZKL_SESSION_EXPIRED when the session failed, ZKL_CLOSED after zkl_client_close; on every
-/// non-OK status no node of this attempt is left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a
-/// time per handle.
+/// ZKL_CANCELLED when zkl_lock_cancel ended it (made during the acquire, or before it began:
+/// see zkl_lock_cancel), ZKL_WOULD_DEADLOCK when it could only wait for this handle's own hold
+/// (see the recipe's constructor), ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the session
+/// failed, ZKL_CLOSED after zkl_client_close; on every non-OK status no node of this attempt is
+/// left on the server. Blocks at most timeout_ms plus the session timeout. One thread at a time
+/// per handle.
 ///
 /// Pointers: lock is NULL or a live zkl_lock, not freed during the call.
 #[no_mangle]
@@ -418,10 +419,15 @@ pub unsafe extern "C" fn zkl_lock_release(lock: *mut zkl_lock) -> zkl_status {
     })
 }
 
-/// Cancels the acquires waiting on this handle now: they return ZKL_CANCELLED (acquires that
-/// start later are not affected). Any thread, at any time, even while another thread is inside
-/// zkl_lock_acquire on the same handle. Returns at once (for a multi-lock: within a second, while
-/// the waiting acquire lets go of the locks it took).
+/// Ends the acquire under way on this handle: it returns ZKL_CANCELLED, having deleted its
+/// node and given back a hold that arrived meanwhile. If no acquire is under way, the handle
+/// remembers the cancel and its next zkl_lock_acquire returns ZKL_CANCELLED at once (before any
+/// request), forgetting it: a cancel that lands just before an acquire begins is not lost
+/// (kazoo's cancel() and Java's interrupt are sticky too). One cancel ends one acquire: several
+/// with no acquire between are one, and a cancel never outlives the acquire it ends. A cancel
+/// that came after the acquire it was meant for had returned is remembered all the same:
+/// zkl_lock_reset_cancel forgets it. Any thread, at any time, even while another thread is
+/// inside zkl_lock_acquire on the same handle. Returns at once.
 ///
 /// Do not free the handle while another thread is inside zkl_lock_acquire: cancel, wait for
 /// that thread to return, then free.
@@ -437,6 +443,23 @@ pub unsafe extern "C" fn zkl_lock_cancel(lock: *const zkl_lock) -> zkl_status {
             r.cancel();
             Ok(())
         })
+    })
+}
+
+/// Forgets a cancel this handle remembers for its next acquire (zkl_lock_cancel with no acquire
+/// under way), say one that came just after the acquire it was meant for had returned. Returns
+/// 1 if there was one, else 0 (also for NULL). Never blocks; any thread, at any time.
+///
+/// Pointers: lock is NULL or a live zkl_lock, not freed during the call.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_lock_reset_cancel(lock: *const zkl_lock) -> c_int {
+    ffi_boundary!(value {
+        // SAFETY: the caller's contract for `lock`; as zkl_lock_cancel, this only touches the
+        // recipe's shared, internally synchronised cancel state.
+        match unsafe { try_ref(lock, "lock") } {
+            Ok(handle) => handle.run(|r| Ok(r.reset_cancel())).map_or(0, c_int::from),
+            Err(_) => 0,
+        }
     })
 }
 

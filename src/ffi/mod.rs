@@ -66,10 +66,10 @@ pub use last_error::zkl_last_error_message;
 pub use lock::{
     zkl_lock, zkl_lock_acquire, zkl_lock_cancel, zkl_lock_fencing_token, zkl_lock_free,
     zkl_lock_hold_state, zkl_lock_is_held, zkl_lock_lease_remaining_ms, zkl_lock_make_revocable,
-    zkl_lock_participants, zkl_lock_release, zkl_lock_revoke_holders, zkl_lock_stats,
-    zkl_lock_wait_lost, zkl_lock_wait_revoke_request, zkl_multi_lock_new, zkl_multi_lock_token_at,
-    zkl_multi_lock_token_of, zkl_mutex_new, zkl_participant, zkl_participants,
-    zkl_participants_count, zkl_participants_created_ms, zkl_participants_free,
+    zkl_lock_participants, zkl_lock_release, zkl_lock_reset_cancel, zkl_lock_revoke_holders,
+    zkl_lock_stats, zkl_lock_wait_lost, zkl_lock_wait_revoke_request, zkl_multi_lock_new,
+    zkl_multi_lock_token_at, zkl_multi_lock_token_of, zkl_mutex_new, zkl_participant,
+    zkl_participants, zkl_participants_count, zkl_participants_created_ms, zkl_participants_free,
     zkl_participants_get, zkl_percentiles, zkl_read_lock_new, zkl_rwlock_new,
     zkl_semaphore_mutex_new, zkl_semaphore_new, zkl_simple_lock_new, zkl_stats, zkl_write_lock_new,
 };

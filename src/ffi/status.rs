@@ -24,7 +24,7 @@ pub enum zkl_status {
     ZKL_ZOOKEEPER_ERROR = 6,
     /// A bug caught at the boundary (a Rust panic never crosses it); the handle is unusable.
     ZKL_INTERNAL_ERROR = 7,
-    /// A waiting acquire was cancelled with zkl_lock_cancel.
+    /// An acquire was ended by zkl_lock_cancel (made during it, or before it began).
     ZKL_CANCELLED = 8,
     /// The hold was lost before its release: its session expired or someone else deleted its
     /// node (the handle holds nothing any more). Before 0.3: ZKL_SESSION_EXPIRED.

@@ -14,7 +14,7 @@ use super::raw::{Participant, Recipe};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::stats::LockStats;
-use crate::wait::CancelToken;
+use crate::wait::{CancelToken, Signal};
 
 /// Any lock, as one participant sees it: what the multi-lock, the C layer and the command
 /// drive, whatever the recipe (`Box<dyn Lockable>` holds any of them).
@@ -86,8 +86,19 @@ pub trait Lockable: Send + Sync {
     /// session timeout, less a tenth of it); `None` if it holds nothing.
     fn lease_remaining(&self) -> Option<Duration>;
 
-    /// Makes the acquires waiting on this handle return [`Error::Cancelled`] now (any thread).
+    /// Ends the acquires under way on this handle with [`Error::Cancelled`] (any thread, at any
+    /// time); if none is under way, the handle remembers the cancel and its next acquire
+    /// returns `Cancelled` at once, forgetting it. Sticky, as kazoo's `cancel()` and Java's
+    /// interrupt: a cancel that lands just before an acquire begins is not lost. A cancel never
+    /// outlives the one acquire it ends; several with no acquire between are one.
     fn cancel(&self);
+
+    /// Forgets a cancel this handle remembers for its next acquire ([`Lockable::cancel`] with
+    /// no acquire under way); true if there was one. For a cancel that came too late for the
+    /// acquire it was meant for (that acquire had returned).
+    fn reset_cancel(&self) -> bool {
+        false
+    }
 
     /// The queue, in order, with each participant's holder id; `is_holder` marks the holders.
     fn participants(&self) -> Result<Vec<Participant>>;
@@ -222,6 +233,7 @@ macro_rules! forward_lockable {
             fn fencing_token(&self) -> Result<i64> { (**self).fencing_token() }
             fn lease_remaining(&self) -> Option<Duration> { (**self).lease_remaining() }
             fn cancel(&self) { (**self).cancel() }
+            fn reset_cancel(&self) -> bool { (**self).reset_cancel() }
             fn participants(&self) -> Result<Vec<Participant>> { (**self).participants() }
             fn wait_lost(&self, t: Option<Duration>) -> bool { (**self).wait_lost(t) }
             fn on_lost(&self, f: Box<dyn FnOnce() + Send>) { (**self).on_lost(f) }
@@ -280,15 +292,10 @@ impl<R: Clone> Clone for Lock<R> {
 
 impl<R: Recipe> std::fmt::Debug for Lock<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct(
-            std::any::type_name::<R>()
-                .rsplit("::")
-                .next()
-                .unwrap_or("Lock"),
-        )
-        .field("path", &self.raw.path())
-        .field("state", &self.hold_state())
-        .finish()
+        f.debug_struct(R::NAME)
+            .field("path", &self.raw.path())
+            .field("state", &self.hold_state())
+            .finish()
     }
 }
 
@@ -347,9 +354,30 @@ impl<R: Recipe> Lock<R> {
         self.holds.count()
     }
 
-    /// A token that cancels this handle's waiting acquires from any thread.
+    /// This handle's [`CancelToken`] (shared with its clones): its `cancel` is
+    /// [`Lockable::cancel`], its `reset` [`Lockable::reset_cancel`].
     pub fn cancel_token(&self) -> CancelToken {
         self.cancel.clone()
+    }
+
+    /// [`Lockable::acquire`] once registered as under way, cancelled by `signal`.
+    fn acquire_registered(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<i64>> {
+        self.holds.begin().and_then(|begin| match begin {
+            Begin::Reentered(token) => Ok(Some(token)),
+            Begin::Fresh(ticket) => match not_acquired_at_timeout(self.raw.attempt(d, signal))? {
+                // The client closed (or the session expired) while the attempt was under way,
+                // say with its create in flight: nothing was acquired, and the node goes now
+                // (the session may live on while the client's handles do).
+                Some(hold) => match hold.session.ended_error() {
+                    Some(e) => {
+                        let _ = hold.release();
+                        Err(e)
+                    }
+                    None => Ok(Some(ticket.complete(hold))),
+                },
+                None => Ok(None),
+            },
+        })
     }
 }
 
@@ -360,24 +388,15 @@ impl<R: Recipe> Lockable for Lock<R> {
 
     fn acquire(&self, d: Deadline) -> Result<Option<i64>> {
         let started = Instant::now();
-        let r = self.holds.begin().and_then(|begin| match begin {
-            Begin::Reentered(token) => Ok(Some(token)),
-            Begin::Fresh(ticket) => {
-                match not_acquired_at_timeout(self.raw.attempt(d, &self.cancel))? {
-                    // The client closed (or the session expired) while the attempt was under way,
-                    // say with its create in flight: nothing was acquired, and the node goes now
-                    // (the session may live on while the client's handles do).
-                    Some(hold) => match hold.session.ended_error() {
-                        Some(e) => {
-                            let _ = hold.release();
-                            Err(e)
-                        }
-                        None => Ok(Some(ticket.complete(hold))),
-                    },
-                    None => Ok(None),
-                }
-            }
-        });
+        // Under way from here until it returns: a cancel meanwhile ends it; one remembered
+        // from before (none was under way then) ends it at once.
+        let reg = self.cancel.register();
+        let r = if reg.signal.is_cancelled() {
+            Err(Error::Cancelled)
+        } else {
+            self.acquire_registered(d, &reg.signal)
+        };
+        drop(reg);
         self.holds.stats.acquire_ended(started, &r);
         r
     }
@@ -406,6 +425,10 @@ impl<R: Recipe> Lockable for Lock<R> {
 
     fn cancel(&self) {
         self.cancel.cancel()
+    }
+
+    fn reset_cancel(&self) -> bool {
+        self.cancel.reset()
     }
 
     fn participants(&self) -> Result<Vec<Participant>> {

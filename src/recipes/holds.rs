@@ -3,7 +3,9 @@
 //! nodes for one participant), a reentrant acquire counts, a release removes only the hold it
 //! releases. The front ([`Lock`](super::front::Lock)) keeps one table per handle.
 
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -20,6 +22,41 @@ use crate::stats::Stats;
 pub(crate) enum Owner {
     Handle,
     Thread,
+}
+
+/// One participant's key in a table: the handle, a thread, or one async acquire (its own
+/// participant, whichever thread runs it: see [`as_participant`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Handle,
+    Thread(ThreadId),
+    Task(u64),
+}
+
+thread_local! {
+    /// The async acquire this thread acts for (its participant, where the table is per thread).
+    static TASK: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// A fresh participant for one async acquire and its hold.
+pub(crate) fn new_task() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Runs `f` on this thread as participant `task` of every per-thread table (the Rust `Mutex`,
+/// the read-write halves): an async acquire is its own participant, not the thread that runs
+/// it, so its owned guard may answer for and release its hold from any thread. Per-handle
+/// tables are not affected.
+pub(crate) fn as_participant<T>(task: u64, f: impl FnOnce() -> T) -> T {
+    struct Reset(Option<u64>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            TASK.with(|t| t.set(self.0));
+        }
+    }
+    let _reset = Reset(TASK.with(|t| t.replace(Some(task))));
+    f()
 }
 
 /// How many holds one participant may keep.
@@ -41,6 +78,16 @@ struct Entry {
     /// The reentrant count of the one hold (`Policy::Reentrant`).
     depth: usize,
     acquiring: usize,
+    /// Attempts of the participant whose caller has gone (a dropped async acquire), until they
+    /// have ended and given back what they took: an acquire they would refuse waits for them.
+    abandoned: usize,
+}
+
+impl Entry {
+    /// Nothing held, under way or being given back: the entry may go.
+    fn idle(&self) -> bool {
+        self.held.is_empty() && self.acquiring == 0 && self.abandoned == 0
+    }
 }
 
 /// The holds of one lock handle's participants.
@@ -49,7 +96,9 @@ pub(crate) struct Holds {
     policy: Policy,
     /// The lock, in words, for errors ("the mutex at /locks/a").
     what: String,
-    entries: parking_lot::Mutex<HashMap<Option<ThreadId>, Entry>>,
+    entries: parking_lot::Mutex<HashMap<Key, Entry>>,
+    /// Signalled when an abandoned attempt has settled.
+    settled: parking_lot::Condvar,
     /// The handle's statistics (counted by the front's acquire and by every release).
     pub(crate) stats: Stats,
     /// Whether its holds are revocable, and the requests seen.
@@ -67,7 +116,7 @@ pub(crate) enum Begin<'a> {
 /// A participant's attempt under way. Dropped without a hold, it lets the next attempt start.
 pub(crate) struct Ticket<'a> {
     holds: &'a Holds,
-    key: Option<ThreadId>,
+    key: Key,
     started: Instant,
     done: bool,
 }
@@ -103,7 +152,7 @@ impl Drop for Ticket<'_> {
             let mut entries = self.holds.entries.lock();
             if let Some(e) = entries.get_mut(&self.key) {
                 e.acquiring -= 1;
-                if e.acquiring == 0 && e.held.is_empty() {
+                if e.idle() {
                     entries.remove(&self.key);
                 }
             }
@@ -118,16 +167,38 @@ impl Holds {
             policy,
             what,
             entries: parking_lot::Mutex::new(HashMap::new()),
+            settled: parking_lot::Condvar::new(),
             stats: Default::default(),
             revocation: Default::default(),
         }
     }
 
-    fn key(&self) -> Option<ThreadId> {
-        match self.owner {
-            Owner::Handle => None,
-            Owner::Thread => Some(std::thread::current().id()),
+    fn key(&self) -> Key {
+        match (self.owner, TASK.with(Cell::get)) {
+            (Owner::Handle, _) => Key::Handle,
+            (Owner::Thread, Some(task)) => Key::Task(task),
+            (Owner::Thread, None) => Key::Thread(std::thread::current().id()),
         }
+    }
+
+    /// The calling participant's attempt under way was abandoned by its caller (a dropped
+    /// async acquire): until [`Holds::settle_abandoned`], an acquire of the participant that
+    /// would be refused for it waits instead (a retry right after a cancel is not refused).
+    pub(crate) fn abandon(&self) {
+        self.entries.lock().entry(self.key()).or_default().abandoned += 1;
+    }
+
+    /// An abandoned attempt of the calling participant has ended and given back what it took.
+    pub(crate) fn settle_abandoned(&self) {
+        let key = self.key();
+        let mut entries = self.entries.lock();
+        if let Some(e) = entries.get_mut(&key) {
+            e.abandoned -= 1;
+            if e.idle() {
+                entries.remove(&key);
+            }
+        }
+        self.settled.notify_all();
     }
 
     /// Starts an acquire of the calling participant, by the table's policy.
@@ -135,6 +206,18 @@ impl Holds {
         let what = &self.what;
         let key = self.key();
         let mut entries = self.entries.lock();
+        // An attempt its caller abandoned may still be under way, or giving back what it took:
+        // wait for it rather than refuse for it (it ends promptly: it was cancelled).
+        while entries.get(&key).is_some_and(|e| {
+            e.abandoned > 0
+                && match self.policy {
+                    Policy::Leases(max) => e.held.len() + e.acquiring >= max,
+                    Policy::Once => e.acquiring > 0 || !e.held.is_empty(),
+                    Policy::Reentrant => e.acquiring > 0,
+                }
+        }) {
+            self.settled.wait(&mut entries);
+        }
         let e = entries.entry(key).or_default();
         if let Some(forked) = e.held.first().and_then(|h| h.session.forked()) {
             // A forked child: its holds are the parent's, and so is any answer about them.
@@ -181,32 +264,44 @@ impl Holds {
     /// its most recent (None). The last of a reentrant count deletes the node through the one
     /// release path. `NotHeld` if there is no such hold.
     pub(crate) fn release(&self, token: Option<i64>) -> Result<()> {
-        let hold = {
-            let key = self.key();
-            let mut entries = self.entries.lock();
-            let Some(e) = entries.get_mut(&key) else {
-                return Err(Error::NotHeld);
-            };
-            let Some(i) = (match token {
-                None => e.held.len().checked_sub(1),
-                Some(t) => e.held.iter().rposition(|h| h.token == t),
-            }) else {
-                return Err(Error::NotHeld);
-            };
-            if let Some(forked) = e.held[i].session.forked() {
-                // A forked child: the hold is the parent's, nothing of it is released here.
-                return Err(forked);
-            }
-            if self.policy == Policy::Reentrant && e.depth > 1 {
-                e.depth -= 1;
-                return Ok(());
-            }
-            let hold = e.held.remove(i);
-            if e.held.is_empty() && e.acquiring == 0 {
-                entries.remove(&key);
-            }
-            hold
+        match self.take(token)? {
+            Some(hold) => self.finish_release(hold),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Holds::release`] in two steps: takes the hold out of the table now (`Ok(None)` when
+    /// only a reentrant count went down), for [`Holds::finish_release`] to delete its node,
+    /// here or on another thread (an owned guard dropped in async code never blocks).
+    pub(crate) fn take(&self, token: Option<i64>) -> Result<Option<Hold>> {
+        let key = self.key();
+        let mut entries = self.entries.lock();
+        let Some(e) = entries.get_mut(&key) else {
+            return Err(Error::NotHeld);
         };
+        let Some(i) = (match token {
+            None => e.held.len().checked_sub(1),
+            Some(t) => e.held.iter().rposition(|h| h.token == t),
+        }) else {
+            return Err(Error::NotHeld);
+        };
+        if let Some(forked) = e.held[i].session.forked() {
+            // A forked child: the hold is the parent's, nothing of it is released here.
+            return Err(forked);
+        }
+        if self.policy == Policy::Reentrant && e.depth > 1 {
+            e.depth -= 1;
+            return Ok(None);
+        }
+        let hold = e.held.remove(i);
+        if e.idle() {
+            entries.remove(&key);
+        }
+        Ok(Some(hold))
+    }
+
+    /// Deletes the node of a hold taken out of the table, and counts it.
+    pub(crate) fn finish_release(&self, hold: Hold) -> Result<()> {
         let acquired = hold.acquired;
         let r = hold.release();
         self.stats.hold_ended(acquired.elapsed(), &r);

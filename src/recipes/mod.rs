@@ -8,6 +8,7 @@ mod hold;
 mod holds;
 mod multi_lock;
 mod mutex;
+mod owned;
 mod protected;
 mod queue;
 mod raw;
@@ -25,6 +26,7 @@ pub use multi_lock::{MultiLock, MultiLockFailure, MultiLockGuard};
 pub use mutex::{
     Mutex, MutexGuard, RawMutex, RawSemaphoreMutex, SemaphoreMutex, SemaphoreMutexGuard,
 };
+pub use owned::{AcquireFuture, AsyncLock, OwnedGuard};
 pub use raw::Participant;
 pub use rwlock::{
     RawReadLock, RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, WriteGuard, WriteLock,

@@ -64,11 +64,28 @@ pub struct MultiLock<'a> {
     /// Why it cannot be taken (two locks on one path would wait for each other), if so.
     refused: Option<MultiLockFailure>,
     last_failure: parking_lot::Mutex<Option<MultiLockFailure>>,
-    cancel: parking_lot::Mutex<Vec<Arc<AtomicUsize>>>,
+    /// Its acquires under way, and a cancel remembered for the next one.
+    cancel: parking_lot::Mutex<Cancels>,
     /// The multi-lock's own statistics (each lock keeps its own too).
     stats: Stats,
     /// Its holds, most recent last (one, unless its locks let one participant hold again).
     holds: parking_lot::Mutex<Vec<Arc<MultiHold>>>,
+}
+
+/// The acquires of a multi-lock under way, and a cancel remembered for the next acquire (as a
+/// [`CancelToken`](crate::CancelToken)'s).
+#[derive(Default)]
+struct Cancels {
+    active: Vec<Underway>,
+    pending: bool,
+}
+
+/// One acquire of a multi-lock under way.
+struct Underway {
+    /// Its progress word: the cancelled bit and the index of the lock being acquired.
+    progress: Arc<AtomicUsize>,
+    /// The locks a cancel of the multi-lock was passed to, while this acquire was under way.
+    cancelled: Vec<usize>,
 }
 
 /// One hold of a multi-lock: each lock's own hold, named by the token its acquire returned.
@@ -139,7 +156,7 @@ impl<'a> MultiLock<'a> {
             given,
             refused,
             last_failure: parking_lot::Mutex::new(None),
-            cancel: parking_lot::Mutex::new(Vec::new()),
+            cancel: parking_lot::Mutex::new(Cancels::default()),
             stats: Default::default(),
             holds: parking_lot::Mutex::new(Vec::new()),
         }
@@ -449,10 +466,34 @@ impl Lockable for MultiLock<'_> {
             return Err(f.error.clone().unwrap_or(Error::NotHeld));
         }
         self.stats.attempt(|| {
+            // Under way from here until it returns; a cancel remembered from before (none was
+            // under way then) ends it at once.
             let progress = Arc::new(AtomicUsize::new(0));
-            self.cancel.lock().push(progress.clone());
+            {
+                let mut c = self.cancel.lock();
+                if std::mem::take(&mut c.pending) {
+                    progress.fetch_or(CANCELLED, Ordering::SeqCst);
+                }
+                c.active.push(Underway {
+                    progress: progress.clone(),
+                    cancelled: Vec::new(),
+                });
+            }
             let r = self.acquire_all(d, &progress);
-            self.cancel.lock().retain(|a| !Arc::ptr_eq(a, &progress));
+            let cancelled = {
+                let mut c = self.cancel.lock();
+                let i = c
+                    .active
+                    .iter()
+                    .position(|u| Arc::ptr_eq(&u.progress, &progress));
+                i.map(|i| c.active.swap_remove(i).cancelled)
+                    .unwrap_or_default()
+            };
+            // A cancel passed to a lock whose acquire had already returned (or never began) is
+            // remembered by that lock: it was meant for this acquire, which is over.
+            for i in cancelled {
+                self.locks[i].reset_cancel();
+            }
             let Some(tokens) = r? else {
                 return Ok(None);
             };
@@ -501,37 +542,29 @@ impl Lockable for MultiLock<'_> {
         self.lease_of(&*self.current()?)
     }
 
-    /// Cancels the acquires of this multi-lock that are waiting now (the locks they took are
-    /// released; they return [`Error::Cancelled`]). Calls `cancel` on the component lock being
-    /// waited for, which also cancels other waits on that handle.
+    /// Ends the acquires of this multi-lock under way (the locks they took are released; they
+    /// return [`Error::Cancelled`]); if none is, the next acquire returns `Cancelled` at once.
+    /// Calls `cancel` on the lock being acquired, which also cancels other acquires on that
+    /// handle; a cancel that reached that lock too late is forgotten when the multi-lock's
+    /// acquire ends.
     fn cancel(&self) {
-        let active: Vec<_> = self.cancel.lock().clone();
-        for a in &active {
-            a.fetch_or(CANCELLED, Ordering::SeqCst);
+        let mut c = self.cancel.lock();
+        if c.active.is_empty() {
+            c.pending = true;
+            return;
         }
-        // The component's own cancel only reaches waits already registered: repeat until each
-        // acquire has noticed (it removes itself from the list), for at most one second.
-        let until = Instant::now() + Duration::from_secs(1);
-        loop {
-            let still: Vec<_> = {
-                let list = self.cancel.lock();
-                active
-                    .iter()
-                    .filter(|a| list.iter().any(|b| Arc::ptr_eq(a, b)))
-                    .cloned()
-                    .collect()
-            };
-            if still.is_empty() || Instant::now() >= until {
-                return;
+        for u in &mut c.active {
+            let i = u.progress.fetch_or(CANCELLED, Ordering::SeqCst) & !CANCELLED;
+            // Sticky: the lock's acquire ends whether it is under way or about to begin.
+            if let Some(l) = self.locks.get(i) {
+                l.cancel();
+                u.cancelled.push(i);
             }
-            for a in still {
-                let i = a.load(Ordering::SeqCst) & !CANCELLED;
-                if let Some(l) = self.locks.get(i) {
-                    l.cancel();
-                }
-            }
-            std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    fn reset_cancel(&self) -> bool {
+        std::mem::take(&mut self.cancel.lock().pending)
     }
 
     /// Every lock's queue, in the canonical order.

@@ -18,10 +18,12 @@ pub enum NonReentrant {}
 /// only its immediate predecessor. Who may take it again is the front's policy.
 impl QueueKind for Reentrant {
     const RULES: Rules = Rules::EXCLUSIVE;
+    const NAME: &'static str = "Mutex";
 }
 
 impl QueueKind for NonReentrant {
     const RULES: Rules = Rules::EXCLUSIVE;
+    const NAME: &'static str = "SemaphoreMutex";
 }
 
 /// The protocol of [`Mutex`] and [`SemaphoreMutex`]: the queue under the exclusive rules

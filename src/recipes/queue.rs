@@ -16,7 +16,7 @@ use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Contender, Kind, Protocol};
 use crate::session::{Client, Session};
-use crate::wait::CancelToken;
+use crate::wait::Signal;
 
 /// The earlier contender a participant must wait for, if any, and whether it is the only
 /// contender ahead that blocks it.
@@ -59,6 +59,9 @@ pub trait QueueKind {
     /// How this kind queues.
     #[doc(hidden)]
     const RULES: Rules;
+    /// The front's type name, as `{:?}` shows it.
+    #[doc(hidden)]
+    const NAME: &'static str = "Queue";
 }
 
 /// An exclusive participant (the semaphore's guarding mutex).
@@ -245,7 +248,7 @@ impl<K> Queue<K> {
             else {
                 continue;
             };
-            let holder_id = String::from_utf8(data).unwrap_or_default();
+            let (holder_id, revocable) = node::holder_parts(&data);
             let is_reader = node::is_reader(&c.name);
             let is_holder = if is_reader {
                 reader_blocker(&queue, i).is_none()
@@ -260,6 +263,7 @@ impl<K> Queue<K> {
                 is_holder,
                 is_reader,
                 created_ms,
+                revocable,
             });
         }
         Ok(out)
@@ -268,6 +272,7 @@ impl<K> Queue<K> {
 
 impl<K: QueueKind> Recipe for Queue<K> {
     type GuardSend = *const ();
+    const NAME: &'static str = K::NAME;
 
     fn path(&self) -> &str {
         &self.path
@@ -280,8 +285,8 @@ impl<K: QueueKind> Recipe for Queue<K> {
     /// The acquire loop: create our node, list, watch the one node that blocks us (by the
     /// kind's rules), wait, look again. The hold says whether the attempt had to wait for
     /// another holder.
-    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
-        self.attempt_within(d, None, cancel)
+    fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>> {
+        self.attempt_within(d, None, signal)
     }
 
     fn participants(&self) -> Result<Vec<Participant>> {
@@ -298,23 +303,21 @@ impl<K: QueueKind> Queue<K> {
         &self,
         d: Deadline,
         bound: Option<Instant>,
-        cancel: &CancelToken,
+        signal: &Arc<Signal>,
     ) -> Result<Option<Hold>> {
         let rules = &K::RULES;
         // This thread waits for every request it sends here (`session::waiting_caller`).
         let _caller = crate::session::waiting_caller();
-        // Registered first: a cancel from here on is heard, even while a fresh session opens.
-        let reg = cancel.register();
         // A try-once attempt has one instant for every step, the removal of its node included.
         let (try_once, d) = d.pinned(self.client.session_timeout());
         let bound = bound.or(if try_once { d.instant() } else { None });
-        let session = self.client.session_for(d, Some(&reg.signal))?;
+        let session = self.client.session_for(d, Some(signal))?;
         let (mut name, mut token, mut children) =
             self.create_and_list(&session, rules.kind, d, bound)?;
         let mut waited = false;
         // Held, unless a cancel came meanwhile (then the node goes: cancel works at any time).
         let held = |name: &str, token: i64, waited: bool| {
-            if reg.signal.is_cancelled() {
+            if signal.is_cancelled() {
                 self.cleanup(&session, name, bound);
                 return Err(session.ended_error().unwrap_or(Error::Cancelled));
             }
@@ -364,7 +367,7 @@ impl<K: QueueKind> Queue<K> {
                 }
             };
             if let Some(watcher) = watched {
-                match session.wait_watch(watcher, d.instant(), &reg.signal) {
+                match session.wait_watch(watcher, d.instant(), signal) {
                     Ok(Some(zk::EventType::NodeDeleted)) if fast => {
                         return held(&name, token, true)
                     }

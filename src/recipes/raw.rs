@@ -4,11 +4,13 @@
 //! queued. The trait is sealed: public in name (the front's bounds name it), reachable by no
 //! user.
 
+use std::sync::Arc;
+
 use super::hold::Hold;
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::session::Client;
-use crate::wait::CancelToken;
+use crate::wait::Signal;
 
 /// One contender in a lock's queue, as `participants()` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +32,11 @@ pub struct Participant {
     /// When its node was created, by the server's clock, in milliseconds since the Unix epoch
     /// (how long it has been queued or holding: `zklock holders --watch` shows it).
     pub created_ms: i64,
+    /// Whether its holder listens for revocation requests: a zklock holder that made its lock
+    /// revocable ([`make_revocable`](crate::Lockable::make_revocable), `zklock --revocable`)
+    /// marks its node so. A Curator holder's `makeRevocable` leaves no mark: false does not
+    /// prove that one will not hear.
+    pub revocable: bool,
 }
 
 /// A node's data and creation time (ms) from `read` (its `get_data`), `hidden` when its ACL
@@ -60,6 +67,10 @@ pub trait Recipe: Send + Sync {
     #[doc(hidden)]
     type GuardSend;
 
+    /// The front's type name, as `{:?}` shows it ("Mutex").
+    #[doc(hidden)]
+    const NAME: &'static str;
+
     /// The lock path.
     fn path(&self) -> &str;
 
@@ -68,8 +79,8 @@ pub trait Recipe: Send + Sync {
 
     /// One attempt of a participant that holds nothing yet: `Ok(Some(hold))` held, `Ok(None)`
     /// not by `d` (nothing of the attempt is left on the server then, nor on any error). A
-    /// cancel of `cancel` ends it with `Error::Cancelled` at any time.
-    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>>;
+    /// cancel of `signal` ends it with `Error::Cancelled` at any time.
+    fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>>;
 
     /// The queue, in order, with each participant's holder id.
     fn participants(&self) -> Result<Vec<Participant>>;

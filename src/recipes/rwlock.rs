@@ -15,7 +15,7 @@ use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, Protocol};
 use crate::session::Client;
-use crate::wait::CancelToken;
+use crate::wait::{CancelToken, Signal};
 
 /// The queue both halves join, as each half queues in it.
 struct Core {
@@ -179,10 +179,17 @@ impl ReadWriteLock {
         self.write.clone()
     }
 
-    /// Cancels every waiting acquire of both halves now.
+    /// Ends the acquires under way on either half with [`Error::Cancelled`]; if neither half
+    /// has one under way, both remember the cancel (each half's next acquire returns
+    /// `Cancelled` at once; [`ReadWriteLock::reset_cancel`] forgets it).
     pub fn cancel(&self) {
-        self.read.cancel();
-        self.write.cancel();
+        CancelToken::cancel_pair(&self.read.cancel, &self.write.cancel);
+    }
+
+    /// [`Lockable::reset_cancel`] on both halves; true if either remembered a cancel.
+    pub fn reset_cancel(&self) -> bool {
+        let r = self.read.reset_cancel();
+        self.write.reset_cancel() | r
     }
 
     /// The queue, in order, with holder ids; `is_holder` marks the readers and the writer that
@@ -194,6 +201,7 @@ impl ReadWriteLock {
 
 impl Recipe for RawReadLock {
     type GuardSend = *const ();
+    const NAME: &'static str = "ReadLock";
 
     fn path(&self) -> &str {
         &self.core.read.path
@@ -204,14 +212,14 @@ impl Recipe for RawReadLock {
     }
 
     /// A participant holding the write lock downgrades; any other queues as a reader.
-    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+    fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>> {
         if let Some(w) = self.write.upgrade().and_then(|h| h.hold(None)) {
             if w.state() == HoldState::Lost {
                 return Err(Error::LockLost);
             }
             return self.core.downgrade(&w, d).map(Some);
         }
-        self.core.read.attempt(d, cancel)
+        self.core.read.attempt(d, signal)
     }
 
     fn participants(&self) -> Result<Vec<Participant>> {
@@ -229,6 +237,7 @@ impl Recipe for RawReadLock {
 
 impl Recipe for RawWriteLock {
     type GuardSend = *const ();
+    const NAME: &'static str = "WriteLock";
 
     fn path(&self) -> &str {
         &self.core.read.path
@@ -240,7 +249,7 @@ impl Recipe for RawWriteLock {
 
     /// Refuses an upgrade (the write lock would wait for the participant's own read lock);
     /// queues as a writer otherwise.
-    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+    fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>> {
         if self.read.upgrade().is_some_and(|h| h.count() > 0) {
             return Err(Error::WouldDeadlock(format!(
                 "this participant holds the read lock of {}; a read lock cannot be upgraded to the write lock \
@@ -248,7 +257,7 @@ impl Recipe for RawWriteLock {
                 self.core.read.path
             )));
         }
-        self.core.write.attempt(d, cancel)
+        self.core.write.attempt(d, signal)
     }
 
     fn participants(&self) -> Result<Vec<Participant>> {

@@ -13,12 +13,13 @@ use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Protocol};
 use crate::session::{is_retriable, Client, Session};
-use crate::wait::CancelToken;
+use crate::wait::Signal;
 
 /// The recipe of [`SimpleLock`]: one ephemeral node at the path, whose data carries the holder
 /// id and the id of the attempt that made it, made in one `multi` with the attempt's witness
 /// (`node::witness_path`): the node is ours only while our witness exists, and every delete
 /// checks it in the same `multi`.
+#[derive(Clone)]
 pub struct RawSimpleLock {
     client: Client,
     path: String,
@@ -183,7 +184,7 @@ impl RawSimpleLock {
     fn attempt_in(
         &self,
         session: &Arc<Session>,
-        signal: &Arc<crate::wait::Signal>,
+        signal: &Arc<Signal>,
         try_once: bool,
         d: Deadline,
         unsettled: &mut Vec<String>,
@@ -216,6 +217,7 @@ impl RawSimpleLock {
 
 impl Recipe for RawSimpleLock {
     type GuardSend = *const ();
+    const NAME: &'static str = "SimpleLock";
 
     fn path(&self) -> &str {
         &self.path
@@ -224,16 +226,14 @@ impl Recipe for RawSimpleLock {
         &self.client
     }
     /// Creates the node at the path, or waits for it to go and tries again.
-    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+    fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>> {
         // This thread waits for every request it sends here (`session::waiting_caller`).
         let _caller = crate::session::waiting_caller();
-        // Registered first: a cancel from here on is heard, even while a fresh session opens.
-        let reg = cancel.register();
         // A try-once attempt still needs its requests answered: one session timeout in all.
         let (try_once, d) = d.pinned(self.client.session_timeout());
-        let session = self.client.session_for(d, Some(&reg.signal))?;
+        let session = self.client.session_for(d, Some(signal))?;
         let mut unsettled = Vec::new();
-        let r = self.attempt_in(&session, &reg.signal, try_once, d, &mut unsettled);
+        let r = self.attempt_in(&session, signal, try_once, d, &mut unsettled);
         // A create whose reply was lost and whose node is not the hold: removed in the
         // background if it was applied, or when it is.
         for witness in unsettled {
@@ -255,6 +255,7 @@ impl Recipe for RawSimpleLock {
             return Ok(Vec::new());
         };
         let (holder_id, _) = node::simple_lock_parts(&data);
+        let revocable = node::revocable_parts(&data).1;
         Ok(vec![Participant {
             node: crate::path::name(&self.path).to_string(),
             sequence: 0,
@@ -263,6 +264,7 @@ impl Recipe for RawSimpleLock {
             is_holder: true,
             is_reader: false,
             created_ms,
+            revocable,
         }])
     }
 }

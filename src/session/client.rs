@@ -500,21 +500,17 @@ impl Client {
         // What is left of the wait after the connect is kept to say why it failed (a TLS
         // handshake's probe, a server's answer): the error comes within the connect timeout.
         let wait_left = bound.saturating_duration_since(Instant::now());
-        let reserve = (wait_left / 5).min(Duration::from_secs(1));
+        let reserve = (wait_left / 20).min(Duration::from_millis(200));
         let deadline = bound - reserve;
         let probe_wait =
             (reserve / (2 * self.inner.servers.len().max(1) as u32)).max(Duration::from_millis(20));
         let started = Instant::now();
         // The tick the lease reckons with (`docs/hold-model.md`, "The server's tick"): the one
         // given, else the longest the servers report, else ZooKeeper's default.
-        let tick = opts.server_tick_time.unwrap_or_else(|| {
-            let mut read = self.inner.read_tick.lock();
-            if read.is_none() {
-                let wait = Duration::from_millis(500).min(bound.saturating_duration_since(started));
-                *read = read_server_tick(&self.inner.named, opts.tls.as_ref(), wait);
-            }
-            read.unwrap_or(DEFAULT_TICK)
-        });
+        // Asked of the servers once per client, beside the connect (over TLS each ask is a
+        // handshake of its own: in sequence it doubled a connect's time).
+        let ask_tick = opts.server_tick_time.is_none() && self.inner.read_tick.lock().is_none();
+        let tick_wait = Duration::from_millis(500).min(bound.saturating_duration_since(started));
         // The leader creates the session after this instant: the first lease runs from here.
         let asked = boot_now();
         // The session's tasks and socket come to be during the connect: kept, so that a caller
@@ -523,40 +519,53 @@ impl Client {
         // fails over a certificate fails as it will every time, so the error comes now, not at
         // the end of the connect timeout.
         let tls_used = self.inner.named.iter().any(|(_, name)| name.is_some());
-        let (connected, io) = runtime::SessionIo::connect(&self.inner.servers, |io| {
-            let mut fut = Box::pin(runtime::enter(|| {
-                connect(connector, opts.tls.is_some(), &list)
-            }));
-            // Without TLS, a connect refused by every server is said at once too (when asked
-            // for now: `refused`), not at the end of the connect timeout.
-            let probe_after = match (tls_used, refused) {
-                (true, _) => Some(TLS_PROBE_AFTER),
-                (false, Refused::Ends) => Some(REFUSED_PROBE_AFTER),
-                (false, Refused::Waits) => None,
-            };
-            let until = probe_after.map_or(deadline, |p| (started + p).min(deadline));
-            let r =
-                runtime::enter(|| runtime::block_on(fut.as_mut(), Some(until), cancel, Some(io)));
-            if !matches!(r, Outcome::TimedOut) || until >= deadline {
-                return (r, None);
-            }
-            if refused == Refused::Ends {
-                // Only refusals are looked for here (the diagnosis comes with a failure).
-                if let Some(why) = all_refused(&self.inner.servers, probe_wait) {
-                    return (Outcome::TimedOut, Some(why));
-                }
-            }
-            if tls_used {
-                let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
-                if certificate_trouble(&why) {
-                    return (Outcome::TimedOut, Some(why));
-                }
-            }
-            let r = runtime::enter(|| {
-                runtime::block_on(fut.as_mut(), Some(deadline), cancel, Some(io))
+        let ((connected, io), read) = std::thread::scope(|scope| {
+            let reading = ask_tick.then(|| {
+                scope.spawn(|| read_server_tick(&self.inner.named, opts.tls.as_ref(), tick_wait))
             });
-            (r, None)
+            let connected = runtime::SessionIo::connect(&self.inner.servers, |io| {
+                let mut fut = Box::pin(runtime::enter(|| {
+                    connect(connector, opts.tls.is_some(), &list)
+                }));
+                // Without TLS, a connect refused by every server is said at once too (when
+                // asked for now: `refused`), not at the end of the connect timeout.
+                let probe_after = match (tls_used, refused) {
+                    (true, _) => Some(TLS_PROBE_AFTER),
+                    (false, Refused::Ends) => Some(REFUSED_PROBE_AFTER),
+                    (false, Refused::Waits) => None,
+                };
+                let until = probe_after.map_or(deadline, |p| (started + p).min(deadline));
+                let r = runtime::enter(|| {
+                    runtime::block_on(fut.as_mut(), Some(until), cancel, Some(io))
+                });
+                if !matches!(r, Outcome::TimedOut) || until >= deadline {
+                    return (r, None);
+                }
+                if refused == Refused::Ends {
+                    // Only refusals are looked for here (the diagnosis comes with a failure).
+                    if let Some(why) = all_refused(&self.inner.servers, probe_wait) {
+                        return (Outcome::TimedOut, Some(why));
+                    }
+                }
+                if tls_used {
+                    let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
+                    if certificate_trouble(&why) {
+                        return (Outcome::TimedOut, Some(why));
+                    }
+                }
+                let r = runtime::enter(|| {
+                    runtime::block_on(fut.as_mut(), Some(deadline), cancel, Some(io))
+                });
+                (r, None)
+            });
+            (connected, reading.and_then(|h| h.join().ok().flatten()))
         });
+        if let Some(t) = read {
+            *self.inner.read_tick.lock() = Some(t);
+        }
+        let tick = opts
+            .server_tick_time
+            .unwrap_or_else(|| self.inner.read_tick.lock().unwrap_or(DEFAULT_TICK));
         let (connected, early_why) = connected;
         if let Some(why) = early_why {
             let detail = ErrorDetail::new(format!("no ZooKeeper session with {hosts}: {why}"));

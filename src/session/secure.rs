@@ -611,6 +611,7 @@ pub(crate) fn speaks_tls(addr: std::net::SocketAddr, wait: std::time::Duration) 
         return false;
     };
     let _ = sock.set_read_timeout(Some(wait));
+    let _ = sock.set_write_timeout(Some(wait));
     let mut hello = Vec::new();
     if conn.write_tls(&mut hello).is_err() || sock.write_all(&hello).is_err() {
         return false;

@@ -281,3 +281,66 @@ def test_a_multi_lock_gives_each_locks_own_token(zk_hosts, path):
             c.mutex(path + "/a").tokens
         with pytest.raises(zklock.InvalidArgument):
             zklock.multi_lock([c.mutex(path + "/same"), c.mutex(path + "/same")])
+
+
+def test_a_session_state_prints_its_name():
+    # An IntEnum printed as its number ("1") since Python 3.11: a state says what it is.
+    s = zklock.SessionState.SUSPENDED
+    assert str(s) == "SessionState.SUSPENDED"
+    assert "%s" % s == "SessionState.SUSPENDED"
+    assert f"{s}" == "SessionState.SUSPENDED"
+    assert s == 1 and int(s) == 1  # still the C value
+
+
+def test_a_negative_timeout_waits_forever_as_in_c(zk_hosts, path):
+    # zkl_lock_acquire(l, -1) waits forever; so does acquire(-1) (as
+    # threading.Lock.acquire(timeout=-1)): never a try-once that returns False at once.
+    with zklock.Client(zk_hosts, holder_id="first") as a, zklock.Client(zk_hosts) as b:
+        first, second = a.mutex(path), b.mutex(path)
+        assert first.acquire(0)
+        got = []
+        waiter = threading.Thread(target=lambda: got.append(second.acquire(-1)))
+        waiter.start()
+        waiter.join(1.0)
+        assert waiter.is_alive() and got == [], "acquire(-1) returned %r at once" % got
+        first.release()
+        waiter.join(10)
+        assert got == [True]
+        second.release()
+
+
+def test_a_cancel_before_acquire_ends_it_at_once(zk_hosts, path):
+    with zklock.Client(zk_hosts, 5.0) as c:
+        lock = c.mutex(path)
+        # No acquire under way: remembered (twice is once), and the next acquire raises at once,
+        # though the lock is free; on this (main) thread and on another.
+        lock.cancel()
+        lock.cancel()
+        started = time.monotonic()
+        with pytest.raises(zklock.Cancelled):
+            lock.acquire()
+        assert time.monotonic() - started < 2.0
+        assert not lock.is_held
+        lock.cancel()
+        outcome = {}
+
+        def other():
+            try:
+                outcome["got"] = lock.acquire(30.0)
+            except zklock.Cancelled:
+                outcome["cancelled"] = time.monotonic() - started
+
+        started = time.monotonic()
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(10.0)
+        assert outcome.get("cancelled", 99.0) < 2.0, outcome
+        # Forgotten by the acquire it ended.
+        assert lock.acquire()
+        lock.release()
+        # reset_cancel forgets a remembered cancel.
+        assert not lock.reset_cancel()
+        lock.cancel()
+        assert lock.reset_cancel()
+        assert lock.acquire(0)
+        lock.release()

@@ -17,7 +17,7 @@ use crate::node::lease_prefix;
 use crate::recipes::hold::Hold;
 use crate::recipes::protected::{self, create_ephemeral};
 use crate::session::Session;
-use crate::wait::Registration;
+use crate::wait::Signal;
 
 /// What [`RawSemaphore::take_curator_at_once`] came to.
 pub(super) enum AtOnce {
@@ -38,7 +38,7 @@ impl Leases {
         session: &Arc<Session>,
         d: Deadline,
         try_once: bool,
-        reg: &Registration<'_>,
+        signal: &Arc<Signal>,
     ) -> Result<Option<Hold>> {
         let prefix = lease_prefix();
         let data = self.client.holder_id().as_bytes();
@@ -84,7 +84,7 @@ impl Leases {
             }
             // Listed without a watch (the first time): list again, with one.
             let Some(watcher) = watcher else { continue };
-            match wait(session, watcher, d, reg) {
+            match wait(session, watcher, d, signal) {
                 Ok(true) => {}
                 Ok(false) => {
                     self.remove_lease(session, &name, try_once, d);

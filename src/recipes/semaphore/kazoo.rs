@@ -15,7 +15,7 @@ use crate::node::{AttemptId, Protocol};
 use crate::recipes::hold::Hold;
 use crate::recipes::protected::{create_ephemeral, create_parents_of};
 use crate::session::Session;
-use crate::wait::Registration;
+use crate::wait::Signal;
 
 impl Leases {
     /// kazoo: create our lease node only while fewer than N exist (a try-once attempt,
@@ -25,7 +25,7 @@ impl Leases {
         session: &Arc<Session>,
         d: Deadline,
         try_once: bool,
-        reg: &Registration<'_>,
+        signal: &Arc<Signal>,
     ) -> Result<Option<Hold>> {
         let name = AttemptId::new().text(Protocol::Kazoo);
         let data = self.client.holder_id().as_bytes();
@@ -43,7 +43,7 @@ impl Leases {
             if try_once {
                 return Ok(None);
             }
-            if !wait(session, watcher, d, reg)? {
+            if !wait(session, watcher, d, signal)? {
                 return Ok(None);
             }
         }

@@ -13,7 +13,7 @@ use crate::node::Protocol;
 use crate::recipes::hold::remove_node;
 use crate::recipes::raw::read_node;
 use crate::session::{Client, Session};
-use crate::wait::Registration;
+use crate::wait::Signal;
 
 /// The semaphore's place and size (both layouts work on it).
 pub(super) struct Leases {
@@ -26,6 +26,20 @@ pub(super) struct Leases {
     pub(super) dir: String,
     /// kazoo: P exists and its stored count was checked.
     pub(super) root_checked: AtomicBool,
+}
+
+impl Clone for Leases {
+    /// The same directory (a clone checks the kazoo count again, once).
+    fn clone(&self) -> Self {
+        Leases {
+            client: self.client.clone(),
+            path: self.path.clone(),
+            protocol: self.protocol,
+            max_leases: self.max_leases,
+            dir: self.dir.clone(),
+            root_checked: AtomicBool::new(false),
+        }
+    }
 }
 
 impl Leases {
@@ -92,11 +106,9 @@ pub(super) fn wait(
     session: &Session,
     watcher: zk::OneshotWatcher,
     d: Deadline,
-    reg: &Registration<'_>,
+    signal: &Arc<Signal>,
 ) -> Result<bool> {
-    Ok(session
-        .wait_watch(watcher, d.instant(), &reg.signal)?
-        .is_some())
+    Ok(session.wait_watch(watcher, d.instant(), signal)?.is_some())
 }
 
 /// Lists `dir`'s children and watches them, retrying on connection loss until `d` or the

@@ -9,6 +9,7 @@ mod kazoo;
 mod leases;
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::front::{Guard, Lock};
@@ -20,7 +21,7 @@ use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, Protocol};
 use crate::session::Client;
-use crate::wait::CancelToken;
+use crate::wait::Signal;
 use curator::AtOnce;
 use leases::Leases;
 
@@ -29,6 +30,7 @@ use leases::Leases;
 const TRY_GUARD_WAIT: Duration = Duration::from_millis(500);
 
 /// The protocol of [`Semaphore`]: the guarding mutex and the lease nodes, in one of two layouts.
+#[derive(Clone)]
 pub struct RawSemaphore {
     /// The fair mutex guarding the lease count (`P/locks` or `P-__lock__`).
     guard: Queue<Exclusive>,
@@ -171,6 +173,7 @@ impl Lease<'_> {
 impl Recipe for RawSemaphore {
     /// A lease is the handle's, whatever thread took it.
     type GuardSend = ();
+    const NAME: &'static str = "Semaphore";
 
     fn path(&self) -> &str {
         &self.leases.path
@@ -182,16 +185,13 @@ impl Recipe for RawSemaphore {
 
     /// Takes the guarding mutex, then a lease by the protocol's layout; the mutex is given back
     /// either way.
-    fn attempt(&self, d: Deadline, cancel: &CancelToken) -> Result<Option<Hold>> {
+    fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>> {
         // This thread waits for every request it sends here (`session::waiting_caller`).
         let _caller = crate::session::waiting_caller();
-        // Registered first (before a fresh session opens, the guarding mutex's wait and the
-        // lease wait) and kept until the lease wait ends, so no cancel in between is lost.
-        let reg = cancel.register();
         // A try-once attempt has one instant for every step, as the mutex's: the guarding
         // mutex, the lease's create and listing, the recovery of a lost reply, a fresh session.
         let (try_once, d) = d.pinned(self.leases.client.session_timeout());
-        let session = self.leases.client.session_for(d, Some(&reg.signal))?;
+        let session = self.leases.client.session_for(d, Some(signal))?;
         if self.leases.protocol == Protocol::Kazoo
             && !self.leases.root_checked.load(Ordering::Acquire)
         {
@@ -206,12 +206,12 @@ impl Recipe for RawSemaphore {
         };
         let mut at_once = self.leases.protocol == Protocol::Curator;
         let guard = loop {
-            let Some(guard) = self.guard.attempt_within(guard_d, bound, cancel)? else {
+            let Some(guard) = self.guard.attempt_within(guard_d, bound, signal)? else {
                 return Ok(None);
             };
             // Only an acquirer that found the mutex free tries the short way: one that queued
             // for it has company, and would mostly find the leases taken too.
-            if !at_once || guard.waited || reg.signal.is_cancelled() {
+            if !at_once || guard.waited || signal.is_cancelled() {
                 break guard;
             }
             at_once = false;
@@ -219,7 +219,7 @@ impl Recipe for RawSemaphore {
                 .leases
                 .take_curator_at_once(&guard.session.clone(), guard, d, try_once)?
             {
-                AtOnce::Held(hold) if reg.signal.is_cancelled() => {
+                AtOnce::Held(hold) if signal.is_cancelled() => {
                     // Cancel works at any time: what was taken is given back.
                     let _ = hold.release();
                     return Err(Error::Cancelled);
@@ -230,17 +230,19 @@ impl Recipe for RawSemaphore {
                 AtOnce::Full | AtOnce::Again => {}
             }
         };
-        let r = if reg.signal.is_cancelled() {
+        let r = if signal.is_cancelled() {
             Err(Error::Cancelled)
         } else {
             match self.leases.protocol {
-                Protocol::Curator => self.leases.take_curator(&guard.session, d, try_once, &reg),
-                Protocol::Kazoo => self.leases.take_kazoo(&guard.session, d, try_once, &reg),
+                Protocol::Curator => self
+                    .leases
+                    .take_curator(&guard.session, d, try_once, signal),
+                Protocol::Kazoo => self.leases.take_kazoo(&guard.session, d, try_once, signal),
             }
         };
         let r = match r {
             // Cancel works at any time: what was taken is given back.
-            Ok(Some(hold)) if reg.signal.is_cancelled() => {
+            Ok(Some(hold)) if signal.is_cancelled() => {
                 let _ = hold.release();
                 Err(Error::Cancelled)
             }
@@ -272,6 +274,8 @@ impl Recipe for RawSemaphore {
                 is_holder: true,
                 is_reader: false,
                 created_ms,
+                // Curator's semaphore has no revocation.
+                revocable: false,
             })
             .collect())
     }

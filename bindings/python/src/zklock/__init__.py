@@ -11,11 +11,14 @@ Timeouts are seconds: ``None`` waits forever, ``0`` tries once. Every failure ra
 subclass of :class:`ZklError`. Blocking calls release the GIL, and a blocking acquire on the
 main thread is interruptible: Ctrl-C raises ``KeyboardInterrupt`` at once, the wait is
 cancelled and a hold that arrived meanwhile is released. From asyncio, use
-:meth:`Lock.acquire_async` / :meth:`Lock.hold_async`: a cancelled task cancels the wait and
-never leaves a hold behind. A lock handle is one participant: any thread may release what
+:meth:`Lock.acquire_async` / :meth:`Lock.hold_async`: their C calls run on the package's own
+threads (never the loop's thread or its executor), and a cancelled task ends only once its
+acquire has ended and given back what it got: no hold or node is left behind and the next
+acquire may start at once. A lock handle is one participant: any thread may release what
 another thread acquired through it (use it from one thread at a time, except
-:meth:`Lock.cancel` and :meth:`Lock.close`, which any thread may call: close cancels a waiting
-acquire and waits for calls under way before it frees the handle).
+:meth:`Lock.cancel`, :meth:`Lock.reset_cancel` and :meth:`Lock.close`, which any thread may
+call: close cancels a waiting acquire and waits for calls under way before it frees the
+handle). A cancel is sticky: made with no acquire under way, it ends the next one at once.
 
 The library logs to ``logging`` under ``"zklock"`` (child loggers per module, e.g.
 ``"zklock.recipes.hold"``) from the package's own thread ``zklock-log``, never from the
@@ -51,6 +54,7 @@ import math
 import os
 import sys
 import threading
+import time
 import weakref
 from ctypes import (
     CFUNCTYPE,
@@ -159,12 +163,20 @@ class HoldState(enum.IntEnum):
 
 
 class SessionState(enum.IntEnum):
-    """The state of a client's session (zkl_session_state)."""
+    """The state of a client's session (zkl_session_state). Compares equal to the C value;
+    prints as its name (``SessionState.SUSPENDED``), not as the number an IntEnum prints
+    since Python 3.11."""
 
     CONNECTED = 0
     SUSPENDED = 1
     EXPIRED = 2
     CLOSED = 3
+
+    def __str__(self) -> str:
+        return "%s.%s" % (type(self).__name__, self.name)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 # The 0.2 names.
@@ -269,6 +281,7 @@ _SIGNATURES = {
     "zkl_lock_acquire": (_status, [_lock_p, c_int64]),
     "zkl_lock_release": (_status, [_lock_p]),
     "zkl_lock_cancel": (_status, [_lock_p]),
+    "zkl_lock_reset_cancel": (c_int, [_lock_p]),
     "zkl_lock_is_held": (c_int, [_lock_p]),
     "zkl_lock_hold_state": (_status, [_lock_p, POINTER(c_uint32)]),
     "zkl_lock_lease_remaining_ms": (_status, [_lock_p, POINTER(c_int64)]),
@@ -300,7 +313,7 @@ for _name, (_restype, _argtypes) in _SIGNATURES.items():
 
 
 def version() -> str:
-    """The library's version, e.g. ``"0.2.0"``."""
+    """The library's version, e.g. ``"0.3.0"`` (the crate's, and this package's)."""
     return _lib.zkl_version().decode()
 
 
@@ -321,7 +334,7 @@ class ZklError(Exception):
     def __init__(self, message: str, status: Optional[int] = None):
         super().__init__(message)
         if status is not None:
-            self.status = status
+            self.status = int(status)
         self.message = message
 
     @property
@@ -376,7 +389,7 @@ class InternalError(ZklError):
 
 
 class Cancelled(ZklError):
-    """A waiting acquire was cancelled with :meth:`Lock.cancel`."""
+    """An acquire was ended by :meth:`Lock.cancel` (made during it, or before it began)."""
 
     status = CANCELLED
 
@@ -415,10 +428,40 @@ _ERRORS = {c.status: c for c in (Timeout, InvalidArgument, NotHeld, ConnectionLo
                                  LockLost, Closed, WouldDeadlock, AuthFailed)}
 
 
+class _Status(int):
+    """A status other than ZKL_OK with the library's message, read on the thread that made the
+    call right after it: the library keeps one last error per thread, so a status handed to
+    another thread (a blocking acquire runs on a helper thread, an async one on a worker) must
+    carry its message along."""
+
+    message = ""
+
+    def __new__(cls, status: int, message: str):
+        self = super().__new__(cls, status)
+        self.message = message
+        return self
+
+
+def _c(fn, *args) -> int:
+    """``fn(*args)``, a zkl_ function that returns a status: ZKL_OK, or a :class:`_Status` with
+    this thread's message of it."""
+    status = fn(*args)
+    if status == OK:
+        return OK
+    return _Status(status, _lib.zkl_last_error_message().decode("utf-8", "replace"))
+
+
+def _plain(fn, *args):
+    """``fn(*args)``, for a zkl_ function whose result is not a status."""
+    return fn(*args)
+
+
 def _error(status: int) -> ZklError:
-    message = _lib.zkl_last_error_message().decode("utf-8", "replace")
+    message = getattr(status, "message", None)
+    if message is None:  # a bare int from this thread's own last call
+        message = _lib.zkl_last_error_message().decode("utf-8", "replace")
     cls: Type[ZklError] = _ERRORS.get(status, ZklError)
-    return cls(message, status)
+    return cls(message, int(status))
 
 
 def _check(status: int) -> None:
@@ -427,11 +470,18 @@ def _check(status: int) -> None:
 
 
 def _text(s, what: str) -> bytes:
-    if isinstance(s, bytes):
-        return s
-    if not isinstance(s, str):
+    """A text argument as the C string the library reads. A NUL would end that string early
+    (``"/a\\0b"`` would name ``/a``), so it is refused, as the Rust library refuses it."""
+    if isinstance(s, str):
+        b = s.encode("utf-8")
+    elif isinstance(s, bytes):
+        b = s
+    else:
         raise TypeError("%s must be str or bytes, not %s" % (what, type(s).__name__))
-    return s.encode("utf-8")
+    if b"\0" in b:
+        raise InvalidArgument("%s %r contains a NUL character (at %d), which no C string can "
+                              "carry" % (what, s, b.index(b"\0")), INVALID_ARGUMENT)
+    return b
 
 
 def _seconds(value, what: str) -> float:
@@ -445,12 +495,15 @@ def _seconds(value, what: str) -> float:
 
 
 def _millis(timeout: Optional[float]) -> int:
-    """None -> -1 (forever); seconds -> whole milliseconds, rounded up; <= 0 -> try once;
-    longer than the clock can count -> forever."""
+    """None or negative -> -1 (forever, as C's -1 and threading.Lock's timeout=-1); 0 -> try
+    once; seconds -> whole milliseconds, rounded up; longer than the clock can count ->
+    forever."""
     if timeout is None:
         return -1
     t = _seconds(timeout, "timeout")
-    if t <= 0:
+    if t < 0:
+        return -1
+    if t == 0:
         return 0
     if t * 1000 >= 2**62:
         return -1
@@ -599,7 +652,13 @@ class _Managed:
         return ValueError("%s is closed" % type(self).__name__)
 
     def _call(self, fn, *args):
-        """``fn(handle, *args)``; the handle stays valid until it returns."""
+        """``fn(handle, *args)``, a zkl_ function that returns a status (:func:`_c`: one
+        that fails carries its message); the handle stays valid until it returns."""
+        return self._call_raw(_c, fn, *args)
+
+    def _call_raw(self, call, *args):
+        """``call(*args)`` with the handle inserted after the first argument of ``args``."""
+        fn, args = args[0], args[1:]
         mu = self._mu
         if mu is None:
             raise self._closed()
@@ -609,7 +668,7 @@ class _Managed:
                 raise self._closed()
             self._calls += 1
         try:
-            return fn(ptr, *args)
+            return call(fn, ptr, *args)
         finally:
             with mu:
                 self._calls -= 1
@@ -655,6 +714,34 @@ class _Managed:
             self._dispose()
         except Exception:  # noqa: BLE001 - never raise from a finalizer
             pass
+
+
+# The watcher threads (on_lost, make_revocable's callback, session listeners). Each waits in
+# the library 0.2 s at a time, with its handle in use: at interpreter exit the handle could then
+# not be freed (see _Managed._dispose), and a held lock's node would stay on the server for a
+# session timeout. So they stop at exit (atexit, before the interpreter finalizes), and the
+# handles are freed as if they had never been watched: their nodes go at once.
+_exiting = threading.Event()
+_watchers: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+def _start_watcher(target: Callable[[], None], name: str) -> threading.Thread:
+    t = threading.Thread(target=target, name=name, daemon=True)
+    _watchers.add(t)
+    t.start()
+    return t
+
+
+def _stop_watchers() -> None:
+    """At exit: the watchers end their waits (within 0.2 s) and return."""
+    _exiting.set()
+    deadline = time.monotonic() + 2.0
+    for t in list(_watchers):
+        if t is not threading.current_thread():
+            t.join(max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(_stop_watchers)
 
 
 # Every live handle, so that a forked child can make them inert.
@@ -721,6 +808,156 @@ def _percentiles(p: _Percentiles) -> Percentiles:
     return Percentiles(p.count, p.p50_us / 1e6, p.p90_us / 1e6, p.p99_us / 1e6, p.max_us / 1e6)
 
 
+class _Attempt:
+    """One C acquire of ``lock`` on a thread of the package's own, which another thread (the
+    main thread on Ctrl-C, an event loop on a task's cancellation) may give up at any moment:
+    before it begins (it then never begins), while it waits (zkl_lock_cancel ends it), or as it
+    returns. The thread owns the outcome unless the acquire was over before it was given up;
+    what it owns and got (a hold) it gives back. A cancel of its own that came after the C
+    acquire had returned is forgotten (zkl_lock_reset_cancel), so it never ends the handle's
+    next acquire. ``on_done(attempt)`` runs on the thread once :attr:`done` is set."""
+
+    def __init__(self, lock: "Lock", millis: int,
+                 on_done: Optional[Callable[["_Attempt"], None]] = None):
+        self._lock, self._millis, self._on_done = lock, millis, on_done
+        self._mu = threading.Lock()
+        self._begun = False      # the C acquire may be under way
+        self._over = False       # its outcome is known (or it never began)
+        self._given_up = False
+        self._cancel_sent = False
+        self._given_back = False
+        self._status: Optional[int] = None
+        self._error: Optional[BaseException] = None
+        self.done = threading.Event()
+        threading.Thread(target=self._run, name="zklock-acquire", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            with self._mu:
+                if self._given_up:
+                    self._status = _Status(CANCELLED, "cancelled before the acquire began")
+                    self._over = True
+                    return
+                self._begun = True
+            # A cancel from here on ends this acquire: one sent before the library sees it
+            # begin is remembered by the library for it (a cancel is sticky).
+            status, error = None, None
+            try:
+                status = self._lock._call(_lib.zkl_lock_acquire, self._millis)
+            except BaseException as e:  # noqa: BLE001 - handed to whoever wants the outcome
+                error = e
+            with self._mu:
+                self._status, self._error, self._over = status, error, True
+                unwanted, cancel_sent = self._given_up, self._cancel_sent
+            if cancel_sent:
+                with contextlib.suppress(ValueError):
+                    self._lock.reset_cancel()
+            if unwanted:
+                self.give_back()
+        finally:
+            self.done.set()
+            if self._on_done is not None:
+                self._on_done(self)
+
+    def give_up(self) -> bool:
+        """The outcome is no longer wanted: the acquire is cancelled (or never begins), and its
+        thread gives back what it gets; False then. True if the acquire was over before: the
+        outcome is the caller's, who gives it back (:meth:`give_back`) once :attr:`done` is
+        set. Calling it again answers the same."""
+        with self._mu:
+            if self._over:
+                return not self._given_up
+            self._given_up = True
+            if self._begun:
+                # Under the mutex, so that the thread knows, once the acquire has returned,
+                # whether a cancel of its own may be left over.
+                self._cancel_sent = True
+                with contextlib.suppress(ValueError):
+                    self._lock._call(_lib.zkl_lock_cancel)
+            return False
+
+    def give_back(self) -> None:
+        """Releases the hold the acquire got, if it got one (errors of the release, say a hold
+        lost meanwhile, are dropped: nobody wants this hold)."""
+        if self._status == OK and not self._given_back:
+            self._given_back = True
+            with contextlib.suppress(ZklError, ValueError):
+                self._lock.release()
+
+    def outcome(self) -> int:
+        """The C acquire's status (after :attr:`done`); raises what its call raised."""
+        if self._error is not None:
+            raise self._error
+        return self._status
+
+
+def _through_interrupts(fn):
+    """``fn()`` to its end on the main thread: a signal handler's exception meanwhile (a second
+    Ctrl-C) makes it run again (``fn`` may run twice)."""
+    while True:
+        try:
+            return fn()
+        except BaseException:  # noqa: BLE001 - the first interruption is the one raised
+            continue
+
+
+def _deliver(loop, fut, unclaimed, value) -> None:
+    """From another thread: ``fut`` (of ``loop``) gets ``value``. If the loop is closed, nobody
+    awaits it any more: ``unclaimed()`` disposes of what it would have carried."""
+
+    def settle():
+        if not fut.done():
+            if isinstance(value, BaseException):
+                fut.set_exception(value)
+            else:
+                fut.set_result(value)
+
+    try:
+        loop.call_soon_threadsafe(settle)
+    except RuntimeError:  # the loop is closed
+        if unclaimed is not None:
+            unclaimed()
+
+
+async def _through_cancels(fut) -> None:
+    """Waits for ``fut`` to end, whatever cancellations of the awaiting task come meanwhile (the
+    caller raises CancelledError after it)."""
+    while not fut.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(fut)
+
+
+async def _off_loop(fn):
+    """``fn()`` on a thread of the package's own, awaited: the loop's thread never blocks on it
+    and the loop's executor is not used. A cancellation of the awaiting task meanwhile is
+    raised once ``fn`` has returned (it is never abandoned half done)."""
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def run():
+        try:
+            value = fn()
+        except BaseException as e:  # noqa: BLE001 - raised in the awaiting task
+            value = e
+        _deliver(loop, fut, None, _Returned(value))
+
+    threading.Thread(target=run, name="zklock-off-loop", daemon=True).start()
+    try:
+        returned = await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        await _through_cancels(fut)
+        raise
+    if isinstance(returned.value, BaseException):
+        raise returned.value
+    return returned.value
+
+
+class _Returned(NamedTuple):
+    """What a call returned or raised, carried as a value."""
+
+    value: object
+
+
 def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
@@ -732,8 +969,9 @@ class Lock(_Managed):
 
     The handle is the participant: any thread may release what another thread acquired
     through it (thread pools and ``asyncio.to_thread`` move calls between threads). Use from
-    one thread at a time, except :meth:`cancel`, which any thread may call. Reentrant per
-    handle where the recipe is (the mutex, the read-write halves), unlike kazoo's locks.
+    one thread at a time, except :meth:`cancel` and :meth:`reset_cancel`, which any thread may
+    call. Reentrant per handle where the recipe is (the mutex, the read-write halves), unlike
+    kazoo's locks.
     """
 
     _free = staticmethod(_lib.zkl_lock_free)
@@ -765,9 +1003,11 @@ class Lock(_Managed):
         return self._client.holder_id
 
     def acquire(self, timeout: Optional[float] = None) -> bool:
-        """Waits for the lock: forever (None), at most ``timeout`` seconds, or tries once (0).
+        """Waits for the lock: forever (None or a negative number, as C's -1), at most
+        ``timeout`` seconds, or tries once (0).
         True when held, False when not acquired in time; raises :class:`ZklError` otherwise
-        (:class:`Cancelled` if :meth:`cancel` or :meth:`close` interrupted it). On the main
+        (:class:`Cancelled` if :meth:`cancel` ended it, made during the acquire or before it
+        began, or if :meth:`close` interrupted it). On the main
         thread, Ctrl-C (any signal whose handler raises) ends the wait at once: the acquire
         is cancelled, a hold that arrived meanwhile is released, and the exception goes on."""
         return self._acquire(_millis(timeout))
@@ -788,69 +1028,43 @@ class Lock(_Managed):
         return True
 
     def _acquire_interruptibly(self, millis: int) -> int:
-        """The C acquire on a helper thread while this (main) thread waits on a Python
-        primitive, which a signal handler can interrupt: then the acquire is cancelled and
-        waited for, and a hold it got anyway is released before the exception goes on."""
-        done = threading.Event()
-        result = {}
-
-        def work():
-            try:
-                result["status"] = self._call(_lib.zkl_lock_acquire, millis)
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
-                result["error"] = e
-            finally:
-                done.set()
-
-        threading.Thread(target=work, name="zklock-acquire", daemon=True).start()
+        """The C acquire on a thread of the package's (an :class:`_Attempt`) while this (main)
+        thread waits on a Python primitive, which a signal handler can interrupt: then the
+        acquire is given up and waited for, and a hold it got anyway is released before the
+        exception goes on."""
+        attempt = _Attempt(self, millis)
         try:
-            done.wait()
+            attempt.done.wait()
         except BaseException:
-            self._give_up(done, result)
+            mine = _through_interrupts(attempt.give_up)
+            while not attempt.done.is_set():
+                with contextlib.suppress(BaseException):
+                    attempt.done.wait(0.05)
+            if mine:
+                attempt.give_back()
             raise
-        if "error" in result:
-            raise result["error"]
-        return result["status"]
-
-    def _give_up(self, done: threading.Event, result: dict) -> None:
-        """An acquire under way is no longer wanted: cancel it, wait for it (through further
-        interruptions), and release what it got."""
-        while not done.is_set():
-            with contextlib.suppress(BaseException):
-                self._call(_lib.zkl_lock_cancel)
-            with contextlib.suppress(BaseException):
-                done.wait(0.05)
-        if result.get("status") == OK:
-            with contextlib.suppress(ZklError, ValueError):
-                self.release()
+        return attempt.outcome()
 
     async def acquire_async(self, timeout: Optional[float] = None) -> bool:
-        """:meth:`acquire` for asyncio: waits on a worker thread without blocking the event
-        loop. Cancellation (``task.cancel()``, ``asyncio.wait_for``, ``asyncio.timeout``)
-        cancels the wait, and a hold that arrives after it is released: a cancelled acquire
-        never leaves the lock held."""
+        """:meth:`acquire` for asyncio: the C acquire runs on a thread of the package's own (never
+        the loop's executor, which waits would starve), and the loop's thread never blocks.
+        Cancellation (``task.cancel()``, ``asyncio.wait_for``, ``asyncio.timeout``) gives the
+        acquire up, even one that has not begun yet, and ends only once the C acquire has
+        ended and given back what it got: then no node of it is left and the next acquire on
+        the handle may start at once. A cancelled acquire never leaves the lock held."""
         millis = _millis(timeout)
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(None, self._call, _lib.zkl_lock_acquire, millis)
+        fut = loop.create_future()
+        attempt = _Attempt(self, millis, lambda a: _deliver(loop, fut, a.give_back, None))
         try:
-            status = await asyncio.shield(fut)
+            await asyncio.shield(fut)
         except asyncio.CancelledError:
-            self._cancel_after(fut)
+            mine = attempt.give_up()
+            await _through_cancels(fut)
+            if mine:
+                await _off_loop(attempt.give_back)
             raise
-        return self._outcome(status, False)
-
-    def _cancel_after(self, fut) -> None:
-        """The task awaiting ``fut`` (an acquire) was cancelled: cancel the acquire, and release
-        the hold if it got one all the same (in the executor's callback, off the loop)."""
-        with contextlib.suppress(ValueError):
-            self._call(_lib.zkl_lock_cancel)
-
-        def settle(f):
-            if not f.cancelled() and f.exception() is None and f.result() == OK:
-                with contextlib.suppress(ZklError, ValueError):
-                    self.release()
-
-        fut.add_done_callback(settle)
+        return self._outcome(attempt.outcome(), False)
 
     def hold_async(self, timeout: Optional[float] = None) -> "_AsyncHold":
         """``async with lock.hold_async(timeout=2.0):`` holds the lock for the block
@@ -863,8 +1077,19 @@ class Lock(_Managed):
         _check(self._call(_lib.zkl_lock_release))
 
     def cancel(self) -> None:
-        """Makes acquires waiting on this lock (in other threads) raise :class:`Cancelled`."""
+        """Ends the acquire under way on this lock (in another thread): it raises
+        :class:`Cancelled`. If none is under way, the lock remembers the cancel and its next
+        acquire raises :class:`Cancelled` at once, forgetting it (as kazoo's ``cancel()``
+        before ``acquire()``): a cancel that lands just before an acquire begins is not lost.
+        One cancel ends one acquire; several with none between are one. Any thread, any time.
+        """
         _check(self._call(_lib.zkl_lock_cancel))
+
+    def reset_cancel(self) -> bool:
+        """Forgets a cancel remembered for the next acquire (:meth:`cancel` with no acquire
+        under way), say one that came just after the acquire it was meant for had returned.
+        True if there was one. Any thread, any time."""
+        return self._call_raw(_plain, _lib.zkl_lock_reset_cancel) == 1
 
     def _interrupt(self, ptr: int) -> None:
         _lib.zkl_lock_cancel(ptr)
@@ -873,7 +1098,7 @@ class Lock(_Managed):
     def is_held(self) -> bool:
         """Held, and the session provably alive."""
         try:
-            return self._call(_lib.zkl_lock_is_held) == 1
+            return self._call_raw(_plain, _lib.zkl_lock_is_held) == 1
         except ValueError:  # closed
             return False
 
@@ -918,7 +1143,7 @@ class Lock(_Managed):
     def token(self, path: str) -> int:
         """A multi-lock's: the fencing token of its lock at ``path`` in the current hold."""
         token = c_int64()
-        _check(self._call(_lib.zkl_multi_lock_token_of, path.encode("utf-8"),
+        _check(self._call(_lib.zkl_multi_lock_token_of, _text(path, "path"),
                           ctypes.byref(token)))
         return token.value
 
@@ -931,8 +1156,8 @@ class Lock(_Managed):
             out = []
             for i in range(_lib.zkl_participants_count(ps)):
                 p, created = _Participant(), c_int64()
-                _check(_lib.zkl_participants_get(ps, i, ctypes.byref(p)))
-                _check(_lib.zkl_participants_created_ms(ps, i, ctypes.byref(created)))
+                _check(_c(_lib.zkl_participants_get, ps, i, ctypes.byref(p)))
+                _check(_c(_lib.zkl_participants_created_ms, ps, i, ctypes.byref(created)))
                 out.append(Participant(p.node.decode("utf-8", "replace"),
                                        p.holder_id.decode("utf-8", "replace"), p.sequence,
                                        bool(p.is_holder), bool(p.is_reader), created.value))
@@ -959,7 +1184,7 @@ class Lock(_Managed):
         watching thread."""
 
         def watch():
-            while True:
+            while not _exiting.is_set():
                 try:
                     status = self._call(_lib.zkl_lock_wait_lost, 200)
                 except ValueError:  # closed
@@ -973,9 +1198,7 @@ class Lock(_Managed):
                         _logger.exception("an on_lost callback of %r failed", self)
                 return
 
-        t = threading.Thread(target=watch, name="zklock-on-lost", daemon=True)
-        t.start()
-        return t
+        return _start_watcher(watch, "zklock-on-lost")
 
     def make_revocable(self, callback: Optional[Callable[["Lock"], None]] = None) -> None:
         """Makes this handle's holds revocable (Curator's ``makeRevocable``): when someone asks
@@ -989,8 +1212,7 @@ class Lock(_Managed):
 
         def watch():
             asked = None  # the fencing token of the hold last told
-            pause = threading.Event()
-            while True:
+            while not _exiting.is_set():
                 try:
                     status = self._call(_lib.zkl_lock_wait_revoke_request, 200)
                     token = c_int64()
@@ -1006,9 +1228,9 @@ class Lock(_Managed):
                 elif status not in (OK, TIMEOUT, NOT_HELD):
                     return
                 if status != TIMEOUT:
-                    pause.wait(0.05)  # asked already, or nothing held: look again shortly
+                    _exiting.wait(0.05)  # asked already, or nothing held: look again shortly
 
-        threading.Thread(target=watch, name="zklock-revoke", daemon=True).start()
+        _start_watcher(watch, "zklock-revoke")
 
     def wait_revoke_request(self, timeout: Optional[float] = None) -> bool:
         """After :meth:`make_revocable`: True when someone asked this holder to let go, False
@@ -1050,7 +1272,8 @@ class _AsyncHold:
         return self._lock
 
     async def __aexit__(self, *exc) -> bool:
-        self._lock.release()
+        # Off the loop's thread: during an outage a release may take a session timeout.
+        await _off_loop(self._lock.release)
         return False
 
 
@@ -1086,7 +1309,7 @@ def multi_lock(locks: Iterable[Lock]) -> Lock:
                 lk._ptr = None
         array = (_lock_p * len(taken))(*[ptr for _, ptr in taken])
         out = _lock_p()
-        _check(_lib.zkl_multi_lock_new(array, len(taken), ctypes.byref(out)))
+        _check(_c(_lib.zkl_multi_lock_new, array, len(taken), ctypes.byref(out)))
     except BaseException:
         for lk, ptr in taken:
             with lk._mu:
@@ -1306,12 +1529,13 @@ class Client(_Managed):
                 "against the CA, but not whether they are issued for the hosts connected to: "
                 "any holder of a certificate from that CA can pose as the servers", hosts)
         opts = _options_p()
-        _check(_lib.zkl_options_new(ctypes.byref(opts)))
+        _check(_c(_lib.zkl_options_new, ctypes.byref(opts)))
         try:
             for fn, *args in setters:
-                _check(fn(opts, *args))
+                _check(_c(fn, opts, *args))
             ptr = _client_p()
-            status = _lib.zkl_client_connect_with_options(hosts_b, opts, ctypes.byref(ptr))
+            status = _c(_lib.zkl_client_connect_with_options, hosts_b, opts,
+                        ctypes.byref(ptr))
         finally:
             _lib.zkl_options_free(opts)
         if status != OK:
@@ -1349,7 +1573,7 @@ class Client(_Managed):
         def listen():
             event = _SessionEvent()
             after = 0
-            while True:
+            while not _exiting.is_set():
                 try:
                     status = self._call(_lib.zkl_client_wait_session_event, after, 200,
                                         ctypes.byref(event))
@@ -1365,9 +1589,7 @@ class Client(_Managed):
                 except Exception:  # noqa: BLE001
                     _logger.exception("a session listener of %r failed", self)
 
-        t = threading.Thread(target=listen, name="zklock-session-listener", daemon=True)
-        t.start()
-        return t
+        return _start_watcher(listen, "zklock-session-listener")
 
     def request_revoke(self, node_path: str) -> bool:
         """Asks the holder of a lock node (full path) to let go, as Curator's
