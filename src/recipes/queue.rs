@@ -312,8 +312,11 @@ impl<K: QueueKind> Queue<K> {
         let (try_once, d) = d.pinned(self.client.session_timeout());
         let bound = bound.or(if try_once { d.instant() } else { None });
         let session = self.client.session_for(d, Some(signal))?;
+        // The first round trip runs to its answer even past a short deadline: a lock found
+        // free in it is held (`Deadline::first_round`).
+        let first = d.first_round(self.client.session_timeout());
         let (mut name, mut token, mut children) =
-            self.create_and_list(&session, rules.kind, d, bound)?;
+            self.create_and_list(&session, rules.kind, first, bound)?;
         let mut waited = false;
         // Held, unless a cancel came meanwhile (then the node goes: cancel works at any time).
         let held = |name: &str, token: i64, waited: bool| {

@@ -189,8 +189,13 @@ impl RawSimpleLock {
         d: Deadline,
         unsettled: &mut Vec<String>,
     ) -> Result<Option<Hold>> {
+        // The first round trip runs to its answer even past a short deadline: a lock found
+        // free in it is held (`Deadline::first_round`).
+        let mut round = d.first_round(self.client.session_timeout());
         loop {
-            if let Some(h) = self.try_create(session, unsettled, d)? {
+            let tried = self.try_create(session, unsettled, round);
+            round = d;
+            if let Some(h) = tried? {
                 if signal.is_cancelled() {
                     // Cancel works at any time: what was taken is given back.
                     let _ = h.release();
