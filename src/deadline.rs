@@ -2,6 +2,10 @@
 
 use std::time::{Duration, Instant};
 
+/// How long past a short deadline an acquire's first round trip may take (its create and its
+/// look at the queue): a lock found free in it is held (`Deadline::first_round`).
+pub(crate) const FIRST_ROUND_GRACE: Duration = Duration::from_millis(250);
+
 /// How long an acquire may wait: forever, until an instant, or not at all.
 ///
 /// Every acquire form maps to one of these once (`lock()` is `Forever`, `try_lock()` is
@@ -72,13 +76,14 @@ impl Deadline {
     }
 
     /// The deadline of an acquire's first round trip (its create and its look at the queue):
-    /// never sooner than a try-once attempt's, `t` from now. A timed acquire that finds the
-    /// lock free in that one round trip holds it, however short its timeout, as kazoo's and
-    /// Curator's do: a timeout bounds the wait for another holder, not the first look (which
-    /// is bounded by the session timeout, as every request is).
+    /// never sooner than [`FIRST_ROUND_GRACE`] (or `t`, if shorter) from now. A timed acquire
+    /// that finds the lock free in that one round trip holds it, however short its timeout, as
+    /// kazoo's and Curator's do, while an acquire on a stalled server still returns soon after
+    /// its deadline: a timeout bounds the wait for another holder, and the first look gets at
+    /// most the grace beyond it.
     pub(crate) fn first_round(self, t: Duration) -> Deadline {
         match self {
-            Deadline::At(i) => Deadline::At(i.max(saturating_after(t))),
+            Deadline::At(i) => Deadline::At(i.max(saturating_after(t.min(FIRST_ROUND_GRACE)))),
             d => d,
         }
     }

@@ -1,7 +1,7 @@
-//! What a timed acquire promises: its timeout bounds the wait for another holder, not the
-//! first look. A lock found free in the acquire's one round trip is held, however short the
-//! timeout (as kazoo's `acquire(timeout=)` and Curator's `acquire(time, unit)` do); a busy
-//! lock is a timeout, never an error (issue 28, item 1).
+//! What a timed acquire promises: its timeout bounds the wait for another holder; its first
+//! look gets a short grace beyond it. A lock found free in the acquire's one round trip is
+//! held, however short the timeout (as kazoo's `acquire(timeout=)` and Curator's
+//! `acquire(time, unit)` do); a busy lock is a timeout, never an error (issue 28, item 1).
 #![cfg(feature = "testing")]
 
 mod common;
@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use zklock::{Deadline, Lockable, Mutex, Protocol, ReadWriteLock, SemaphoreMutex, SimpleLock};
+
+/// How long past its deadline a timed acquire's first round trip may run (the library's
+/// `FIRST_ROUND_GRACE`).
+const GRACE: Duration = Duration::from_millis(250);
 
 fn tiny() -> [(&'static str, Deadline); 3] {
     [
@@ -23,10 +27,16 @@ fn tiny() -> [(&'static str, Deadline); 3] {
 fn free_is_held_busy_is_a_timeout(what: &str, lock: &dyn Lockable, holder: &dyn Lockable) {
     for round in 0..3 {
         for (name, d) in tiny() {
+            let t = Instant::now();
             match lock.acquire(d) {
                 Ok(Some(_)) => lock.release().unwrap(),
+                // Only a first round trip slower than its grace (a machine under heavy load)
+                // may leave a timed acquire of a free lock unheld.
+                Ok(None) if t.elapsed() >= GRACE => {}
                 other => panic!(
-                    "{what}, round {round}: {name} on a free lock gave {other:?}, not a hold"
+                    "{what}, round {round}: {name} on a free lock gave {other:?} after {:?}, \
+                     not a hold",
+                    t.elapsed()
                 ),
             }
         }

@@ -33,3 +33,8 @@ pub use rwlock::{
 };
 pub use semaphore::{Lease, RawSemaphore, Semaphore};
 pub use simple_lock::{RawSimpleLock, SimpleLock, SimpleLockGuard};
+
+/// How many times an acquire makes its lock's parents when its create finds one missing: the
+/// servers' container reaper may remove an emptied lock directory (made under the Curator
+/// protocol) between the parents' create and the node's, so once is not always enough.
+pub(crate) const PARENT_TRIES: u32 = 3;

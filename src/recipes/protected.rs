@@ -32,7 +32,9 @@ pub(crate) fn create_ephemeral(
         zk::CreateMode::Ephemeral
     };
     let opts = client.create_options(mode);
-    let mut parents_made = false;
+    // Parents are made again when the servers' container reaper removed an emptied one
+    // between their create and ours (`PARENT_TRIES` times at most).
+    let mut parents_made = 0;
     loop {
         if let Some(e) = session.ended_error() {
             return Err(e);
@@ -46,9 +48,9 @@ pub(crate) fn create_ephemeral(
                 };
                 return Ok((made, stat.czxid));
             }
-            Err(zk::Error::NoNode) if !parents_made => {
+            Err(zk::Error::NoNode) if parents_made < crate::recipes::PARENT_TRIES => {
                 create_parents(client, session, dir, d, client.protocol())?;
-                parents_made = true;
+                parents_made += 1;
             }
             Err(zk::Error::NodeExists) if !sequential => {
                 // Only an earlier try of this attempt can have made this name (it holds the

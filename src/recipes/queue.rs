@@ -169,7 +169,9 @@ impl<K> Queue<K> {
         let opts = self
             .client
             .create_options(zk::CreateMode::EphemeralSequential);
-        let mut parents_made = false;
+        // Parents are made again when the servers' container reaper removed an emptied one
+        // between their create and ours (`PARENT_TRIES` times at most).
+        let mut parents_made = 0;
         loop {
             let full_prefix = self.child(&prefix);
             let create = session.zk.create(&full_prefix, data, &opts);
@@ -185,9 +187,9 @@ impl<K> Queue<K> {
                     }
                     (name, stat.czxid)
                 }
-                Err(zk::Error::NoNode) if !parents_made => {
+                Err(zk::Error::NoNode) if parents_made < crate::recipes::PARENT_TRIES => {
                     protected::create_parents(&self.client, session, &self.path, d, self.protocol)?;
-                    parents_made = true;
+                    parents_made += 1;
                     continue;
                 }
                 Err(e) if crate::session::is_retriable(&e) => {

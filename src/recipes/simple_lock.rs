@@ -80,7 +80,9 @@ impl RawSimpleLock {
                 witness,
             ))
         };
-        let mut parents_made = false;
+        // Parents are made again when the servers' container reaper removed an emptied one
+        // between their create and ours (`PARENT_TRIES` times at most).
+        let mut parents_made = 0;
         // No answer: a timeout if the deadline ran out on a connected session.
         let unknown = |e: &zk::Error| {
             Err(session.unanswered(
@@ -127,7 +129,7 @@ impl RawSimpleLock {
                 // It is ours only if an earlier create of this attempt was applied after all.
                 Ok(Err((0, zk::Error::NodeExists))) if unsettled.is_empty() => return Ok(None),
                 Ok(Err((_, zk::Error::NodeExists))) => {}
-                Ok(Err((_, zk::Error::NoNode))) if !parents_made => {
+                Ok(Err((_, zk::Error::NoNode))) if parents_made < crate::recipes::PARENT_TRIES => {
                     create_parents_of(
                         &self.client,
                         session,
@@ -135,7 +137,7 @@ impl RawSimpleLock {
                         d,
                         self.client.protocol(),
                     )?;
-                    parents_made = true;
+                    parents_made += 1;
                     continue;
                 }
                 Ok(Err((_, e))) => return Err(session.map_err(e)),

@@ -97,6 +97,8 @@ impl TestingServer {
 
     /// Starts a server whose `zoo.cfg` has `extra` lines too (`key=value`; keys the server does
     /// not know become `zookeeper.<key>` system properties, e.g. `throttled_op_wait_time=1`).
+    /// A line `-Dname=value` is a JVM system property instead, for the server's settings that
+    /// are read only from those (e.g. `-Dznode.container.checkIntervalMs=50`).
     ///
     /// ```no_run
     /// let server = zklock::testing::TestingServer::start_with_config(&["maxClientCnxns=10"]).unwrap();
@@ -226,7 +228,13 @@ impl TestingServer {
                 .map(String::from),
             );
         }
-        lines.extend(extra.iter().map(|l| l.to_string()));
+        for l in extra {
+            if l.starts_with("-D") {
+                jvm_opts.push(l.to_string());
+            } else {
+                lines.push(l.to_string());
+            }
+        }
         for line in lines {
             text.push_str(&line);
             text.push('\n');

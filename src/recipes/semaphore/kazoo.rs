@@ -54,7 +54,9 @@ impl Leases {
     pub(super) fn ensure_kazoo_root(&self, session: &Arc<Session>, d: Deadline) -> Result<()> {
         let opts = self.client.create_options(zk::CreateMode::Persistent);
         let n = self.max_leases.to_string();
-        let mut parents_made = false;
+        // Parents are made again when the servers' container reaper removed an emptied one
+        // between their create and ours (`PARENT_TRIES` times at most).
+        let mut parents_made = 0;
         loop {
             if let Some(e) = session.ended_error() {
                 return Err(e);
@@ -62,9 +64,9 @@ impl Leases {
             // Creating P again after a lost reply is harmless: NodeExists then checks its data.
             match session.retry(d, || session.zk.create(&self.path, n.as_bytes(), &opts)) {
                 Ok(_) => break,
-                Err(zk::Error::NoNode) if !parents_made => {
+                Err(zk::Error::NoNode) if parents_made < crate::recipes::PARENT_TRIES => {
                     create_parents_of(&self.client, session, &self.path, d, self.protocol)?;
-                    parents_made = true;
+                    parents_made += 1;
                 }
                 Err(zk::Error::NodeExists) => {
                     match session.retry(d, || session.zk.get_data(&self.path)) {
