@@ -83,13 +83,16 @@ pub fn unique_path(name: &str) -> String {
 
 /// The children of `path` as seen by a fresh observer session (names only).
 pub fn children(hosts: &str, path: &str) -> Vec<String> {
-    let c = connect(hosts, 4000);
-    let m = zklock::Mutex::new(&c, path).unwrap();
-    m.participants()
+    nodes(&connect(hosts, 4000), path)
+}
+
+/// The node names under `path`, as the session `observer` sees them.
+pub fn nodes(observer: &Client, path: &str) -> Vec<String> {
+    let queue = zklock::Mutex::new(observer, path)
         .unwrap()
-        .into_iter()
-        .map(|p| p.node)
-        .collect()
+        .participants()
+        .unwrap();
+    queue.into_iter().map(|p| p.node).collect()
 }
 
 /// Panics with every message if any check failed (so one run reports all of them).
