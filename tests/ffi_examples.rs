@@ -399,6 +399,9 @@ fn c_examples_are_clean_under_valgrind() {
     for name in C_EXAMPLES {
         let exe = compile("cc", C_FLAGS, &format!("ffi-examples/c/{name}.c"), name);
         let mut cmd = example(Path::new("valgrind"), &unique(&format!("valgrind-{name}")));
+        // Under valgrind a connect is many times slower (2 s was too short at load 10-25):
+        // the examples' sessions wait for their connection longer here.
+        cmd.env("ZKL_CONNECT_TIMEOUT_MS", "30000");
         cmd.args([
             "--quiet",
             "--error-exitcode=99",
