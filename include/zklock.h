@@ -572,9 +572,12 @@ enum zkl_status zkl_client_set_protocol(struct zkl_client *client, uint32_t prot
  Adds authentication to the session, e.g. scheme "digest" with auth "user:password".
 
  scheme is UTF-8 text; auth is passed to the server as the bytes before its NUL. Returns
- ZKL_INVALID_ARGUMENT for a NULL argument, ZKL_SESSION_EXPIRED if the server rejected the
- credentials (the session ends), ZKL_CONNECTION_LOSS if no reply came in time. Blocks at
- most the session timeout. Any thread.
+ ZKL_INVALID_ARGUMENT for a NULL argument, and at once for the scheme "sasl" (SASL
+ authenticates when the session opens: zkl_options_set_sasl_digest_md5); ZKL_AUTH_FAILED if
+ the servers rejected it (a scheme they have no provider for, or data its provider refuses:
+ they close the connection, and the session ends with every lock it held);
+ ZKL_CONNECTION_LOSS if no reply came in time. Blocks at most the session timeout. Any
+ thread.
 
  Pointers: client is NULL or a live zkl_client; scheme and auth are NULL or
  NUL-terminated.
@@ -1267,7 +1270,9 @@ enum zkl_status zkl_options_set_acl(struct zkl_options *o, uint32_t acl);
  Adds ZooKeeper authentication (addAuth) made at every (re)connect, e.g. scheme "digest"
  with auth "user:password"; several may be added. Both are copied. `digest` sends the
  password in clear at every connect: over plaintext prefer SASL
- (zkl_options_set_sasl_digest_md5) or TLS. A credential the servers refuse fails the connect.
+ (zkl_options_set_sasl_digest_md5) or TLS. A credential the servers refuse fails the connect;
+ the scheme "sasl" fails it at once with ZKL_INVALID_ARGUMENT (SASL is a handshake when the
+ session opens: zkl_options_set_sasl_digest_md5).
 
  scheme is UTF-8 text; auth is passed to the server as the bytes before its NUL. Returns
  ZKL_INVALID_ARGUMENT for a NULL argument or a scheme that is not UTF-8. Never blocks. Any

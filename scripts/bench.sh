@@ -12,7 +12,16 @@
 #      `zklock-peerbench TLS` starts two zklock::testing servers with the same settings, one
 #      plaintext and one TLS-only (server-authenticated), and runs the connect time, W1 and W2
 #      at 8 clients against each, two rounds alternating which goes first (about 45 s),
-#   4. prints the ratio table and writes it to benches/results/<date>.md (raw rows: *.jsonl).
+#   4. prints the ratio table.
+#
+# Where a run goes: everything of it is under target/bench/<date>-<HHMM>[.vs-<short>][.core]/
+# (<CARGO_TARGET_DIR>/bench/... when that is set; out of git): the raw rows (rows.jsonl: the
+# harness's rows of every impl; zklock.jsonl: the zklock-only rows; tls.jsonl), run.log, the
+# whole report (report.md, printed at the end) and entry.md, the run's section of
+# benches/RESULTS.md made by benches/record.py. The script prints where. To keep a run (by hand):
+# name the milestone in entry.md's heading and anchor, put it at the top of benches/RESULTS.md's
+# sections (newest first), and commit it with the change it measured; several runs of one
+# milestone make one section: benches/record.py <newest>/report.md <older>/report.md.
 #
 # Environment: PEERS_DIR (default <repo>/benches/peers, the project's own drivers), REPEATS (3), BENCH_DURATION (5 s for W2
 # and W5 instead of the harness's 10, to finish in about 17 minutes on 2 cores), BENCH_SKIP_INSTALL=1,
@@ -24,8 +33,8 @@
 # reused on later runs) and runs it as one more harness impl, zklock@<short>, in the same repeats as
 # zklock (the two alternate which goes first from repeat to repeat). The report then adds a
 # "before → after" table (per-repeat ratios, median over repeats). BENCH_ONLY_CORE=1 skips the
-# zklock-only rows (C ABI, W4 for rw/semaphore/lease, W6, memory). Either option writes its files
-# under a tagged name (benches/results/<date>[.vs-<short>][.core].md, ...), so the plain run's are kept.
+# zklock-only rows (C ABI, W4 for rw/semaphore/lease, W6, memory). Either option tags the run's
+# directory (target/bench/<date>-<HHMM>[.vs-<short>][.core]/).
 #   BENCH_BASELINE_REV=main~1 BENCH_ONLY_CORE=1 scripts/bench.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -125,15 +134,14 @@ fi
 export ZK_CONNECT=127.0.0.1:2182
 "$PEERS_DIR/zk.sh" start >&2
 DAY=$(date +%Y-%m-%d)
-HOSTINFO="$(hostname)-$(nproc)c-$(awk '/MemTotal/{printf "%dg", $2/1048576}' /proc/meminfo)"
-RES=$ROOT/benches/results
+RES=$TD/bench/$DAY-$(date +%H%M)$TAG
 mkdir -p "$RES"
-MAIN=$RES/$DAY-$HOSTINFO$TAG.jsonl
-EXTRA=$RES/$DAY-$HOSTINFO$TAG.zklock.jsonl
-LOG=$RES/$DAY-$HOSTINFO$TAG.log
-TLSJ=$RES/$DAY-$HOSTINFO$TAG.tls.jsonl
+MAIN=$RES/rows.jsonl
+EXTRA=$RES/zklock.jsonl
+LOG=$RES/run.log
+TLSJ=$RES/tls.jsonl
 : > "$MAIN"; : > "$EXTRA"; : > "$TLSJ"
-say "raw rows: $MAIN, $EXTRA, $TLSJ; log: $LOG"
+say "this run's directory: $RES (raw rows: rows.jsonl, zklock.jsonl, tls.jsonl; log: run.log)"
 one() { # one zklock-only row into $EXTRA: [PLUGIN=$ZKPY] one W[..] recipe [clients] [KEY=VAL ...]
   local plugin=${PLUGIN:-$ZKB} w=$1 rec=${2:-lock} label=zklock
   local spec=$plugin; [ -n "$2" ] && spec=$plugin:$2; shift 2
@@ -176,7 +184,7 @@ one() { # one zklock-only row into $EXTRA: [PLUGIN=$ZKPY] one W[..] recipe [clie
 } 2> >(tee "$LOG" >&2)
 
 # ---------------------------------------------------------------- 4. report
-MD=$RES/$DAY$TAG.md
+MD=$RES/report.md
 {
   echo "# zklock vs the peers — $DAY"
   echo
@@ -203,10 +211,12 @@ MD=$RES/$DAY$TAG.md
   echo "## Side by side (peers/summarize.py: W1–W5, raw floor = raw-java:lock)"
   python3 "$PEERS_DIR/summarize.py" "$MAIN"
   echo
-  RAW="\`benches/results/$(basename "$MAIN")\`, \`benches/results/$(basename "$EXTRA")\`"
-  [ "$RUN_TLS" != 1 ] || RAW="$RAW, \`benches/results/$(basename "$TLSJ")\`"
+  RAW="\`$MAIN\`, \`$EXTRA\`"
+  [ "$RUN_TLS" != 1 ] || RAW="$RAW, \`$TLSJ\`"
   echo "Raw rows: $RAW."
   echo "Wall time: $(( ($(date +%s) - T0) / 60 )) min."
 } > "$MD"
 cat "$MD"
+python3 "$ROOT/benches/record.py" "$MD" > "$RES/entry.md" || say "benches/record.py failed on $MD"
 say "wrote $MD"
+say "its section for benches/RESULTS.md (to keep the run: see RESULTS.md, \"Adding a run\"): $RES/entry.md"

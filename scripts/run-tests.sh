@@ -2,7 +2,7 @@
 # Runs every Rust test of the crate (and its doc tests) against real ZooKeeper servers, with
 # cargo-nextest: each test in a process of its own, many at once across all the test binaries
 # (they wait on servers far more than on the CPU; one binary after the other took 4.5 minutes).
-# One server serves the whole run (examples/testing_server.rs, handed to every test as
+# One server serves the whole run (tools/testing_server.rs, handed to every test as
 # ZKLOCK_TEST_SERVER); a test that kills, pauses or restarts a server starts its own.
 #   scripts/run-tests.sh [FEATURES]      default $ZKL_FEATURES (scripts/test.sh's), else testing,cli,header
 #   ZKL_TEST_THREADS                     tests at once (default: .config/nextest.toml's 8)

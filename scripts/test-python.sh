@@ -4,8 +4,9 @@
 #   scripts/test-python.sh [install|test]   one half only (scripts/test.sh installs while the
 #                                           Rust tests build, and tests once they are built)
 #   ZKL_PYENV        the virtual environment (default target/pyenv; made if missing)
-#   ZKL_TESTING_SERVER_BIN   examples/testing_server, which starts the secured servers of
-#                    tests/test_secured.py (default: conftest.py builds it with cargo)
+#   ZKL_TESTING_SERVER_BIN   the testing_server tool (tools/testing_server.rs), which starts
+#                    the secured servers of tests/test_secured.py (default: conftest.py
+#                    builds it with cargo, as the example target testing_server)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}

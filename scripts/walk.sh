@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How far a reader follows one acquire: runs examples/walk.rs under gdb and prints, for one
+# How far a reader follows one acquire: runs tools/walk.rs under gdb and prints, for one
 # uncontended acquire from Rust (Mutex::lock) and one through the C ABI (zkl_lock_acquire),
 # the chain of zklock's own functions from the entry point down to the wait for the server's
 # reply (closures and the standard library's frames are not counted), with the files they

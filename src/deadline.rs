@@ -71,10 +71,33 @@ impl Deadline {
         }
     }
 
+    /// The deadline of an acquire's first round trip (its create and its look at the queue):
+    /// never sooner than a try-once attempt's, `t` from now. A timed acquire that finds the
+    /// lock free in that one round trip holds it, however short its timeout, as kazoo's and
+    /// Curator's do: a timeout bounds the wait for another holder, not the first look (which
+    /// is bounded by the session timeout, as every request is).
+    pub(crate) fn first_round(self, t: Duration) -> Deadline {
+        match self {
+            Deadline::At(i) => Deadline::At(i.max(saturating_after(t))),
+            d => d,
+        }
+    }
+
     /// The earlier of this deadline and `cap` from now: the bound of one step that must not
-    /// take longer than `cap` (a ZooKeeper request, a reconnect).
+    /// take longer than `cap` (a ZooKeeper request, a reconnect). A `cap` too long for the
+    /// clock is the farthest instant it can tell.
     pub fn capped(self, cap: Duration) -> Instant {
-        let c = Instant::now() + cap;
+        let c = saturating_after(cap);
         self.instant().map_or(c, |i| i.min(c))
     }
+}
+
+/// `t` from now, or, for a `t` too long for the clock (`Duration::MAX`), a century from now:
+/// a wait that long is a wait forever, and never an overflow.
+pub(crate) fn saturating_after(t: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    let now = Instant::now();
+    now.checked_add(t.min(CENTURY))
+        .or_else(|| now.checked_add(t.min(Duration::from_secs(u32::MAX.into()))))
+        .unwrap_or(now)
 }

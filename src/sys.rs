@@ -314,8 +314,9 @@ pub(crate) fn server_sockets_in(
 
 /// The process rules of the `zklock` command (signals it catches and forwards, the child that
 /// dies with it, process groups), a CPU clock for the benchmark, and a terminal for the
-/// command's tests. The command compiles this file in as its own module (src/bin/zklock.rs);
-/// the library calls none of it, and exports only the test helpers (`zklock::testing`).
+/// command's tests. The command compiles this file in as its own module
+/// (src/bin/zklock/main.rs); the library calls none of it, and exports only the test helpers
+/// (`zklock::testing`).
 #[allow(dead_code)]
 pub(crate) mod process {
     /// Makes the child that `cmd` starts die (SIGKILL) when the thread that starts it, i.e. its

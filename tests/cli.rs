@@ -5,7 +5,7 @@
 #![cfg(feature = "testing")]
 
 mod common;
-use common::{connect, hosts, opts, unique_path, ChildGuard, SpawnGuarded};
+use common::{connect, eventually, hosts, opts, unique_path, ChildGuard, SpawnGuarded};
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -1474,4 +1474,36 @@ fn sasl_password_from_a_file_or_the_environment_never_argv() {
     let (code, _, err) = run(c);
     assert_eq!(code, 77, "{err}");
     assert!(err.contains("sasl:alice"), "{err}");
+}
+
+/// Issue 28: `-w 0.01` and `-w 0.05` on a free lock exited 69 ("ZooKeeper unreachable"): the
+/// deadline ran out inside a request (the connect took most of it). A deadline is a timeout:
+/// 75, or 0 with the command run when the one round trip found the lock free; never 69. On a
+/// held lock, 75.
+#[test]
+fn a_tiny_wait_is_not_acquired_never_unreachable() {
+    let h = hosts();
+    let p = path("tiny-wait");
+    for w in ["0.001", "0.01", "0.02", "0.05"] {
+        for _ in 0..3 {
+            let (code, out, err) = run(zklock(&h, &["-w", w, &p, "echo", "ran"]));
+            match code {
+                0 => assert_eq!(out, "ran\n", "{err}"),
+                75 => assert!(out.is_empty() && err.contains("not acquired"), "{out}{err}"),
+                _ => panic!("-w {w} on a free lock exited {code}: {err}"),
+            }
+        }
+    }
+    let c = client(&h, "holder");
+    let m = Mutex::new(&c, &p).unwrap();
+    let g = m.lock().unwrap();
+    for w in ["0.01", "0.05"] {
+        let (code, out, err) = run(zklock(&h, &["-w", w, &p, "echo", "ran"]));
+        assert_eq!(code, 75, "-w {w} on a held lock: {out}{err}");
+    }
+    drop(g);
+    assert!(eventually(Duration::from_secs(30), || m
+        .participants()
+        .unwrap()
+        .is_empty()));
 }

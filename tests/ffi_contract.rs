@@ -1502,3 +1502,36 @@ fn log_lines_are_pulled_with_zkl_log_next_and_a_full_queue_counts_what_it_drops(
         assert_eq!(zkl_log_stop(), ZKL_OK, "stopping twice is fine");
     }
 }
+
+/// Issue 28: `zkl_client_add_auth(c, "sasl", ..)` reported ZKL_SESSION_EXPIRED, "every lock it
+/// held is lost". It is ZKL_INVALID_ARGUMENT at once, naming the C way in
+/// (zkl_options_set_sasl_digest_md5), and the client's hold lives on; a scheme the servers do
+/// not know is ZKL_AUTH_FAILED, naming it.
+#[test]
+fn add_auth_sasl_is_an_invalid_argument_and_the_hold_lives_on() {
+    let c = connect(&hosts());
+    let l = mutex(c, &format!("/ffi/add-auth-sasl-{}", std::process::id()));
+    unsafe {
+        assert_eq!(zkl_lock_acquire(l, 5000), ZKL_OK, "{}", last_error());
+        assert_eq!(
+            zkl_client_add_auth(c, c"sasl".as_ptr(), c"bob:secret".as_ptr()),
+            ZKL_INVALID_ARGUMENT
+        );
+        assert!(
+            last_error().contains("zkl_options_set_sasl_digest_md5"),
+            "{}",
+            last_error()
+        );
+        assert_eq!(zkl_lock_is_held(l), 1);
+        assert_eq!(zkl_lock_release(l), ZKL_OK, "{}", last_error());
+        zkl_lock_free(l);
+        zkl_client_free(c);
+        let c = connect(&hosts());
+        assert_eq!(
+            zkl_client_add_auth(c, c"no-such-scheme".as_ptr(), c"x".as_ptr()),
+            ZKL_AUTH_FAILED
+        );
+        assert!(last_error().contains("no-such-scheme"), "{}", last_error());
+        zkl_client_free(c);
+    }
+}

@@ -524,3 +524,17 @@ fn polling_wait_lost_of_a_held_multi_lock_keeps_nothing() {
     assert!(g.wait_lost(Some(Duration::ZERO)));
     drop(g);
 }
+
+/// Issue 28: a tiny deadline on a multi-lock whose locks are free, or one of them held, was
+/// `Err(ConnectionLoss)` (from whichever lock's request the deadline ran out in).
+#[test]
+fn a_deadline_that_runs_out_inside_a_request_is_a_timeout_not_a_connection_loss() {
+    let hosts = hosts();
+    let root = unique_path("tiny-deadline-multi");
+    let (a, b) = (connect(&hosts, 6000), connect(&hosts, 6000));
+    let m1 = SemaphoreMutex::new(&a, &format!("{root}/one")).unwrap();
+    let m2 = Mutex::new(&a, &format!("{root}/two")).unwrap();
+    let multi = MultiLock::new(vec![&m1, &m2]);
+    let holder = Mutex::new(&b, &format!("{root}/two")).unwrap();
+    tiny_deadlines_are_timeouts_never_errors(&hosts, &root, &multi, &holder);
+}

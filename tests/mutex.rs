@@ -782,6 +782,29 @@ fn a_thousand_waiters_on_one_session_take_turns_and_keep_it_alive() {
     assert!(children(&hosts, &path).is_empty());
 }
 
+/// Issue 28: `try_lock_for(1ms)` on a free lock and a healthy server was
+/// `Err(ConnectionLoss("could not look for our node before the deadline"))`.
+#[test]
+fn a_deadline_that_runs_out_inside_a_request_is_a_timeout_not_a_connection_loss() {
+    let hosts = hosts();
+    let root = unique_path("tiny-deadline-mutex");
+    let (a, b) = (connect(&hosts, 6000), connect(&hosts, 6000));
+    for protocol in [Protocol::Curator, Protocol::Kazoo] {
+        let path = format!("{root}/{protocol:?}");
+        let m = Mutex::with_protocol(&a, &path, protocol).unwrap();
+        let holder = Mutex::with_protocol(&b, &path, protocol).unwrap();
+        tiny_deadlines_are_timeouts_never_errors(&hosts, &root, &m, &holder);
+        let sm = zklock::SemaphoreMutex::with_protocol(&a, &path, protocol).unwrap();
+        tiny_deadlines_are_timeouts_never_errors(&hosts, &root, &sm, &holder);
+    }
+    // The guard's forms, on a free lock: a timeout or a guard, never an error.
+    let m = Mutex::new(&a, &format!("{root}/guard")).unwrap();
+    for _ in 0..5 {
+        drop(m.try_lock_for(Duration::from_millis(1)).unwrap());
+        drop(m.try_lock_until(Instant::now()).unwrap());
+    }
+}
+
 /// `{:?}` of every lock front names the lock's type, its path and its state (it printed
 /// `Reentrant> { .. }` for a `Mutex`, the type parameter of its protocol).
 #[test]

@@ -487,3 +487,19 @@ fn a_closed_session_loses_both_halves_and_says_so() {
         .unwrap()
         .is_some());
 }
+
+/// Issue 28: a tiny deadline on either half (free, or held by the other client's writer) was
+/// `Err(ConnectionLoss)`.
+#[test]
+fn a_deadline_that_runs_out_inside_a_request_is_a_timeout_not_a_connection_loss() {
+    let hosts = hosts();
+    let root = unique_path("tiny-deadline-rwlock");
+    let (a, b) = (connect(&hosts, 6000), connect(&hosts, 6000));
+    for protocol in [Protocol::Curator, Protocol::Kazoo] {
+        let path = format!("{root}/{protocol:?}");
+        let rw = ReadWriteLock::with_protocol(&a, &path, protocol).unwrap();
+        let other = ReadWriteLock::with_protocol(&b, &path, protocol).unwrap();
+        tiny_deadlines_are_timeouts_never_errors(&hosts, &root, rw.read(), other.write());
+        tiny_deadlines_are_timeouts_never_errors(&hosts, &root, rw.write(), other.read());
+    }
+}

@@ -552,3 +552,18 @@ fn try_once_returns_within_one_session_timeout_when_the_network_goes_silent_afte
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Issue 28: a tiny deadline on a semaphore with a free lease, or full, was
+/// `Err(ConnectionLoss)`.
+#[test]
+fn a_deadline_that_runs_out_inside_a_request_is_a_timeout_not_a_connection_loss() {
+    let hosts = hosts();
+    let root = unique_path("tiny-deadline-semaphore");
+    let (a, b) = (connect(&hosts, 6000), connect(&hosts, 6000));
+    for protocol in [Protocol::Curator, Protocol::Kazoo] {
+        let path = format!("{root}/{protocol:?}/sem");
+        let s = Semaphore::with_protocol(&a, &path, 1, protocol).unwrap();
+        let holder = Semaphore::with_protocol(&b, &path, 1, protocol).unwrap();
+        tiny_deadlines_are_timeouts_never_errors(&hosts, &root, &s, &holder);
+    }
+}

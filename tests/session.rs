@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use zklock::testing::TestingCluster;
-use zklock::{Client, Error, Lockable, Mutex, SessionState};
+use zklock::{Client, Error, Lockable, Mutex, Options, SessionState};
 
 #[test]
 fn connect_and_close() {
@@ -488,4 +488,94 @@ fn close_while_an_acquires_create_is_in_flight_fails_it_and_leaves_no_node() {
             Mutex::per_handle(c, p).unwrap()
         });
     }
+}
+
+/// Issue 28: `Options::connect_timeout(Duration::MAX)` panicked ("overflow when adding
+/// duration to instant"), and `reconnect()` has the same addition. The longest timeouts
+/// saturate: a connect with the longest connect timeout connects, as does a reconnect; the
+/// longest session timeout is refused as an invalid argument (servers grant at most their
+/// maxSessionTimeout).
+#[test]
+fn the_longest_timeouts_connect_or_are_refused_never_panic() {
+    let h = hosts();
+    let c = connect(&h, opts(6000).connect_timeout(Duration::MAX));
+    c.reconnect().unwrap();
+    assert_eq!(c.state(), SessionState::Connected);
+    let e = Client::connect(&h, opts(6000).session_timeout(Duration::MAX)).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    let both = Options::default()
+        .session_timeout(Duration::MAX)
+        .connect_timeout(Duration::MAX);
+    let e = Client::connect(&h, both).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+}
+
+/// Issue 28: `connect_timeout(0)` waited for nothing and blamed the server ("accepts
+/// connections but opened no ZooKeeper session"). A connect that may take no time is refused
+/// as an invalid argument, at once.
+#[test]
+fn a_zero_connect_timeout_is_an_invalid_argument_not_the_servers_fault() {
+    let h = hosts();
+    let t = Instant::now();
+    let e = Client::connect(&h, opts(6000).connect_timeout(Duration::ZERO)).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("connect timeout")),
+        "{e:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+}
+
+/// Issue 28: a connect to a port nobody listens on waited the whole connect timeout to say
+/// "connection refused". Every server refused: said at once, well under the connect timeout.
+#[test]
+fn a_refused_port_fails_fast_not_at_the_connect_timeout() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for timeout in [Duration::from_secs(20), Duration::MAX] {
+        let t = Instant::now();
+        let e = Client::connect(
+            &format!("127.0.0.1:{port}"),
+            opts(6000).connect_timeout(timeout),
+        )
+        .unwrap_err();
+        assert!(e.is_connection_loss(), "{e}");
+        assert!(e.to_string().contains("connection refused by"), "{e}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{:?} with a connect timeout of {timeout:?}",
+            t.elapsed()
+        );
+    }
+}
+
+/// Issue 28: `add_auth("sasl", ..)` ended the session ("SESSION_EXPIRED: every lock it held is
+/// lost"): SASL is a handshake when the session opens, not an addauth. It is refused up front,
+/// pointing at the SASL options, and the session and its hold live on. A scheme the servers
+/// do not know is refused by them: the error says so, not that the session expired.
+#[test]
+fn add_auth_with_sasl_is_refused_up_front_and_the_session_lives_on() {
+    let h = hosts();
+    let c = connect(&h, 6000);
+    let m = Mutex::new(&c, &unique_path("add-auth-sasl")).unwrap();
+    let g = m.lock().unwrap();
+    let e = c.add_auth("sasl", b"bob:secret").unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(msg) if msg.contains("Options::sasl")
+            && msg.contains("zkl_options_set_sasl_digest_md5")),
+        "{e:?}"
+    );
+    assert_eq!(c.state(), SessionState::Connected);
+    assert!(g.is_held());
+    drop(g);
+    // A scheme no server knows.
+    let c = connect(&h, 6000);
+    let e = c.add_auth("no-such-scheme", b"x").unwrap_err();
+    assert!(
+        matches!(e, Error::AuthFailed(_)),
+        "an unknown scheme: {e:?}"
+    );
+    assert!(e.to_string().contains("no-such-scheme"), "{e}");
 }

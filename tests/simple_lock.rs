@@ -253,3 +253,15 @@ fn a_revocation_request_between_a_lost_create_and_its_check_does_not_orphan_the_
     let lo = SimpleLock::new(&other, path).unwrap();
     assert!(lo.try_lock().unwrap().is_some());
 }
+
+/// Issue 28: a tiny deadline on a free simple lock, or a held one, was `Err(ConnectionLoss)`.
+#[test]
+fn a_deadline_that_runs_out_inside_a_request_is_a_timeout_not_a_connection_loss() {
+    let hosts = hosts();
+    let root = unique_path("tiny-deadline-simple");
+    let (a, b) = (connect(&hosts, 6000), connect(&hosts, 6000));
+    let path = format!("{root}/lock");
+    let l = SimpleLock::new(&a, &path).unwrap();
+    let holder = SimpleLock::new(&b, &path).unwrap();
+    tiny_deadlines_are_timeouts_never_errors(&hosts, &root, &l, &holder);
+}

@@ -443,9 +443,12 @@ pub unsafe extern "C" fn zkl_client_set_protocol(
 /// Adds authentication to the session, e.g. scheme "digest" with auth "user:password".
 ///
 /// scheme is UTF-8 text; auth is passed to the server as the bytes before its NUL. Returns
-/// ZKL_INVALID_ARGUMENT for a NULL argument, ZKL_SESSION_EXPIRED if the server rejected the
-/// credentials (the session ends), ZKL_CONNECTION_LOSS if no reply came in time. Blocks at
-/// most the session timeout. Any thread.
+/// ZKL_INVALID_ARGUMENT for a NULL argument, and at once for the scheme "sasl" (SASL
+/// authenticates when the session opens: zkl_options_set_sasl_digest_md5); ZKL_AUTH_FAILED if
+/// the servers rejected it (a scheme they have no provider for, or data its provider refuses:
+/// they close the connection, and the session ends with every lock it held);
+/// ZKL_CONNECTION_LOSS if no reply came in time. Blocks at most the session timeout. Any
+/// thread.
 ///
 /// Pointers: client is NULL or a live zkl_client; scheme and auth are NULL or
 /// NUL-terminated.

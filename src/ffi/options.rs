@@ -315,7 +315,9 @@ pub unsafe extern "C" fn zkl_options_set_acl(o: *mut zkl_options, acl: u32) -> z
 /// Adds ZooKeeper authentication (addAuth) made at every (re)connect, e.g. scheme "digest"
 /// with auth "user:password"; several may be added. Both are copied. `digest` sends the
 /// password in clear at every connect: over plaintext prefer SASL
-/// (zkl_options_set_sasl_digest_md5) or TLS. A credential the servers refuse fails the connect.
+/// (zkl_options_set_sasl_digest_md5) or TLS. A credential the servers refuse fails the connect;
+/// the scheme "sasl" fails it at once with ZKL_INVALID_ARGUMENT (SASL is a handshake when the
+/// session opens: zkl_options_set_sasl_digest_md5).
 ///
 /// scheme is UTF-8 text; auth is passed to the server as the bytes before its NUL. Returns
 /// ZKL_INVALID_ARGUMENT for a NULL argument or a scheme that is not UTF-8. Never blocks. Any

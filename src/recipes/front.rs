@@ -43,8 +43,10 @@ pub trait Lockable: Send + Sync {
     fn path(&self) -> &str;
 
     /// Takes one hold for the calling participant: `Ok(Some(fencing token))` when held,
-    /// `Ok(None)` when not acquired before `deadline` (busy, for [`Deadline::TryOnce`]); nothing
-    /// of the attempt is left on the server then, nor on any error.
+    /// `Ok(None)` when not acquired before `deadline` (busy, for [`Deadline::TryOnce`]), also
+    /// when the deadline runs out inside a request to a connected server (a deadline is a
+    /// timeout, however short); nothing of the attempt is left on the server then, nor on any
+    /// error (a create whose reply had not come is undone in the background).
     ///
     /// # Errors
     /// [`Error::Cancelled`] after [`Lockable::cancel`], [`Error::SessionExpired`] or
@@ -362,7 +364,7 @@ impl<R: Recipe> Lock<R> {
     fn acquire_registered(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<i64>> {
         self.holds.begin().and_then(|begin| match begin {
             Begin::Reentered(token) => Ok(Some(token)),
-            Begin::Fresh(ticket) => match self.raw.attempt(d, signal)? {
+            Begin::Fresh(ticket) => match not_acquired_at_timeout(self.raw.attempt(d, signal))? {
                 // The client closed (or the session expired) while the attempt was under way,
                 // say with its create in flight: nothing was acquired, and the node goes now
                 // (the session may live on while the client's handles do).
@@ -524,6 +526,17 @@ impl<R: Recipe> Lockable for Lock<R> {
 
     fn node_of(&self, token: i64) -> Option<String> {
         self.holds.hold(Some(token)).map(|h| h.node)
+    }
+}
+
+/// An attempt whose deadline ran out inside a request, on a connected session
+/// (`Error::Timeout`), was not acquired in time: `Ok(None)`, as one that ran out waiting for
+/// another holder. Its recipe gave back what it took, as on every error (a create whose reply
+/// did not come in time is forgotten in the background: hold-model.md).
+fn not_acquired_at_timeout<T>(r: Result<Option<T>>) -> Result<Option<T>> {
+    match r {
+        Err(Error::Timeout) => Ok(None),
+        r => r,
     }
 }
 

@@ -3,7 +3,6 @@
 //! leaves two nodes, and a failed attempt never leaves one.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use zookeeper_client as zk;
 
@@ -48,7 +47,7 @@ pub(crate) fn create_ephemeral(
                 return Ok((made, stat.czxid));
             }
             Err(zk::Error::NoNode) if !parents_made => {
-                create_parents(client, session, dir, session.cap(d), client.protocol())?;
+                create_parents(client, session, dir, d, client.protocol())?;
                 parents_made = true;
             }
             Err(zk::Error::NodeExists) if !sequential => {
@@ -80,9 +79,7 @@ fn find_own(
     d: Deadline,
 ) -> Result<Option<(String, i64)>> {
     if d.passed() {
-        return Err(Error::ConnectionLoss(
-            "could not look for our node before the deadline".into(),
-        ));
+        return Err(session.deadline_passed("could not look for our node before the deadline"));
     }
     // The listing may go to a follower that has not yet applied our create: read only what the
     // leader has confirmed (a failed sync is a failed look, never a listing taken anyway).
@@ -123,7 +120,8 @@ pub(crate) fn recover(
     d: Deadline,
 ) -> Result<Option<(String, i64)>> {
     let confirmed = find_own(session, dir, name, sequential, d);
-    if matches!(&confirmed, Err(e) if e.is_connection_loss()) {
+    // Unknown (the deadline ran out, or the connection failed): the create may be applied.
+    if matches!(&confirmed, Err(e) if e.is_connection_loss() || *e == Error::Timeout) {
         if sequential {
             background_forget(session, dir.to_string(), name.to_string());
         } else {
@@ -142,12 +140,12 @@ pub(crate) fn create_parents_of(
     client: &Client,
     session: &Session,
     path: &str,
-    deadline: Instant,
+    d: Deadline,
     protocol: Protocol,
 ) -> Result<()> {
     match crate::path::parent(path) {
         "/" => Ok(()),
-        parent => create_parents(client, session, parent, deadline, protocol),
+        parent => create_parents(client, session, parent, d, protocol),
     }
 }
 
@@ -159,7 +157,7 @@ pub(crate) fn create_parents(
     client: &Client,
     session: &Session,
     path: &str,
-    deadline: Instant,
+    d: Deadline,
     protocol: Protocol,
 ) -> Result<()> {
     let mode = match protocol {
@@ -193,7 +191,7 @@ pub(crate) fn create_parents(
         pending.push(session.zk.create(p, &[], &opts));
     }
     for f in pending {
-        match session.wait(f, deadline) {
+        match session.wait(f, d) {
             Ok(_) | Err(Error::ZooKeeper(_)) => {}
             Err(e) => return Err(e),
         }

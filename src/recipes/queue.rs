@@ -186,13 +186,7 @@ impl<K> Queue<K> {
                     (name, stat.czxid)
                 }
                 Err(zk::Error::NoNode) if !parents_made => {
-                    protected::create_parents(
-                        &self.client,
-                        session,
-                        &self.path,
-                        session.cap(d),
-                        self.protocol,
-                    )?;
+                    protected::create_parents(&self.client, session, &self.path, d, self.protocol)?;
                     parents_made = true;
                     continue;
                 }
@@ -242,16 +236,15 @@ impl<K> Queue<K> {
     fn all_participants(&self) -> Result<Vec<Participant>> {
         let session = self.client.session()?;
         let queue = node::contenders(self.list(&session, Deadline::Forever)?);
-        let d = session.call_deadline();
         let futs: Vec<_> = queue
             .iter()
             .map(|c| session.zk.get_data(&self.child(&c.name)))
             .collect();
         let mut out = Vec::with_capacity(queue.len());
         for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
-            let read = session.call(f, Deadline::At(d));
+            let read = session.call(f, Deadline::Forever);
             let Some((data, created_ms, hidden)) =
-                read_node(&session, &self.child(&c.name), read, Deadline::At(d))?
+                read_node(&session, &self.child(&c.name), read, Deadline::Forever)?
             else {
                 continue;
             };
@@ -319,8 +312,11 @@ impl<K: QueueKind> Queue<K> {
         let (try_once, d) = d.pinned(self.client.session_timeout());
         let bound = bound.or(if try_once { d.instant() } else { None });
         let session = self.client.session_for(d, Some(signal))?;
+        // The first round trip runs to its answer even past a short deadline: a lock found
+        // free in it is held (`Deadline::first_round`).
+        let first = d.first_round(self.client.session_timeout());
         let (mut name, mut token, mut children) =
-            self.create_and_list(&session, rules.kind, d, bound)?;
+            self.create_and_list(&session, rules.kind, first, bound)?;
         let mut waited = false;
         // Held, unless a cancel came meanwhile (then the node goes: cancel works at any time).
         let held = |name: &str, token: i64, waited: bool| {

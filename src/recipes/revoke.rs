@@ -48,7 +48,7 @@ async fn mark(
 /// request's bound; on failure the watch marks it later.
 fn mark_now(hold: &Hold) {
     let s = &hold.session;
-    let d = crate::deadline::Deadline::At(s.call_deadline());
+    let d = crate::deadline::Deadline::At(s.cap(crate::deadline::Deadline::Forever));
     for _ in 0..3 {
         let (data, stat) = match s.retry(d, || s.zk.get_data(&hold.node)) {
             Ok(read) => read,

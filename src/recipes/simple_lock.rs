@@ -81,9 +81,11 @@ impl RawSimpleLock {
             ))
         };
         let mut parents_made = false;
-        let unknown = || {
-            Err(Error::ConnectionLoss(
-                format!("no reply from ZooKeeper in time to create {}", self.path).into(),
+        // No answer: a timeout if the deadline ran out on a connected session.
+        let unknown = |e: &zk::Error| {
+            Err(session.unanswered(
+                e,
+                format_args!("no reply from ZooKeeper in time to create {}", self.path),
             ))
         };
         loop {
@@ -130,7 +132,7 @@ impl RawSimpleLock {
                         &self.client,
                         session,
                         &self.path,
-                        session.cap(d),
+                        d,
                         self.client.protocol(),
                     )?;
                     parents_made = true;
@@ -146,13 +148,13 @@ impl RawSimpleLock {
                         return Err(e);
                     }
                     if d.passed() {
-                        return unknown();
+                        return unknown(&e);
                     }
                     // Whether it was applied is read after a sync (a follower behind the
                     // leader may not show it yet).
                     match session.retry(d, || session.zk.sync(&self.path)) {
                         Ok(()) | Err(zk::Error::NoNode) => {}
-                        Err(e) if is_retriable(&e) => return unknown(),
+                        Err(e) if is_retriable(&e) => return unknown(&e),
                         Err(e) => return Err(session.map_err(e)),
                     }
                 }
@@ -164,14 +166,14 @@ impl RawSimpleLock {
                 match session.retry(d, || session.zk.check_stat(&unsettled[i])) {
                     Ok(Some(stat)) => return Ok(held(stat.czxid, unsettled.swap_remove(i))),
                     Ok(None) => {}
-                    Err(e) if is_retriable(&e) => return unknown(),
+                    Err(e) if is_retriable(&e) => return unknown(&e),
                     Err(e) => return Err(session.map_err(e)),
                 }
             }
             match session.retry(d, || session.zk.check_stat(&self.path)) {
                 Ok(Some(_)) => return Ok(None),
                 Ok(None) => continue,
-                Err(e) if is_retriable(&e) => return unknown(),
+                Err(e) if is_retriable(&e) => return unknown(&e),
                 Err(e) => return Err(session.map_err(e)),
             }
         }
@@ -187,8 +189,13 @@ impl RawSimpleLock {
         d: Deadline,
         unsettled: &mut Vec<String>,
     ) -> Result<Option<Hold>> {
+        // The first round trip runs to its answer even past a short deadline: a lock found
+        // free in it is held (`Deadline::first_round`).
+        let mut round = d.first_round(self.client.session_timeout());
         loop {
-            if let Some(h) = self.try_create(session, unsettled, d)? {
+            let tried = self.try_create(session, unsettled, round);
+            round = d;
+            if let Some(h) = tried? {
                 if signal.is_cancelled() {
                     // Cancel works at any time: what was taken is given back.
                     let _ = h.release();
@@ -248,8 +255,7 @@ impl Recipe for RawSimpleLock {
     fn participants(&self) -> Result<Vec<Participant>> {
         let s = self.client.session()?;
         let read = s.retry(Deadline::Forever, || s.zk.get_data(&self.path));
-        let Some((data, created_ms, hidden)) =
-            read_node(&s, &self.path, read, Deadline::At(s.call_deadline()))?
+        let Some((data, created_ms, hidden)) = read_node(&s, &self.path, read, Deadline::Forever)?
         else {
             return Ok(Vec::new());
         };

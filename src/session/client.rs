@@ -15,7 +15,7 @@ use super::lease::{boot_now, gap_fits, ping_gap, read_server_tick, renew_lease, 
 use super::options::{Acl, Options};
 use super::state::{Session, SessionEvent, SessionState};
 use super::watch::ChildrenWatch;
-use crate::deadline::Deadline;
+use crate::deadline::{saturating_after, Deadline};
 use crate::error::{Error, ErrorDetail, Result};
 use crate::node::Protocol;
 use crate::runtime;
@@ -190,6 +190,20 @@ fn parse_hosts(hosts: &str, tls: bool) -> Result<Vec<(SocketAddr, Option<String>
     Ok(out)
 }
 
+/// Refuses an authentication scheme that cannot be added to a session: SASL authenticates in a
+/// handshake when the session opens, and the servers end the session of an `addauth` with it.
+fn check_auth_scheme(scheme: &str) -> Result<()> {
+    if scheme.eq_ignore_ascii_case("sasl") {
+        return Err(Error::invalid(
+            "the scheme \"sasl\" cannot be added as auth data: SASL authenticates in a \
+             handshake when the session opens; give it in the options (Options::sasl, \
+             zkl_options_set_sasl_digest_md5 in C, sasl_options in Python, --sasl-user with the \
+             command)",
+        ));
+    }
+    Ok(())
+}
+
 /// Why no session could be opened with `hosts`, in words: per server, "cannot resolve host",
 /// "connection refused by", "no answer from", why its TLS handshake fails, or that it
 /// "accepts connections" (each probed once, waiting at most `wait` for each answer). `tls`:
@@ -279,6 +293,36 @@ fn connect(
 /// How long a connect over TLS goes before its servers' handshakes are probed.
 const TLS_PROBE_AFTER: Duration = Duration::from_millis(1000);
 
+/// How long a connect goes before its servers are probed for refusing connections (a refused
+/// connect is known at once; a server that opens a session does so within this).
+const REFUSED_PROBE_AFTER: Duration = Duration::from_millis(250);
+
+/// What a connect does when every server refuses connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    /// Fails at once, saying so (`Client::connect`, `Client::reconnect`: asked for now).
+    Ends,
+    /// Waits on to its bound (a fresh session after expiry: the servers may be restarting).
+    Waits,
+}
+
+/// "connection refused by ..." for each of `servers` when every one refuses a TCP connection
+/// now (a refusal comes at once; `wait` bounds a server that does not answer), `None` when one
+/// does not refuse: waiting on will not make a server answer soon. Only a TCP connect, closed
+/// at once: nothing is sent to a server that accepts.
+fn all_refused(servers: &[SocketAddr], wait: Duration) -> Option<String> {
+    let mut why = Vec::new();
+    for a in servers {
+        match std::net::TcpStream::connect_timeout(a, wait) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                why.push(format!("connection refused by {a}"))
+            }
+            _ => return None,
+        }
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
 /// Whether probing the servers (`why`, from [`diagnose`]) found a TLS handshake failing over
 /// a certificate: retrying will not help.
 fn certificate_trouble(why: &str) -> bool {
@@ -318,7 +362,10 @@ impl Client {
     /// when no server answered in time (the message says, per server, what was seen: refused,
     /// no answer, a TLS port reached in plaintext or the reverse); [`Error::AuthFailed`] when
     /// the servers refused the credentials (SASL) or a TLS handshake failed over a certificate
-    /// (the message says which and what to fix). Every error comes within the connect timeout.
+    /// (the message says which and what to fix). Every error comes within the connect timeout;
+    /// when every server refuses the connection, at once ("connection refused by ...").
+    /// [`Error::InvalidArgument`] too for a zero connect timeout, a session timeout outside
+    /// 100 ms to one hour, and auth data of the scheme `sasl` ([`Options::sasl`] is the way).
     ///
     /// [`Error::Forked`] in a forked child of a process that had made a client already (its
     /// I/O executor and async-io's reactor are the parent's and do not run in the child).
@@ -340,6 +387,16 @@ impl Client {
             return Err(Error::invalid(
                 "session timeout above one hour (servers grant at most their maxSessionTimeout)",
             ));
+        }
+        if options.connect_timeout.is_zero() {
+            return Err(Error::invalid(
+                "connect timeout of zero: a connect takes at least one round trip to the \
+                 servers; give Options::connect_timeout a duration (the session timeout is a \
+                 good one)",
+            ));
+        }
+        for (scheme, _) in &options.auth {
+            check_auth_scheme(scheme)?;
         }
         if options.acl != Acl::Open && !options.has_identity() {
             return Err(Error::invalid(format!(
@@ -368,25 +425,30 @@ impl Client {
             read_tick: Mutex::new(None),
         });
         let client = Client { inner };
-        let bound = Instant::now() + client.inner.options.connect_timeout;
-        client.new_session(None, bound, None)?;
+        let bound = saturating_after(client.inner.options.connect_timeout);
+        client.new_session(None, bound, None, Refused::Ends)?;
         Ok(client)
     }
 
     /// Opens a fresh session (after expiry, or to start over). Locks of the old session are lost.
+    ///
+    /// # Errors
+    /// As [`Client::connect`].
     pub fn reconnect(&self) -> Result<()> {
         let old = self.inner.current.lock().clone();
-        let bound = Instant::now() + self.inner.options.connect_timeout;
-        self.new_session(old.map(|s| s.generation), bound, None)
+        let bound = saturating_after(self.inner.options.connect_timeout);
+        self.new_session(old.map(|s| s.generation), bound, None, Refused::Ends)
     }
 
     /// Opens a session, waiting for it until `bound` at most, or until `cancel` is cancelled
-    /// (then `Cancelled`).
+    /// (then `Cancelled`); when every server refuses the connection, until it is seen, per
+    /// `refused`.
     fn new_session(
         &self,
         replacing: Option<u64>,
         bound: Instant,
         cancel: Option<&Signal>,
+        refused: Refused,
     ) -> Result<()> {
         self.not_forked()?;
         let cancelled = || cancel.is_some_and(|c| c.is_cancelled());
@@ -465,17 +527,31 @@ impl Client {
                 let mut fut = Box::pin(runtime::enter(|| {
                     connect(connector, opts.tls.is_some(), &list)
                 }));
-                let early = (started + TLS_PROBE_AFTER).min(deadline);
-                let until = if tls_used { early } else { deadline };
+                // Without TLS, a connect refused by every server is said at once too (when
+                // asked for now: `refused`), not at the end of the connect timeout.
+                let probe_after = match (tls_used, refused) {
+                    (true, _) => Some(TLS_PROBE_AFTER),
+                    (false, Refused::Ends) => Some(REFUSED_PROBE_AFTER),
+                    (false, Refused::Waits) => None,
+                };
+                let until = probe_after.map_or(deadline, |p| (started + p).min(deadline));
                 let r = runtime::enter(|| {
                     runtime::block_on(fut.as_mut(), Some(until), cancel, Some(io))
                 });
                 if !matches!(r, Outcome::TimedOut) || until >= deadline {
                     return (r, None);
                 }
-                let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
-                if certificate_trouble(&why) {
-                    return (Outcome::TimedOut, Some(why));
+                if refused == Refused::Ends {
+                    // Only refusals are looked for here (the diagnosis comes with a failure).
+                    if let Some(why) = all_refused(&self.inner.servers, probe_wait) {
+                        return (Outcome::TimedOut, Some(why));
+                    }
+                }
+                if tls_used {
+                    let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
+                    if certificate_trouble(&why) {
+                        return (Outcome::TimedOut, Some(why));
+                    }
                 }
                 let r = runtime::enter(|| {
                     runtime::block_on(fut.as_mut(), Some(deadline), cancel, Some(io))
@@ -492,9 +568,8 @@ impl Client {
             .unwrap_or_else(|| self.inner.read_tick.lock().unwrap_or(DEFAULT_TICK));
         let (connected, early_why) = connected;
         if let Some(why) = early_why {
-            return Err(Error::AuthFailed(
-                format!("no ZooKeeper session with {hosts}: {why}").into(),
-            ));
+            let detail = ErrorDetail::new(format!("no ZooKeeper session with {hosts}: {why}"));
+            return Err(connect_failure(detail, &why));
         }
         let connected = match connected {
             Outcome::Ready(r) => Some(r),
@@ -657,7 +732,8 @@ impl Client {
                         Deadline::TryOnce => d.capped(opts.session_timeout),
                         _ => d.capped(opts.connect_timeout),
                     };
-                    self.new_session(Some(s.generation), bound, cancel)?;
+                    // Servers that refuse now may be restarting: waited for, to the bound.
+                    self.new_session(Some(s.generation), bound, cancel, Refused::Waits)?;
                     self.inner.current.lock().clone().ok_or(Error::Closed)
                 }
                 SessionState::Expired => Err(Error::SessionExpired),
@@ -879,9 +955,29 @@ impl Client {
     }
 
     /// Adds authentication to the session now, and to every later session of this client.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for the scheme `sasl`, at once (SASL is a handshake when the
+    /// session opens: [`Options::sasl`]). [`Error::AuthFailed`] when the servers refuse it (a
+    /// scheme they have no provider for, or data its provider refuses): ZooKeeper then closes
+    /// the connection, and the session is over, with every lock it held.
     pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> Result<()> {
+        check_auth_scheme(scheme)?;
         let s = self.session()?;
-        s.wait(s.zk.auth(scheme, auth), s.call_deadline())?;
+        match s.call(s.zk.auth(scheme, auth), crate::Deadline::Forever) {
+            Ok(()) => {}
+            Err(zk::Error::AuthFailed) => {
+                return Err(Error::AuthFailed(
+                    format!(
+                        "the servers refused auth scheme {scheme:?} (a scheme they have no \
+                         provider for, or data its provider refuses) and closed the connection: \
+                         this session is over, and every lock it held is lost"
+                    )
+                    .into(),
+                ))
+            }
+            Err(e) => return Err(s.map_err(e)),
+        }
         self.inner
             .added_auth
             .lock()

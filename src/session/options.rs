@@ -107,12 +107,18 @@ impl Default for Options {
 
 impl Options {
     /// The session timeout asked of the server (default 10 s). Locks of a dead client are
-    /// released by the server after about this long.
+    /// released by the server after about this long. From 100 ms to one hour: anything else
+    /// (`Duration::MAX` too) is refused at connect
+    /// ([`Error::InvalidArgument`](crate::Error::InvalidArgument)).
     pub fn session_timeout(mut self, t: Duration) -> Self {
         self.session_timeout = t;
         self
     }
     /// How long [`Client::connect`](crate::Client::connect) waits for a session (default 10 s).
+    ///
+    /// `Duration::MAX` waits as long as it takes; zero is refused at connect
+    /// ([`Error::InvalidArgument`](crate::Error::InvalidArgument)). A connect that every
+    /// server refuses fails at once, whatever the timeout.
     pub fn connect_timeout(mut self, t: Duration) -> Self {
         self.connect_timeout = t;
         self
@@ -158,7 +164,9 @@ impl Options {
     }
     /// Adds authentication, e.g. `("digest", "user:password")`; replayed on every reconnect.
     /// `digest` sends the password in clear at every connect: over plaintext, prefer
-    /// [`Options::sasl`] or TLS.
+    /// [`Options::sasl`] or TLS. The scheme `sasl` is refused at connect
+    /// ([`Error::InvalidArgument`](crate::Error::InvalidArgument)): SASL is a handshake when
+    /// the session opens, [`Options::sasl`].
     pub fn auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
         self.auth.push((scheme.into(), auth.into()));
         self

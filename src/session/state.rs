@@ -159,12 +159,6 @@ impl Session {
         }
     }
 
-    /// The default deadline of one call: the session timeout from now (calls made while
-    /// disconnected are queued by the crate until reconnect or expiry).
-    pub(crate) fn call_deadline(&self) -> Instant {
-        self.cap(Deadline::Forever)
-    }
-
     /// The bound of one request of an operation whose deadline is `d`: the earlier of `d` and
     /// one session timeout from now (the per-call cap lives here, not at each call site).
     pub(crate) fn cap(&self, d: Deadline) -> Instant {
@@ -172,7 +166,14 @@ impl Session {
     }
 
     /// One request, bounded by [`Session::cap`]; not retried (for requests that must not be
-    /// sent twice, such as creates). A missed bound is `ConnectionLoss`.
+    /// sent twice, such as creates). A missed bound that is the caller's deadline `d`, on a
+    /// connected session, is `zk::Error::Timeout` (the caller's time ran out: a timeout, not a
+    /// failure; [`Session::map_err`] makes it [`Error::Timeout`]); a missed session-timeout cap,
+    /// or a deadline missed while disconnected, is `ConnectionLoss`. Either way the request may
+    /// still be applied. (The crate itself returns `Timeout` only from a connect, never to a
+    /// request.) A deadline that is in effect the session cap (a try-once attempt's pinned
+    /// instant) is the caller's too: without a reply for a session timeout the crate has
+    /// dropped the connection, and the session is no longer connected.
     /// The crate's error is kept (so recipes can tell `NoNode` from `NodeExists`); a session's
     /// end is recorded as it is seen.
     pub(crate) fn call<T>(
@@ -185,7 +186,9 @@ impl Session {
             // never polled here), no wait; `map_err` makes it `Error::Forked`.
             return Err(zk::Error::ClientClosed);
         }
-        match runtime::block_on(fut, Some(self.cap(d)), None, Some(&self.io)) {
+        let cap = self.cap(Deadline::Forever);
+        let bound = d.instant().map_or(cap, |i| i.min(cap));
+        match runtime::block_on(fut, Some(bound), None, Some(&self.io)) {
             Outcome::Ready(Ok(v)) => Ok(v),
             Outcome::Ready(Err(e)) => {
                 if matches!(
@@ -197,14 +200,20 @@ impl Session {
                 Err(e)
             }
             // A missed bound (this wait is never cancelled).
-            Outcome::TimedOut | Outcome::Cancelled => Err(zk::Error::ConnectionLoss),
+            Outcome::TimedOut | Outcome::Cancelled => {
+                if bound < cap && self.state() == SessionState::Connected {
+                    Err(zk::Error::Timeout)
+                } else {
+                    Err(zk::Error::ConnectionLoss)
+                }
+            }
         }
     }
 
     /// An idempotent request (read, delete), sent again on connection loss until it gets an
     /// answer, `d` passes (a try-once operation: one session timeout) or the session ends.
-    /// The errors left are the server's answers, `ConnectionLoss` when time ran out, and the
-    /// session's end.
+    /// The errors left are the server's answers, `Timeout` or `ConnectionLoss` when time ran
+    /// out (as [`Session::call`] says), and the session's end.
     pub(crate) fn retry<T, F>(
         &self,
         d: Deadline,
@@ -230,14 +239,36 @@ impl Session {
         }
     }
 
-    /// Blocks on one ZooKeeper reply until `deadline`.
+    /// Blocks on one ZooKeeper reply, bounded as [`Session::call`] bounds it.
     pub(crate) fn wait<T>(
         &self,
         fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
-        deadline: Instant,
+        d: Deadline,
     ) -> Result<T> {
-        self.call(fut, Deadline::At(deadline))
-            .map_err(|e| self.map_err(e))
+        self.call(fut, d).map_err(|e| self.map_err(e))
+    }
+
+    /// The error of a step that `d`'s passing cut short before a request went out:
+    /// [`Error::Timeout`] on a connected session, else a connection loss saying `what`.
+    pub(crate) fn deadline_passed(&self, what: impl std::fmt::Display) -> Error {
+        if self.state() == SessionState::Connected {
+            Error::Timeout
+        } else {
+            Error::ConnectionLoss(what.to_string().into())
+        }
+    }
+
+    /// The error of a request left unanswered (`e` is [`is_retriable`]): [`Error::Timeout`]
+    /// when the caller's deadline ran out on a connected session, else a connection loss
+    /// saying `what` could not be learned.
+    pub(crate) fn unanswered(&self, e: &zk::Error, what: impl std::fmt::Display) -> Error {
+        match e {
+            zk::Error::Timeout => Error::Timeout,
+            _ => Error::ConnectionLoss(crate::error::ErrorDetail::with_source(
+                what.to_string(),
+                e.clone(),
+            )),
+        }
     }
 
     pub(crate) fn map_err(&self, e: zk::Error) -> Error {
@@ -260,6 +291,10 @@ impl Session {
                 ),
                 e,
             ));
+        }
+        if matches!(e, zk::Error::Timeout) {
+            // `Session::call`'s word for the caller's deadline running out.
+            return Error::Timeout;
         }
         let e = Error::from(e);
         if e.is_session_end() {

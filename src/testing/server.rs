@@ -46,7 +46,7 @@ impl TestingServer {
     ///
     /// When `ZKLOCK_TEST_SERVER` names a running server (`127.0.0.1:PORT`), every process uses
     /// that one instead and never stops it: `scripts/run-tests.sh` starts one for a whole run
-    /// (`examples/testing_server.rs`), so that a test in a process of its own (nextest) does
+    /// (`tools/testing_server.rs`), so that a test in a process of its own (nextest) does
     /// not start a JVM of its own.
     ///
     /// # Panics

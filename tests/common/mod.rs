@@ -159,3 +159,75 @@ impl SpawnGuarded for Command {
         }
     }
 }
+
+/// The ephemeral nodes at and under `path` (full paths), as `admin` sees them: what lock
+/// attempts leave behind.
+pub fn ephemerals_under(admin: &Admin, path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if admin
+        .node(path)
+        .unwrap()
+        .is_some_and(|n| n.ephemeral_owner != 0)
+    {
+        out.push(path.to_string());
+    }
+    for c in admin.children(path).unwrap() {
+        out.extend(ephemerals_under(admin, &format!("{path}/{c}")));
+    }
+    out
+}
+
+/// A deadline that runs out inside a request, on a healthy server, is a timeout (issue 28):
+/// `lock` is tried with tiny deadlines (1 µs, 1 ms, now), on a free lock and on one `holder`
+/// (another client's participant) holds, and every try is `Ok(None)` or, if its one round trip
+/// found the lock free, `Ok(Some)` — never an error, never held while `holder` holds. Nothing
+/// of the tries is left under `root` once they are done (an attempt abandoned with its create
+/// in flight is forgotten in the background: waited for).
+pub fn tiny_deadlines_are_timeouts_never_errors(
+    hosts: &str,
+    root: &str,
+    lock: &dyn Lockable,
+    holder: &dyn Lockable,
+) {
+    use std::time::Instant;
+    use zklock::Deadline;
+    type Tiny = fn() -> Deadline;
+    let deadlines: [(&str, Tiny); 3] = [
+        ("1 µs", || Deadline::after(Duration::from_micros(1))),
+        ("1 ms", || Deadline::after(Duration::from_millis(1))),
+        ("now", || Deadline::At(Instant::now())),
+    ];
+    let mut held = 0;
+    for busy in [false, true] {
+        if busy {
+            holder.acquire(Deadline::Forever).unwrap().unwrap();
+        }
+        for _ in 0..5 {
+            for (name, d) in &deadlines {
+                match lock.acquire(d()) {
+                    Ok(Some(_)) => {
+                        assert!(!busy, "{root}: held with {name} while another holds it");
+                        held += 1;
+                        lock.release().unwrap();
+                    }
+                    Ok(None) => {}
+                    Err(e) => panic!(
+                        "{root}: a deadline of {name} on a {} lock: Err({e:?}), not a timeout",
+                        if busy { "held" } else { "free" }
+                    ),
+                }
+            }
+        }
+        if busy {
+            holder.release().unwrap();
+        }
+    }
+    eprintln!("{root}: {held} of 15 tries on the free lock held it");
+    let admin = admin(hosts);
+    assert!(
+        eventually(Duration::from_secs(30), || ephemerals_under(&admin, root)
+            .is_empty()),
+        "left under {root}: {:?}",
+        ephemerals_under(&admin, root)
+    );
+}

@@ -3,7 +3,7 @@ port with a temporary data directory, started once per test session, or the serv
 ZKLOCK_TEST_SERVER names (127.0.0.1:PORT; scripts/test.sh runs one for all its tests).
 
 Secured servers (a TLS-only port, with or without client certificates; SASL DIGEST-MD5
-required) come from the crate's own starter, examples/testing_server.rs, which makes their
+required) come from the crate's own starter, tools/testing_server.rs, which makes their
 certificates at start: ZKL_TESTING_SERVER_BIN names its binary, else it is built here with
 cargo from the checkout."""
 
@@ -192,8 +192,9 @@ def proxy(zk_hosts):
 # ------------------------------------------------------------------------- secured servers
 
 def _testing_server_bin() -> str:
-    """examples/testing_server: $ZKL_TESTING_SERVER_BIN, else built now (with the features of
-    the checkout's usual build, so nothing else is rebuilt)."""
+    """tools/testing_server.rs (the example target testing_server): $ZKL_TESTING_SERVER_BIN,
+    else built now (with the features of the checkout's usual build, so nothing else is
+    rebuilt)."""
     explicit = os.environ.get("ZKL_TESTING_SERVER_BIN")
     if explicit:
         return explicit
@@ -210,7 +211,7 @@ def _testing_server_bin() -> str:
 
 
 class SecuredServer:
-    """A server started by examples/testing_server with ``args``: ``hosts`` is its connect
+    """A server started by tools/testing_server.rs with ``args``: ``hosts`` is its connect
     string (``tcp+tls://127.0.0.1:PORT`` for TLS), ``address`` the same without the scheme,
     ``files`` what else it printed (``ca``, ``cert``, ``key``: PEM files of the run's CA and of
     a client certificate with CN "client")."""

@@ -1,5 +1,5 @@
 """Secured ensembles through the Python door, with kazoo's keywords, against real servers
-(examples/testing_server: a TLS-only client port with certificates made for the run, with and
+(tools/testing_server.rs: a TLS-only client port with certificates made for the run, with and
 without client certificates required; a server that requires SASL DIGEST-MD5): each connects
 and locks, and each refusal is AuthFailed, within the connect timeout, saying what to fix."""
 

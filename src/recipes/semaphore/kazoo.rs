@@ -63,13 +63,7 @@ impl Leases {
             match session.retry(d, || session.zk.create(&self.path, n.as_bytes(), &opts)) {
                 Ok(_) => break,
                 Err(zk::Error::NoNode) if !parents_made => {
-                    create_parents_of(
-                        &self.client,
-                        session,
-                        &self.path,
-                        session.cap(d),
-                        self.protocol,
-                    )?;
+                    create_parents_of(&self.client, session, &self.path, d, self.protocol)?;
                     parents_made = true;
                 }
                 Err(zk::Error::NodeExists) => {

@@ -47,7 +47,6 @@ impl Leases {
     /// this client), oldest first.
     pub(super) fn list(&self) -> Result<Vec<(String, String, i64, bool)>> {
         let session = self.client.session()?;
-        let d = session.call_deadline();
         let children =
             match session.retry(Deadline::Forever, || session.zk.list_children(&self.dir)) {
                 Ok(c) => c,
@@ -62,9 +61,9 @@ impl Leases {
             .collect();
         let mut out = Vec::with_capacity(children.len());
         for (name, f) in children.into_iter().zip(futs) {
-            let read = session.call(f, Deadline::At(d));
+            let read = session.call(f, Deadline::Forever);
             if let Some((data, created, hidden)) =
-                read_node(&session, &self.child(&name), read, Deadline::At(d))?
+                read_node(&session, &self.child(&name), read, Deadline::Forever)?
             {
                 let id = String::from_utf8(data).unwrap_or_default();
                 out.push((name, id, created, hidden));

@@ -1,0 +1,68 @@
+//! The command's exit statuses (sysexits.h's where one fits, the shells' for COMMAND), and
+//! the status and message of a usage error or of an error of the library.
+
+use std::process::ExitCode;
+
+/// Not acquired before the timeout (EX_TEMPFAIL from sysexits.h; change with --conflict-exit-code).
+pub(crate) const EXIT_NOT_ACQUIRED: u8 = 75;
+/// Bad command line, or a lock path that is not one (EX_USAGE).
+pub(crate) const EXIT_USAGE: u8 = 64;
+/// `holders`/`revoke`: the path holds no lock layout zklock knows (EX_DATAERR).
+pub(crate) const EXIT_UNKNOWN_LAYOUT: u8 = 65;
+/// ZooKeeper unreachable, session lost while acquiring, or another ZooKeeper error
+/// (EX_UNAVAILABLE).
+pub(crate) const EXIT_UNAVAILABLE: u8 = 69;
+/// Authentication failed (SASL, a TLS certificate), or a node's ACL refused this client's
+/// identity (EX_NOPERM).
+pub(crate) const EXIT_NOPERM: u8 = 77;
+/// The lock stopped being provably held while COMMAND ran (its lease ran out or its session
+/// ended): COMMAND's own status is on stderr. Outside sysexits' 64-78 and the shells' 126-165.
+pub(crate) const EXIT_LOST: u8 = 80;
+/// A revocation request (`zklock revoke`) reached a holder that made its lock revocable
+/// (--revocable): COMMAND was ended as asked and the lock released; COMMAND's own status is on
+/// stderr. Next to 80, outside sysexits' 64-78 and the shells' 126-165.
+pub(crate) const EXIT_REVOKED: u8 = 81;
+/// COMMAND found but not executable (as shells do).
+pub(crate) const EXIT_CANNOT_EXECUTE: u8 = 126;
+/// COMMAND not found (as shells do).
+pub(crate) const EXIT_NOT_FOUND: u8 = 127;
+
+pub(crate) fn usage(msg: &str) -> ExitCode {
+    eprintln!("zklock: {msg}\nTry `zklock --help`.");
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// The library's hints that name its API, and the command's options for them.
+const IN_COMMAND_WORDS: [(&str, &str); 7] = [
+    ("Tls::ca_file", "--tls-ca"),
+    ("Tls::identity_files", "--tls-cert and --tls-key"),
+    ("Tls::key_password", "--tls-key-password-file"),
+    ("Options::tls", "--tls"),
+    ("Options::sasl", "--sasl-user"),
+    ("Options::auth", "--digest-user"),
+    ("a TLS client certificate", "--tls-cert"),
+];
+
+/// The exit status for an error of the library, whose message goes to stderr with its hints
+/// in the command's words (`--tls-ca` where the library says `Tls::ca_file`).
+pub(crate) fn fail(e: &zklock::Error) -> ExitCode {
+    let mut msg = e.to_string();
+    for (api, option) in IN_COMMAND_WORDS {
+        msg = msg.replace(api, option);
+    }
+    eprintln!("zklock: {msg}");
+    match e {
+        zklock::Error::InvalidArgument(_) => ExitCode::from(EXIT_USAGE),
+        zklock::Error::AuthFailed(_) => ExitCode::from(EXIT_NOPERM),
+        e if is_no_auth(e) => ExitCode::from(EXIT_NOPERM),
+        _ => ExitCode::from(EXIT_UNAVAILABLE),
+    }
+}
+
+/// Whether the servers refused a request by the node's ACL (ZooKeeper's NoAuth).
+fn is_no_auth(e: &zklock::Error) -> bool {
+    matches!(e, zklock::Error::ZooKeeper(_))
+        && std::error::Error::source(e)
+            .and_then(|s| s.downcast_ref::<zookeeper_client::Error>())
+            .is_some_and(|z| matches!(z, zookeeper_client::Error::NoAuth))
+}
