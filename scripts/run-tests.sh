@@ -21,8 +21,13 @@ threads=()
 [ -n "${ZKL_TEST_THREADS:-}" ] && threads=(--test-threads "$ZKL_TEST_THREADS")
 
 cargo build --quiet --features "$features" --example testing_server
-# The run's server: it serves until this script's end closes its stdin.
-exec 8> >(exec target/debug/examples/testing_server >"$out/server" 2>"$out/server.log")
+# The run's server. Its life depends on no descriptor a test's child could inherit (a pipe
+# to its stdin kept it up for half an hour after the run, held open by a stray child of a
+# failed test): it ends when this script does (it watches its parent), and the trap kills
+# it by pid at once.
+target/debug/examples/testing_server --until-parent-exits </dev/null >"$out/server" 2>"$out/server.log" &
+server_pid=$!
+trap 'kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 300); do
     [ -s "$out/server" ] && break
     sleep 0.1

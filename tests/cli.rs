@@ -5,29 +5,24 @@
 #![cfg(feature = "testing")]
 
 mod common;
-use common::{eventually, hosts};
+use common::{connect, eventually, hosts, opts, unique_path, ChildGuard, SpawnGuarded};
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use zklock::testing::{ClientAuth, ClientCert, TestingCerts, TestingServer};
-use zklock::{Client, Lockable, Mutex, Options, ReadWriteLock, Semaphore, SimpleLock};
+use zklock::{Client, Lockable, Mutex, ReadWriteLock, Semaphore, SimpleLock};
 
 const ZKLOCK: &str = env!("CARGO_BIN_EXE_zklock");
 
-/// One server for the tests that do not stop it.
+/// A session of 5 s with the holder id `id`.
 fn client(hosts: &str, id: &str) -> Client {
-    Client::connect(
-        hosts,
-        Options::default()
-            .session_timeout(Duration::from_secs(5))
-            .holder_id(id),
-    )
-    .unwrap()
+    connect(hosts, opts(5000).holder_id(id))
 }
 
+/// A fresh lock path for the test `name`.
 fn path(name: &str) -> String {
-    format!("/cli/{name}/{}", std::process::id())
+    unique_path(&format!("cli-{name}"))
 }
 
 fn zklock(hosts: &str, args: &[&str]) -> Command {
@@ -111,9 +106,7 @@ fn busy_lock_gives_the_not_acquired_status() {
     let (code, _, _) = run(zklock(&h, &["-E", "3", "-n", &p, "true"]));
     assert_eq!(code, 3);
     // A waiting zklock runs once the holder lets go.
-    let waiter = zklock(&h, &["--timeout", "20", &p, "true"])
-        .spawn()
-        .unwrap();
+    let waiter = zklock(&h, &["--timeout", "20", &p, "true"]).spawn_guarded();
     std::thread::sleep(Duration::from_millis(300));
     drop(g);
     let out = waiter.wait_with_output().unwrap();
@@ -134,11 +127,7 @@ fn concurrent_commands_are_mutually_exclusive() {
         counter.display()
     );
     let kids: Vec<_> = (0..6)
-        .map(|_| {
-            zklock(&h, &["--timeout", "60", &p, "sh", "-c", &script])
-                .spawn()
-                .unwrap()
-        })
+        .map(|_| zklock(&h, &["--timeout", "60", &p, "sh", "-c", &script]).spawn_guarded())
         .collect();
     for k in kids {
         assert_eq!(k.wait_with_output().unwrap().status.code(), Some(0));
@@ -279,16 +268,16 @@ fn lose_session_with(
     let h = zk.connect_string();
     let mut args = vec!["--session-timeout", "2"];
     args.extend_from_slice(opts);
-    args.extend_from_slice(&["/cli/lost", "--"]);
+    let p = path("lost");
+    args.extend_from_slice(&[p.as_str(), "--"]);
     args.extend_from_slice(command);
     let child = zklock(&h, &args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_guarded();
     // Wait until it holds the lock (its node exists), then take the server away.
     let c = client(&h, "observer");
-    let m = Mutex::new(&c, "/cli/lost").unwrap();
+    let m = Mutex::new(&c, &p).unwrap();
     let t = Instant::now();
     while m.participants().unwrap().is_empty() {
         assert!(
@@ -396,30 +385,22 @@ fn alive(pid: u32) -> bool {
 
 /// Starts `zklock PATH -- sh -c SCRIPT` where SCRIPT first writes its pid to a file; returns
 /// zklock's child process and the command's pid.
-#[allow(clippy::zombie_processes)] // returned to the caller, who waits for it
-fn start_command(
-    h: &str,
-    p: &str,
-    dir: &std::path::Path,
-    script: &str,
-) -> (std::process::Child, u32) {
+fn start_command(h: &str, p: &str, dir: &std::path::Path, script: &str) -> (ChildGuard, u32) {
     start_command_with(h, p, dir, script, |_| {})
 }
 
 /// As [`start_command`], with `setup` applied to zklock's `Command` before it starts.
-#[allow(clippy::zombie_processes)] // returned to the caller, who waits for it
 fn start_command_with(
     h: &str,
     p: &str,
     dir: &std::path::Path,
     script: &str,
     setup: impl FnOnce(&mut Command),
-) -> (std::process::Child, u32) {
+) -> (ChildGuard, u32) {
     start_command_opts(h, &[], p, dir, script, setup)
 }
 
 /// As [`start_command_with`], with zklock's options `opts` before PATH.
-#[allow(clippy::zombie_processes)] // returned to the caller, who waits for it
 fn start_command_opts(
     h: &str,
     opts: &[&str],
@@ -427,7 +408,7 @@ fn start_command_opts(
     dir: &std::path::Path,
     script: &str,
     setup: impl FnOnce(&mut Command),
-) -> (std::process::Child, u32) {
+) -> (ChildGuard, u32) {
     let pidfile = dir.join("pid");
     let script = format!("echo $$ > {}; {script}", pidfile.display());
     let mut args = vec!["--session-timeout", "2"];
@@ -436,7 +417,7 @@ fn start_command_opts(
     let mut c = zklock(h, &args);
     c.stdout(Stdio::null()).stderr(Stdio::piped());
     setup(&mut c);
-    let mut z = c.spawn().unwrap();
+    let mut z = c.spawn_guarded();
     let t = Instant::now();
     loop {
         if let Some(pid) = std::fs::read_to_string(&pidfile)
@@ -554,11 +535,10 @@ fn holders_json_watch_follows_the_queue() {
     let p = path("watch");
     let (code, out, err) = run(zklock(&h, &["holders", "--json", &p]));
     assert_eq!((code, out.as_str()), (0, "[]\n"), "{err}");
+    // Held in a guard: a failing test kills it (it ran on for half an hour once).
     let mut w = zklock(&h, &["holders", "--json", "--watch", &p])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_guarded();
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let stdout = w.stdout.take().unwrap();
     std::thread::spawn(move || {
@@ -568,9 +548,15 @@ fn holders_json_watch_follows_the_queue() {
             }
         }
     });
-    let next = |what: &str| {
-        rx.recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|_| panic!("no listing {what}"))
+    // Each listing is a state to wait for: it comes, or zklock ends (its stdout closes). The
+    // bound only ends a hung test: on a machine at load 10-25 the first listing (zklock's
+    // start and connect) took longer than 10 s.
+    let next = |what: &str| match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(line) => line,
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("zklock holders --watch ended before the listing {what}")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("no listing {what}"),
     };
     assert_eq!(next("at start"), "[]");
     let c = client(&h, "watched-holder");
@@ -604,8 +590,7 @@ fn signal_while_waiting_frees_the_queue_at_once(sig: i32, name: &str) {
     let mut z = zklock(&h, &["--session-timeout", "6", &p, "--", "echo", "ran"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_guarded();
     let t = Instant::now();
     while m.participants().unwrap().len() < 2 {
         assert!(t.elapsed() < Duration::from_secs(10), "zklock never queued");
@@ -720,7 +705,7 @@ fn sigint_to_zklock_alone_reaches_the_command_once() {
 
 /// Waits for zklock to end, at most `within`; past that kills it (COMMAND dies with it) and
 /// fails the test.
-fn finish(mut z: std::process::Child, within: Duration) -> Output {
+fn finish(mut z: ChildGuard, within: Duration) -> Output {
     let t = Instant::now();
     while z.try_wait().unwrap().is_none() {
         if t.elapsed() > within {
@@ -785,8 +770,7 @@ fn revoke_reaches_a_revocable_zklock_holder_and_the_next_waiter_gets_the_lock() 
     let waiter = zklock(&h, &["-w", "20", &p, "echo", "next"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_guarded();
     let c = client(&h, "revoke-watcher");
     let m = Mutex::new(&c, &p).unwrap();
     assert!(

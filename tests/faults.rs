@@ -10,34 +10,18 @@ use std::time::{Duration, Instant};
 use common::*;
 use zklock::Mutex;
 
-fn demo_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("demo")
-}
-
 #[test]
 fn holder_paused_past_expiry_waiter_gets_it_and_resumed_holder_knows_it_lost() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    // The fault is the holder process's (SIGSTOP), not the server's: the shared server.
+    let hosts = hosts();
+    let path = unique_path("paused");
     let mut holder = Command::new(demo_binary())
         .args([
-            "worker",
-            "--hosts",
-            &hosts,
-            "--path",
-            "/paused/lock",
-            "--rounds",
-            "1",
+            "worker", "--hosts", &hosts, "--path", &path, "--rounds", "1",
         ])
         .args(["--hold-ms", "500", "--session-ms", "1500", "--report-loss"])
         .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_guarded();
     let mut out = BufReader::new(holder.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
@@ -49,7 +33,7 @@ fn holder_paused_past_expiry_waiter_gets_it_and_resumed_holder_knows_it_lost() {
         .unwrap()
         .success());
     let c = connect(&hosts, 5000);
-    let m = Mutex::new(&c, "/paused/lock").unwrap();
+    let m = Mutex::new(&c, &path).unwrap();
     let t = Instant::now();
     let g = m
         .try_lock_for(Duration::from_secs(10))

@@ -8,7 +8,7 @@
 #![cfg(feature = "testing")]
 
 mod common;
-use common::hosts;
+use common::{hosts, unique_path, SpawnGuarded};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -144,10 +144,6 @@ fn run(mut cmd: Command, what: &str) -> Output {
     out
 }
 
-fn unique(prefix: &str) -> String {
-    format!("/ffi-examples/{prefix}/{}", std::process::id())
-}
-
 fn python() -> Option<&'static str> {
     ["python3", "python"]
         .into_iter()
@@ -158,7 +154,7 @@ fn python() -> Option<&'static str> {
 fn c_examples_pass() {
     for name in C_EXAMPLES {
         let exe = compile("cc", C_FLAGS, &format!("ffi-examples/c/{name}.c"), name);
-        let out = run(example(&exe, &unique(&format!("c-{name}"))), name);
+        let out = run(example(&exe, &unique_path(&format!("c-{name}"))), name);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains(&format!("{name}: all ")), "{stdout}");
         assert!(!stdout.contains("FAIL"), "{stdout}");
@@ -168,7 +164,7 @@ fn c_examples_pass() {
 #[test]
 fn cpp_demo_passes() {
     let exe = compile("c++", CXX_FLAGS, "ffi-examples/cpp/demo.cpp", "demo_cpp");
-    let out = run(example(&exe, &unique("cpp")), "demo.cpp");
+    let out = run(example(&exe, &unique_path("cpp")), "demo.cpp");
     assert!(String::from_utf8_lossy(&out.stdout).contains("demo.cpp: all checks passed"));
 }
 
@@ -183,7 +179,7 @@ fn cpp_lockable_passes_plain_and_under_sanitizers() {
         "ffi-examples/cpp/lockable.cpp",
         "lockable_cpp",
     );
-    let out = run(example(&exe, &unique("cpp-lockable")), "lockable.cpp");
+    let out = run(example(&exe, &unique_path("cpp-lockable")), "lockable.cpp");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("lockable.cpp: all checks passed"),
@@ -234,7 +230,7 @@ fn python_demo_passes() {
         eprintln!("no python3: skipping the Python demo");
         return;
     };
-    let mut cmd = example(Path::new(py), &unique("python"));
+    let mut cmd = example(Path::new(py), &unique_path("python"));
     cmd.arg(common::ffi::repo().join("ffi-examples/python/demo.py"))
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let out = run(cmd, "demo.py");
@@ -249,8 +245,7 @@ fn contend(first: Command, second: Command, rounds: u32, counter: &Path, what: &
         .map(|mut c| {
             c.stdout(Stdio::piped())
                 .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn a contender")
+                .spawn_guarded()
         })
         .collect();
     for k in kids.drain(..) {
@@ -281,7 +276,7 @@ fn two_c_processes_contend_on_each_recipe() {
         let exe = compile("cc", C_FLAGS, &format!("ffi-examples/c/{name}.c"), name);
         let dir = tempfile::tempdir().unwrap();
         let counter = dir.path().join("counter");
-        let zkl_path = unique(&format!("contend-{name}"));
+        let zkl_path = unique_path(&format!("contend-{name}"));
         let mk = || {
             let mut c = example(&exe, &zkl_path);
             c.arg("contend").arg(&counter).arg(rounds.to_string());
@@ -300,7 +295,7 @@ fn c_and_python_processes_contend_on_one_mutex() {
     let exe = compile("cc", C_FLAGS, "ffi-examples/c/mutex.c", "mutex");
     let dir = tempfile::tempdir().unwrap();
     let counter = dir.path().join("counter");
-    let zkl_path = unique("contend-c-python");
+    let zkl_path = unique_path("contend-c-python");
     let rounds = 15;
     let mut c = example(&exe, &zkl_path);
     c.arg("contend").arg(&counter).arg(rounds.to_string());
@@ -350,7 +345,7 @@ fn c_examples_are_clean_under_address_and_undefined_sanitizers() {
 
 /// Runs a sanitizer build of an example; fails on any report of ASan, LeakSanitizer or UBSan.
 fn run_sanitized(exe: &Path, name: &str) -> std::process::Output {
-    run_sanitized_with(example(exe, &unique(&format!("asan-{name}"))), name)
+    run_sanitized_with(example(exe, &unique_path(&format!("asan-{name}"))), name)
 }
 
 /// As [`run_sanitized`], for a command made ready by the caller.
@@ -398,7 +393,13 @@ fn c_examples_are_clean_under_valgrind() {
     );
     for name in C_EXAMPLES {
         let exe = compile("cc", C_FLAGS, &format!("ffi-examples/c/{name}.c"), name);
-        let mut cmd = example(Path::new("valgrind"), &unique(&format!("valgrind-{name}")));
+        let mut cmd = example(
+            Path::new("valgrind"),
+            &unique_path(&format!("valgrind-{name}")),
+        );
+        // Under valgrind a connect is many times slower (2 s was too short at load 10-25):
+        // the examples' sessions wait for their connection longer here.
+        cmd.env("ZKL_CONNECT_TIMEOUT_MS", "30000");
         cmd.args([
             "--quiet",
             "--error-exitcode=99",
@@ -439,7 +440,7 @@ fn secured_servers() -> Secured {
 /// An example's command with the secured servers in its environment. `tls_hosts`: the TLS
 /// server as the example is to name it.
 fn secured_example(exe: &Path, s: &Secured, tls_hosts: &str, what: &str) -> Command {
-    let mut cmd = example(exe, &unique(what));
+    let mut cmd = example(exe, &unique_path(what));
     cmd.env("ZKL_TLS_HOSTS", tls_hosts)
         .env("ZKL_TLS_CA", s.tls.certs().unwrap().ca_path())
         .env("ZKL_TLS_CERT", s.client.cert_path())
@@ -587,7 +588,7 @@ fn c_example_links_statically_with_the_documented_libraries() {
         String::from_utf8_lossy(&out.stderr)
     );
     // No libzklock.so is needed at run time.
-    let mut cmd = example(&exe, &unique("static"));
+    let mut cmd = example(&exe, &unique_path("static"));
     cmd.env_remove("LD_LIBRARY_PATH");
     let out = run(cmd, "mutex (static)");
     assert!(String::from_utf8_lossy(&out.stdout).contains("mutex: all "));

@@ -14,7 +14,7 @@ use zklock::testing::Admin;
 use zklock::{Client, Error, Lockable, Mutex, SimpleLock};
 
 mod common;
-use common::{admin, connect, hosts, unique_path};
+use common::{admin, connect, hosts, report, unique_path};
 
 /// How long a child may take to do its part and exit.
 const CHILD_BOUND: Duration = Duration::from_secs(5);
@@ -74,11 +74,6 @@ fn exited_promptly(what: &str, child: Child, failures: &mut Vec<String>) {
             "{what}: the child did not exit promptly with 0: {other:?}"
         )),
     }
-}
-
-/// Panics with every message if any check failed (so one run reports all of them).
-fn report(failures: Vec<String>) {
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// What the child lets go of: the guard (its drop releases), or the lock handle with the guard

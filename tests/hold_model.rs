@@ -1,7 +1,7 @@
-//! Regression tests of issue 9 (the hold model, `docs/hold-model.md`): one per
-//! finding 1-8 and one for the C participant rule, each against a real ZooKeeper server.
-//! Only the calls the rewrite keeps are used (lock / try_lock / try_lock_for / release /
-//! is_held / fencing_token / participants, guards, MultiLock, the C ABI).
+//! The hold model (`docs/hold-model.md`) against real ZooKeeper servers: one section per
+//! promise it makes where an earlier design broke it (issue 9), then the C participant
+//! rule. Only the calls the rewrite keeps are used (lock / try_lock / try_lock_for / release
+//! / is_held / fencing_token / participants, guards, MultiLock, the C ABI).
 #![cfg(feature = "testing")]
 #![allow(clippy::undocumented_unsafe_blocks)]
 
@@ -15,24 +15,10 @@ use zklock::{
     SimpleLock,
 };
 
-// ---- Helpers ----------------------------------------------------------------------------
-
 mod common;
-use common::{connect, hosts, opts, unique_path};
+use common::{connect, hosts, nodes, opts, report, unique_path};
 
-/// The server shared by the tests of this file that neither pause nor stop it.
-/// The node names under `path`, as another session sees them.
-fn nodes(observer: &Client, path: &str) -> Vec<String> {
-    let queue = Mutex::new(observer, path).unwrap().participants().unwrap();
-    queue.into_iter().map(|p| p.node).collect()
-}
-
-/// Panics with every message if any check failed (so one run reports all of them).
-fn report(failures: Vec<String>) {
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-// ---- Finding 1 --------------------------------------------------------------------------
+// ---- One holder per lock, also between two handles of one client ------------------------
 
 #[test]
 fn two_simple_lock_handles_on_one_client_never_both_hold() {
@@ -71,7 +57,7 @@ fn two_simple_lock_handles_on_one_client_never_both_hold() {
     report(failures);
 }
 
-// ---- Finding 2 --------------------------------------------------------------------------
+// ---- A downgraded read half still excludes the mutex queued behind the writer -----------
 
 /// `Err` with a message if the mutex was let in while the downgraded read half held.
 fn mutex_behind_downgrade(protocol: Protocol) -> Result<(), String> {
@@ -130,7 +116,7 @@ fn mutex_queued_behind_a_downgrading_writer_waits_for_the_read_half() {
     );
 }
 
-// ---- Finding 3 --------------------------------------------------------------------------
+// ---- An attempt that times out while its create is stalled leaves no node ---------------
 
 #[test]
 fn simple_lock_attempt_timed_out_during_a_stalled_create_leaves_no_orphan() {
@@ -170,7 +156,7 @@ fn simple_lock_attempt_timed_out_during_a_stalled_create_leaves_no_orphan() {
     report(failures);
 }
 
-// ---- Finding 4 --------------------------------------------------------------------------
+// ---- A release that meets connection trouble still removes every node -------------------
 
 #[test]
 fn multi_lock_release_meeting_connection_trouble_still_removes_every_node() {
@@ -249,7 +235,7 @@ fn multi_lock_release_meeting_connection_trouble_still_removes_every_node() {
     });
 }
 
-// ---- Finding 5 --------------------------------------------------------------------------
+// ---- Acquire and release racing on one handle never leave a node held by nobody ---------
 
 #[test]
 fn semaphore_mutex_racing_acquire_and_release_never_orphans_a_node() {
@@ -325,7 +311,7 @@ fn semaphore_mutex_racing_acquire_and_release_never_orphans_a_node() {
     );
 }
 
-// ---- Finding 6 --------------------------------------------------------------------------
+// ---- A guard's wait_lost blocks no other thread of its handle ---------------------------
 
 #[test]
 fn wait_lost_on_a_guard_does_not_block_other_threads_on_the_handle() {
@@ -390,7 +376,7 @@ fn wait_lost_on_a_guard_does_not_block_other_threads_on_the_handle() {
     report(failures.into_inner().unwrap());
 }
 
-// ---- Finding 7 --------------------------------------------------------------------------
+// ---- Fencing tokens never go backwards, across a downgrade too --------------------------
 
 #[test]
 fn fencing_tokens_never_go_backwards_across_a_downgrade() {
@@ -436,7 +422,7 @@ fn fencing_tokens_never_go_backwards_across_a_downgrade() {
     report(failures);
 }
 
-// ---- Finding 8 --------------------------------------------------------------------------
+// ---- After expiry, a call returns within its own timeout, not the session's -------------
 
 #[test]
 fn try_lock_after_session_expiry_returns_within_its_own_timeout() {

@@ -9,30 +9,31 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use zklock::testing::Admin;
+use zklock::testing::TestingServer;
 use zklock::{Deadline, Lockable};
 use zklock::{Error, HoldState, Mutex, Protocol};
 
 #[test]
 fn mutual_exclusion_8_threads_counter_and_strictly_increasing_tokens() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("mx");
     let counter = Arc::new(AtomicU64::new(0));
     let inside = Arc::new(AtomicBool::new(false));
     let last_token = Arc::new(AtomicI64::new(0));
     let per_thread = 40;
     std::thread::scope(|s| {
         for _ in 0..8 {
-            let (counter, inside, last_token, hosts) = (
+            let (counter, inside, last_token, hosts, path) = (
                 counter.clone(),
                 inside.clone(),
                 last_token.clone(),
                 hosts.clone(),
+                path.clone(),
             );
             s.spawn(move || {
                 // Each thread its own session, like separate processes.
                 let c = connect(&hosts, 5000);
-                let m = Mutex::new(&c, "/mx/lock").unwrap();
+                let m = Mutex::new(&c, &path).unwrap();
                 for _ in 0..per_thread {
                     let g = m.lock().unwrap();
                     assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
@@ -53,17 +54,13 @@ fn mutual_exclusion_8_threads_counter_and_strictly_increasing_tokens() {
         }
     });
     assert_eq!(counter.load(Ordering::SeqCst), 8 * per_thread);
-    assert!(Admin::connect(&hosts)
-        .unwrap()
-        .children("/mx/lock")
-        .unwrap()
-        .is_empty());
+    assert!(admin(&hosts).children(&path).unwrap().is_empty());
 }
 
 #[test]
 fn mutual_exclusion_across_processes() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("mp");
     let dir = tempfile::tempdir().unwrap();
     let counter = dir.path().join("counter");
     let history = dir.path().join("history");
@@ -76,7 +73,7 @@ fn mutual_exclusion_across_processes() {
                     "--hosts",
                     &hosts,
                     "--path",
-                    "/mp/lock",
+                    &path,
                     "--rounds",
                     "15",
                     "--hold-ms",
@@ -88,8 +85,7 @@ fn mutual_exclusion_across_processes() {
                 .arg("--history")
                 .arg(&history)
                 .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
+                .spawn_guarded()
         })
         .collect();
     for mut k in kids {
@@ -113,35 +109,21 @@ fn mutual_exclusion_across_processes() {
     );
 }
 
-pub fn demo_binary() -> std::path::PathBuf {
-    // target/<profile>/deps/<test> -> target/<profile>/examples/demo
-    let exe = std::env::current_exe().unwrap();
-    let p = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("demo");
-    assert!(p.exists(), "build the demo example first: {}", p.display());
-    p
-}
-
 #[test]
 fn queued_waiters_get_the_lock_in_fifo_order() {
-    let zk = server();
-    let hosts = zk.connect_string();
-    let admin = Admin::connect(&hosts).unwrap();
+    let hosts = hosts();
+    let path = unique_path("fifo");
+    let admin = admin(&hosts);
     let c0 = connect(&hosts, 5000);
-    let m0 = Mutex::new(&c0, "/fifo/lock").unwrap();
+    let m0 = Mutex::new(&c0, &path).unwrap();
     let g = m0.lock().unwrap();
     let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let mut threads = Vec::new();
     for i in 0..5 {
-        let (hosts, order) = (hosts.clone(), order.clone());
+        let (hosts, p, order) = (hosts.clone(), path.clone(), order.clone());
         threads.push(std::thread::spawn(move || {
             let c = connect(&hosts, 5000);
-            let m = Mutex::new(&c, "/fifo/lock").unwrap();
+            let m = Mutex::new(&c, &p).unwrap();
             let g = m.lock().unwrap();
             order.lock().push(i);
             std::thread::sleep(Duration::from_millis(20));
@@ -149,7 +131,7 @@ fn queued_waiters_get_the_lock_in_fifo_order() {
         }));
         // Wait until waiter i has queued its node before starting the next.
         assert!(eventually(Duration::from_secs(5), || admin
-            .children("/fifo/lock")
+            .children(&path)
             .unwrap()
             .len()
             == i + 2));
@@ -163,33 +145,26 @@ fn queued_waiters_get_the_lock_in_fifo_order() {
 
 #[test]
 fn try_lock_on_a_busy_lock_returns_at_once_and_leaves_no_node() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("try");
     let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
-    let ma = Mutex::new(&a, "/try/lock").unwrap();
-    let mb = Mutex::new(&b, "/try/lock").unwrap();
+    let ma = Mutex::new(&a, &path).unwrap();
+    let mb = Mutex::new(&b, &path).unwrap();
     let _g = ma.lock().unwrap();
     let t = Instant::now();
     assert!(mb.try_lock().unwrap().is_none());
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
-    assert_eq!(
-        Admin::connect(&hosts)
-            .unwrap()
-            .children("/try/lock")
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(admin(&hosts).children(&path).unwrap().len(), 1);
     assert!(!mb.is_held());
 }
 
 #[test]
 fn timed_acquire_returns_within_its_deadline_and_leaves_no_node() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("timed");
     let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
-    let ma = Mutex::new(&a, "/timed/lock").unwrap();
-    let mb = Mutex::new(&b, "/timed/lock").unwrap();
+    let ma = Mutex::new(&a, &path).unwrap();
+    let mb = Mutex::new(&b, &path).unwrap();
     let _g = ma.lock().unwrap();
     let t = Instant::now();
     assert!(mb
@@ -201,29 +176,22 @@ fn timed_acquire_returns_within_its_deadline_and_leaves_no_node() {
         took >= Duration::from_millis(400) && took < Duration::from_millis(1400),
         "{took:?}"
     );
-    assert_eq!(
-        Admin::connect(&hosts)
-            .unwrap()
-            .children("/timed/lock")
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(admin(&hosts).children(&path).unwrap().len(), 1);
 }
 
 #[test]
 fn one_total_deadline_not_per_predecessor() {
-    let zk = server();
-    let hosts = zk.connect_string();
-    let admin = Admin::connect(&hosts).unwrap();
+    let hosts = hosts();
+    let path = unique_path("total");
+    let admin = admin(&hosts);
     let holder = connect(&hosts, 5000);
-    let hm = Mutex::new(&holder, "/total/lock").unwrap();
+    let hm = Mutex::new(&holder, &path).unwrap();
     let _g = hm.lock().unwrap();
     // A waiter that gives up after 500 ms: the waiter behind it then watches another node.
-    let h2 = hosts.clone();
+    let (h2, p2) = (hosts.clone(), path.clone());
     let quitter = std::thread::spawn(move || {
         let c = connect(&h2, 5000);
-        let m = Mutex::new(&c, "/total/lock").unwrap();
+        let m = Mutex::new(&c, &p2).unwrap();
         let gave_up = m
             .try_lock_for(Duration::from_millis(500))
             .unwrap()
@@ -232,12 +200,12 @@ fn one_total_deadline_not_per_predecessor() {
         gave_up
     });
     assert!(eventually(Duration::from_secs(5), || admin
-        .children("/total/lock")
+        .children(&path)
         .unwrap()
         .len()
         == 2));
     let c = connect(&hosts, 5000);
-    let m = Mutex::new(&c, "/total/lock").unwrap();
+    let m = Mutex::new(&c, &path).unwrap();
     let t = Instant::now();
     assert!(m
         .try_lock_for(Duration::from_millis(900))
@@ -250,7 +218,7 @@ fn one_total_deadline_not_per_predecessor() {
         "{took:?}"
     );
     assert!(quitter.join().unwrap());
-    assert_eq!(admin.children("/total/lock").unwrap().len(), 1);
+    assert_eq!(admin.children(&path).unwrap().len(), 1);
 }
 
 #[test]
@@ -258,9 +226,10 @@ fn release_that_meets_connection_loss_retries_and_leaves_no_node() {
     use zklock::testing::TcpProxy;
     let zk = server();
     let hosts = zk.connect_string();
+    let path = unique_path("rel");
     let proxy = TcpProxy::start(&hosts).unwrap();
     let c = connect(&proxy.connect_string(), 8000);
-    let m = Mutex::new(&c, "/rel/lock").unwrap();
+    let m = Mutex::new(&c, &path).unwrap();
     assert!(m.acquire(Deadline::Forever).unwrap().is_some());
     // Cut the connection and refuse reconnects for a while: the release must wait it out and
     // delete the node, not drop its state and leave the node behind.
@@ -280,29 +249,25 @@ fn release_that_meets_connection_loss_retries_and_leaves_no_node() {
     );
     let _proxy = p2.join().unwrap();
     assert!(!m.is_held());
-    assert!(Admin::connect(&hosts)
-        .unwrap()
-        .children("/rel/lock")
-        .unwrap()
-        .is_empty());
+    assert!(admin(&hosts).children(&path).unwrap().is_empty());
 }
 
 #[test]
 fn cancel_returns_promptly_and_leaves_no_node() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("cancel");
     let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
-    let ma = Mutex::new(&a, "/cancel/lock").unwrap();
-    let mb = Arc::new(Mutex::new(&b, "/cancel/lock").unwrap());
+    let ma = Mutex::new(&a, &path).unwrap();
+    let mb = Arc::new(Mutex::new(&b, &path).unwrap());
     let _g = ma.lock().unwrap();
-    let admin = Admin::connect(&hosts).unwrap();
+    let admin = admin(&hosts);
     let mb2 = mb.clone();
     let t = std::thread::spawn(move || {
         let r = mb2.lock().map(|_| ());
         (r, Instant::now())
     });
     assert!(eventually(Duration::from_secs(5), || admin
-        .children("/cancel/lock")
+        .children(&path)
         .unwrap()
         .len()
         == 2));
@@ -311,27 +276,20 @@ fn cancel_returns_promptly_and_leaves_no_node() {
     let (r, ended) = t.join().unwrap();
     assert_eq!(r, Err(Error::Cancelled));
     assert!(ended.duration_since(at) < Duration::from_millis(500));
-    assert_eq!(admin.children("/cancel/lock").unwrap().len(), 1);
+    assert_eq!(admin.children(&path).unwrap().len(), 1);
 }
 
 #[test]
 fn reentrant_per_thread_and_other_threads_queue_behind() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("re");
     let c = connect(&hosts, 5000);
-    let m = Arc::new(Mutex::new(&c, "/re/lock").unwrap());
+    let m = Arc::new(Mutex::new(&c, &path).unwrap());
     let g1 = m.lock().unwrap();
     let g2 = m.lock().unwrap();
     assert_eq!(m.hold_count(), 2);
     assert_eq!(g1.fencing_token(), g2.fencing_token());
-    assert_eq!(
-        Admin::connect(&hosts)
-            .unwrap()
-            .children("/re/lock")
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(admin(&hosts).children(&path).unwrap().len(), 1);
     // Another thread with the same Mutex is another participant: it waits.
     let m2 = m.clone();
     let other = std::thread::spawn(move || {
@@ -355,9 +313,8 @@ fn reentrant_per_thread_and_other_threads_queue_behind() {
 
 #[test]
 fn release_when_not_held_is_an_error() {
-    let zk = server();
-    let c = connect(&zk.connect_string(), 5000);
-    let m = Mutex::new(&c, "/nh/lock").unwrap();
+    let c = connect(&hosts(), 5000);
+    let m = Mutex::new(&c, &unique_path("nh")).unwrap();
     assert_eq!(m.release(), Err(Error::NotHeld));
     assert!(m.acquire(Deadline::Forever).unwrap().is_some());
     m.release().unwrap();
@@ -366,8 +323,8 @@ fn release_when_not_held_is_an_error() {
 
 #[test]
 fn holder_process_killed_waiter_gets_it_within_session_timeout() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("kill");
     let demo = demo_binary();
     let mut holder = std::process::Command::new(&demo)
         .args([
@@ -375,7 +332,7 @@ fn holder_process_killed_waiter_gets_it_within_session_timeout() {
             "--hosts",
             &hosts,
             "--path",
-            "/kill/lock",
+            &path,
             "--rounds",
             "1",
             "--hold-ms",
@@ -384,8 +341,7 @@ fn holder_process_killed_waiter_gets_it_within_session_timeout() {
             "2000",
         ])
         .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_guarded();
     let mut line = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
@@ -394,7 +350,7 @@ fn holder_process_killed_waiter_gets_it_within_session_timeout() {
     .unwrap();
     assert!(line.starts_with("HOLD"), "{line}");
     let c = connect(&hosts, 5000);
-    let m = Mutex::new(&c, "/kill/lock").unwrap();
+    let m = Mutex::new(&c, &path).unwrap();
     assert!(m.try_lock().unwrap().is_none());
     holder.kill().unwrap();
     let t = Instant::now();
@@ -417,14 +373,15 @@ fn partitioned_holder_past_expiry_loses_the_lock_and_knows_it() {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = TcpProxy::start(&hosts).unwrap();
+    let path = unique_path("part");
     let holder = connect(&proxy.connect_string(), 2000);
-    let hm = Mutex::new(&holder, "/part/lock").unwrap();
+    let hm = Mutex::new(&holder, &path).unwrap();
     let g = hm.lock().unwrap();
     let lost_called = Arc::new(AtomicBool::new(false));
     let lc = lost_called.clone();
     g.on_lost(move || lc.store(true, Ordering::SeqCst));
     let waiter = connect(&hosts, 5000);
-    let wm = Mutex::new(&waiter, "/part/lock").unwrap();
+    let wm = Mutex::new(&waiter, &path).unwrap();
     proxy.set_blackhole(true);
     let t = Instant::now();
     let wg = wm
@@ -449,12 +406,12 @@ fn partitioned_holder_past_expiry_loses_the_lock_and_knows_it() {
 
 #[test]
 fn closed_holder_client_lets_the_waiter_in_at_once() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("close");
     let waiter = connect(&hosts, 5000);
-    let wm = Arc::new(Mutex::new(&waiter, "/close/lock").unwrap());
+    let wm = Arc::new(Mutex::new(&waiter, &path).unwrap());
     let holder = connect(&hosts, 30000);
-    let hm = Mutex::new(&holder, "/close/lock").unwrap();
+    let hm = Mutex::new(&holder, &path).unwrap();
     std::mem::forget(hm.lock().unwrap());
     let wm2 = wm.clone();
     let t = std::thread::spawn(move || {
@@ -479,26 +436,24 @@ fn connection_cut_after_create_adopts_the_single_node() {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = TcpProxy::start(&hosts).unwrap();
+    let path = unique_path("cut");
     let c = connect(&proxy.connect_string(), 6000);
-    let m = Mutex::new(&c, "/cut/lock").unwrap();
+    let m = Mutex::new(&c, &path).unwrap();
     // Parents exist first so that the cut hits the lock node's create.
     m.lock().unwrap().unlock().unwrap();
     let before = proxy.creates_seen();
     proxy.cut_after_next_create();
     let g = m.lock().unwrap();
     assert!(proxy.creates_seen() > before);
-    let admin = Admin::connect(&hosts).unwrap();
-    let kids = admin.children("/cut/lock").unwrap();
+    let admin = admin(&hosts);
+    let kids = admin.children(&path).unwrap();
     assert_eq!(kids.len(), 1, "exactly one node, no orphan: {kids:?}");
-    let info = admin
-        .node(&format!("/cut/lock/{}", kids[0]))
-        .unwrap()
-        .unwrap();
+    let info = admin.node(&format!("{path}/{}", kids[0])).unwrap().unwrap();
     assert_eq!(info.ephemeral_owner, c.session_id());
     assert_eq!(info.czxid, g.fencing_token());
     drop(g);
     assert!(eventually(Duration::from_secs(3), || admin
-        .children("/cut/lock")
+        .children(&path)
         .unwrap()
         .is_empty()));
 }
@@ -515,8 +470,9 @@ fn a_waiter_whose_watch_request_meets_a_connection_reset_still_gets_the_lock() {
     let proxy = TcpProxy::start(&hosts).unwrap();
     let holder_c = connect(&hosts, 10000);
     let waiter_c = connect(&proxy.connect_string(), 10000);
-    let hm = Mutex::new(&holder_c, "/reset/lock").unwrap();
-    let wm = Mutex::new(&waiter_c, "/reset/lock").unwrap();
+    let path = unique_path("reset");
+    let hm = Mutex::new(&holder_c, &path).unwrap();
+    let wm = Mutex::new(&waiter_c, &path).unwrap();
     let g = hm.lock().unwrap();
     let session = waiter_c.session_id();
     let holding = AtomicBool::new(true);
@@ -556,23 +512,24 @@ fn a_waiter_whose_watch_request_meets_a_connection_reset_still_gets_the_lock() {
 fn server_restart_while_waiters_wait_keeps_their_order() {
     let mut zk = server();
     let hosts = zk.connect_string();
-    let admin = Admin::connect(&hosts).unwrap();
+    let path = unique_path("rs");
+    let admin = admin(&hosts);
     let c0 = connect(&hosts, 10000);
-    let m0 = Mutex::new(&c0, "/rs/lock").unwrap();
+    let m0 = Mutex::new(&c0, &path).unwrap();
     let g = m0.lock().unwrap();
     let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let mut ts = Vec::new();
     for i in 0..3 {
-        let (hosts, order) = (hosts.clone(), order.clone());
+        let (hosts, p, order) = (hosts.clone(), path.clone(), order.clone());
         ts.push(std::thread::spawn(move || {
             let c = connect(&hosts, 10000);
-            let m = Mutex::new(&c, "/rs/lock").unwrap();
+            let m = Mutex::new(&c, &p).unwrap();
             let g = m.lock().unwrap();
             order.lock().push(i);
             drop(g);
         }));
         assert!(eventually(Duration::from_secs(5), || admin
-            .children("/rs/lock")
+            .children(&path)
             .unwrap()
             .len()
             == i + 2));
@@ -594,13 +551,14 @@ fn server_restart_while_waiters_wait_keeps_their_order() {
 fn ensemble_member_under_the_holder_killed_still_held() {
     let mut cluster = zklock::testing::TestingCluster::start(3).unwrap();
     let hosts = cluster.connect_string();
+    let path = unique_path("ensm");
     let holder = connect(&hosts, 8000);
-    let hm = Mutex::new(&holder, "/ensm/lock").unwrap();
+    let hm = Mutex::new(&holder, &path).unwrap();
     let g = hm.lock().unwrap();
     let member = cluster.member_of_session(holder.session_id()).unwrap();
     cluster.kill(member);
     let other = connect(&hosts, 8000);
-    let om = Mutex::new(&other, "/ensm/lock").unwrap();
+    let om = Mutex::new(&other, &path).unwrap();
     assert!(
         om.try_lock_for(Duration::from_secs(3)).unwrap().is_none(),
         "nobody else acquires"
@@ -614,17 +572,17 @@ fn ensemble_member_under_the_holder_killed_still_held() {
 
 #[test]
 fn predecessor_deleted_by_hand_waiter_watches_the_next_one() {
-    let zk = server();
-    let hosts = zk.connect_string();
-    let admin = Admin::connect(&hosts).unwrap();
+    let hosts = hosts();
+    let path = unique_path("hand");
+    let admin = admin(&hosts);
     let ca = connect(&hosts, 5000);
-    let ma = Mutex::new(&ca, "/hand/lock").unwrap();
+    let ma = Mutex::new(&ca, &path).unwrap();
     let ga = ma.lock().unwrap();
     let spawn_waiter = |name: &'static str| {
-        let hosts = hosts.clone();
+        let (hosts, path) = (hosts.clone(), path.clone());
         std::thread::spawn(move || {
             let c = connect(&hosts, 5000);
-            let m = Mutex::new(&c, "/hand/lock").unwrap();
+            let m = Mutex::new(&c, &path).unwrap();
             let g = m.try_lock_for(Duration::from_secs(10)).unwrap();
             let got = Instant::now();
             drop(g);
@@ -633,21 +591,21 @@ fn predecessor_deleted_by_hand_waiter_watches_the_next_one() {
     };
     let b = spawn_waiter("b");
     assert!(eventually(Duration::from_secs(5), || admin
-        .children("/hand/lock")
+        .children(&path)
         .unwrap()
         .len()
         == 2));
     let c = spawn_waiter("c");
     assert!(eventually(Duration::from_secs(5), || admin
-        .children("/hand/lock")
+        .children(&path)
         .unwrap()
         .len()
         == 3));
     // Delete b's node (the second in sequence) by hand: c must not take the lock while a holds.
-    let mut kids = admin.children("/hand/lock").unwrap();
+    let mut kids = admin.children(&path).unwrap();
     kids.sort_by_key(|k| k[k.len() - 10..].to_string());
     admin
-        .delete_recursive(&format!("/hand/lock/{}", kids[1]))
+        .delete_recursive(&format!("{path}/{}", kids[1]))
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     assert!(ma.is_held());
@@ -660,50 +618,53 @@ fn predecessor_deleted_by_hand_waiter_watches_the_next_one() {
 
 #[test]
 fn parent_deleted_between_acquisitions_is_recreated() {
-    let zk = server();
-    let hosts = zk.connect_string();
-    let admin = Admin::connect(&hosts).unwrap();
+    let hosts = hosts();
+    let deep = unique_path("deep");
+    let path = format!("{deep}/parent/lock");
+    let admin = admin(&hosts);
     let c = connect(&hosts, 5000);
-    let m = Mutex::new(&c, "/deep/parent/lock").unwrap();
+    let m = Mutex::new(&c, &path).unwrap();
     m.lock().unwrap().unlock().unwrap();
-    admin.delete_recursive("/deep").unwrap();
+    admin.delete_recursive(&deep).unwrap();
     let g = m.lock().unwrap();
     assert!(g.is_held());
-    assert_eq!(admin.children("/deep/parent/lock").unwrap().len(), 1);
+    assert_eq!(admin.children(&path).unwrap().len(), 1);
 }
 
 #[test]
 fn thirty_waiters_one_watch_each_and_one_wakeup_per_release() {
-    let zk = server();
+    let zk = TestingServer::shared();
     let hosts = zk.connect_string();
-    let admin = Admin::connect(&hosts).unwrap();
+    let path = unique_path("herd");
+    let admin = admin(&hosts);
     let n = 30;
     let holder = connect(&hosts, 10000);
-    let hm = Mutex::new(&holder, "/herd/lock").unwrap();
+    let hm = Mutex::new(&holder, &path).unwrap();
     let g = hm.lock().unwrap();
     let clients: Vec<_> = (0..n).map(|_| connect(&hosts, 10000)).collect();
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     for (i, c) in clients.iter().enumerate() {
-        let (c, done_tx) = (c.clone(), done_tx.clone());
+        let (c, p, done_tx) = (c.clone(), path.clone(), done_tx.clone());
         std::thread::spawn(move || {
-            let m = Mutex::new(&c, "/herd/lock").unwrap();
+            let m = Mutex::new(&c, &p).unwrap();
             let g = m.lock().unwrap();
             drop(g);
             done_tx.send(()).unwrap();
         });
         // Queue them one by one so they form a chain.
         assert!(eventually(Duration::from_secs(10), || admin
-            .children("/herd/lock")
+            .children(&path)
             .unwrap()
             .len()
             == i + 2));
     }
     // Every waiter watches exactly one node, and no lock node is watched twice.
+    let lock_nodes = format!("{path}/");
     let watched = || -> Vec<String> {
         let wchc = zk.four_letter("wchc").unwrap();
         wchc.lines()
             .map(str::trim)
-            .filter(|l| l.starts_with("/herd/lock/"))
+            .filter(|l| l.starts_with(&lock_nodes))
             .map(String::from)
             .collect()
     };
@@ -728,10 +689,8 @@ fn thirty_waiters_one_watch_each_and_one_wakeup_per_release() {
 
 #[test]
 fn kazoo_protocol_names_and_holder_participants() {
-    let zk = server();
-    let hosts = zk.connect_string();
-    let c = zklock::Client::connect(&hosts, opts(5000).holder_id("me-1")).unwrap();
-    let m = Mutex::with_protocol(&c, "/names/k", Protocol::Kazoo).unwrap();
+    let c = zklock::Client::connect(&hosts(), opts(5000).holder_id("me-1")).unwrap();
+    let m = Mutex::with_protocol(&c, &unique_path("names-k"), Protocol::Kazoo).unwrap();
     let _g = m.lock().unwrap();
     let p = m.participants().unwrap();
     assert_eq!(p.len(), 1);
@@ -743,7 +702,7 @@ fn kazoo_protocol_names_and_holder_participants() {
     assert_eq!(p[0].holder_id, "me-1");
     assert!(p[0].is_holder);
     assert_eq!(m.holder().unwrap().as_deref(), Some("me-1"));
-    let m2 = Mutex::new(&c, "/names/c").unwrap();
+    let m2 = Mutex::new(&c, &unique_path("names-c")).unwrap();
     let _g2 = m2.lock().unwrap();
     let p = m2.participants().unwrap();
     assert!(
@@ -755,9 +714,8 @@ fn kazoo_protocol_names_and_holder_participants() {
 
 #[test]
 fn lost_callbacks_fire_only_for_holds_still_held_when_the_session_ends() {
-    let zk = server();
-    let c = connect(&zk.connect_string(), 5000);
-    let m = Mutex::new(&c, "/lostcb/lock").unwrap();
+    let c = connect(&hosts(), 5000);
+    let m = Mutex::new(&c, &unique_path("lostcb")).unwrap();
     let fired = Arc::new(AtomicU64::new(0));
     for _ in 0..3 {
         let g = m.lock().unwrap();
@@ -791,9 +749,10 @@ fn lost_callbacks_fire_only_for_holds_still_held_when_the_session_ends() {
 /// thread: with 1,000 waiters the load reached 700 and the session expired.)
 #[test]
 fn a_thousand_waiters_on_one_session_take_turns_and_keep_it_alive() {
-    let zk = server();
-    let c = connect(&zk.connect_string(), 4000);
-    let m = Mutex::new(&c, "/mx/many-on-one").unwrap();
+    let hosts = hosts();
+    let path = unique_path("many-on-one");
+    let c = connect(&hosts, 4000);
+    let m = Mutex::new(&c, &path).unwrap();
     let first = m.lock().unwrap();
     let inside = AtomicBool::new(false);
     let done = AtomicU64::new(0);
@@ -820,7 +779,7 @@ fn a_thousand_waiters_on_one_session_take_turns_and_keep_it_alive() {
     });
     assert_eq!(done.load(Ordering::SeqCst), n as u64);
     assert_eq!(c.state(), zklock::SessionState::Connected);
-    assert!(children(&zk.connect_string(), "/mx/many-on-one").is_empty());
+    assert!(children(&hosts, &path).is_empty());
 }
 
 /// Issue 28: `try_lock_for(1ms)` on a free lock and a healthy server was

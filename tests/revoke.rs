@@ -9,19 +9,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{hosts, unique_path};
+use common::{connect, hosts, unique_path};
 use zklock::testing::Admin;
-use zklock::{Client, Error, HoldState, Lockable, Mutex, SemaphoreMutex, SimpleLock};
-
-fn client(hosts: &str) -> Client {
-    common::connect(hosts, 6000)
-}
+use zklock::{Error, HoldState, Lockable, Mutex, SemaphoreMutex, SimpleLock};
 
 #[test]
 fn a_revocable_holder_is_asked_lets_go_and_the_waiter_gets_the_lock() {
     let hosts = hosts();
     let path = unique_path("revoke");
-    let (a, b, c) = (client(&hosts), client(&hosts), client(&hosts));
+    let (a, b, c) = (
+        connect(&hosts, 6000),
+        connect(&hosts, 6000),
+        connect(&hosts, 6000),
+    );
     let holder = Arc::new(SemaphoreMutex::new(&a, &path).unwrap());
     let asked = Arc::new(AtomicUsize::new(0));
     {
@@ -58,7 +58,7 @@ fn a_revocable_holder_is_asked_lets_go_and_the_waiter_gets_the_lock() {
 fn a_holder_that_did_not_make_its_lock_revocable_is_never_forced() {
     let hosts = hosts();
     let path = unique_path("revoke-not");
-    let (a, c) = (client(&hosts), client(&hosts));
+    let (a, c) = (connect(&hosts, 6000), connect(&hosts, 6000));
     let m = Mutex::per_handle(&a, &path).unwrap();
     let g = m.lock().unwrap();
     assert!(matches!(
@@ -86,7 +86,7 @@ fn a_holder_that_did_not_make_its_lock_revocable_is_never_forced() {
 fn wait_revoke_request_returns_when_asked_times_out_otherwise_and_ends_on_release() {
     let hosts = hosts();
     let path = unique_path("revoke-wait");
-    let (a, c) = (client(&hosts), client(&hosts));
+    let (a, c) = (connect(&hosts, 6000), connect(&hosts, 6000));
     let lock = SimpleLock::new(&a, &path).unwrap();
     // Made revocable while holding: the current hold is watched too.
     std::mem::forget(lock.lock().unwrap());

@@ -412,14 +412,11 @@ zk.stop()
         key = path_str(kid.key_path()),
         path = path,
     );
-    let mut py = Reap(
-        Command::new("python3")
-            .args(["-c", &script])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 with kazoo (scripts/install-peers.sh)"),
-    );
-    let out = py.0.stdout.take().unwrap();
+    let mut py = Command::new("python3")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .spawn_guarded();
+    let out = py.stdout.take().unwrap();
     let mut lines = BufReader::new(out).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "waiting");
     // kazoo's node joins the queue behind ours, then gets the lock when we let go.
@@ -436,16 +433,6 @@ zk.stop()
 
 fn path_str(p: &Path) -> String {
     p.display().to_string()
-}
-
-/// A child process killed and reaped when the test ends, passed or not.
-struct Reap(std::process::Child);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// kazoo's `keyfile_password`: an encrypted PKCS#8 key is decrypted with its password; a

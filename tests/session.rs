@@ -14,31 +14,31 @@ use zklock::{Client, Error, Lockable, Mutex, Options, SessionState};
 
 #[test]
 fn connect_and_close() {
-    let zk = server();
-    let c = connect(&zk.connect_string(), 4000);
+    let c = connect(&hosts(), 4000);
     assert_eq!(c.state(), SessionState::Connected);
     assert_ne!(c.session_id(), 0);
     assert!(c.holder_id().contains(&std::process::id().to_string()));
     c.close();
     assert_eq!(c.state(), SessionState::Closed);
-    let m = Mutex::new(&c, "/x").unwrap();
+    let m = Mutex::new(&c, &unique_path("x")).unwrap();
     assert_eq!(m.try_lock().err(), Some(Error::Closed));
 }
 
 #[test]
 fn chroot_in_host_string_roots_every_path() {
-    let zk = server();
-    let rooted = connect(&format!("{}/app", zk.connect_string()), 4000);
-    let m = Mutex::new(&rooted, "/locks/a").unwrap();
+    let hosts = hosts();
+    let (app, path) = (unique_path("app"), unique_path("locks-a"));
+    let rooted = connect(&format!("{hosts}{app}"), 4000);
+    let m = Mutex::new(&rooted, &path).unwrap();
     let _g = m.lock().unwrap();
-    // Seen from the root, the lock node lives under /app.
-    let plain = connect(&zk.connect_string(), 4000);
-    let seen = Mutex::new(&plain, "/app/locks/a")
+    // Seen from the root, the lock node lives under the chroot.
+    let plain = connect(&hosts, 4000);
+    let seen = Mutex::new(&plain, &format!("{app}{path}"))
         .unwrap()
         .participants()
         .unwrap();
     assert_eq!(seen.len(), 1, "{seen:?}");
-    assert!(Mutex::new(&plain, "/locks/a")
+    assert!(Mutex::new(&plain, &path)
         .unwrap()
         .participants()
         .unwrap()
@@ -84,8 +84,7 @@ fn malformed_host_lists_are_invalid_arguments() {
 
 #[test]
 fn every_bad_path_is_rejected_with_its_reason() {
-    let zk = server();
-    let c = connect(&zk.connect_string(), 4000);
+    let c = connect(&hosts(), 4000);
     for (p, why) in [
         ("", "empty"),
         ("relative/x", "absolute"),
@@ -115,7 +114,7 @@ fn digest_auth_is_kept_across_a_reconnect() {
     )
     .unwrap();
     // A lock taken under auth, then the server restarts within the session timeout.
-    let m = Mutex::new(&c, "/auth/lock").unwrap();
+    let m = Mutex::new(&c, &unique_path("auth")).unwrap();
     m.lock().map(std::mem::forget).unwrap();
     zk.stop();
     assert_eq!(
@@ -181,7 +180,7 @@ fn down_past_session_timeout_expires_and_a_fresh_session_works() {
     let mut zk = server();
     let c = Client::connect(&zk.connect_string(), opts(2000).reconnect_on_expiry(false)).unwrap();
     let old = c.session_id();
-    let m = Mutex::new(&c, "/exp/lock").unwrap();
+    let m = Mutex::new(&c, &unique_path("exp")).unwrap();
     let g = m.lock().unwrap();
     zk.stop();
     let t = Instant::now();
@@ -199,7 +198,7 @@ fn down_past_session_timeout_expires_and_a_fresh_session_works() {
     zk.restart().unwrap();
     // Calls fail fast while expired (no reconnect policy).
     let t = Instant::now();
-    let m2 = Mutex::new(&c, "/exp/other").unwrap();
+    let m2 = Mutex::new(&c, &unique_path("exp-other")).unwrap();
     assert_eq!(m2.try_lock().err(), Some(Error::SessionExpired));
     assert!(t.elapsed() < Duration::from_millis(200));
     assert_eq!(g.unlock().err(), Some(Error::LockLost));
@@ -222,7 +221,7 @@ fn expiry_with_reconnect_policy_opens_a_new_session_on_next_use() {
         SessionState::Expired
     );
     zk.restart().unwrap();
-    let m = Mutex::new(&c, "/policy/lock").unwrap();
+    let m = Mutex::new(&c, &unique_path("policy")).unwrap();
     let g = m.lock().unwrap();
     assert!(g.is_held());
     assert_ne!(c.session_id(), old);
@@ -233,9 +232,10 @@ fn sigstopped_server_calls_return_within_their_deadline() {
     let zk = server();
     let c = connect(&zk.connect_string(), 3000);
     let holder = connect(&zk.connect_string(), 3000);
-    let hm = Mutex::new(&holder, "/stop/lock").unwrap();
+    let path = unique_path("stop");
+    let hm = Mutex::new(&holder, &path).unwrap();
     let _g = hm.lock().unwrap();
-    let m = Mutex::new(&c, "/stop/lock").unwrap();
+    let m = Mutex::new(&c, &path).unwrap();
     zk.pause();
     let t = Instant::now();
     let r = m.try_lock_for(Duration::from_millis(500));
@@ -258,9 +258,10 @@ fn ensemble_member_killed_keeps_session_and_waiters() {
     let hosts = cluster.connect_string();
     let holder = connect(&hosts, 8000);
     let waiter = connect(&hosts, 8000);
-    let hm = Mutex::new(&holder, "/ens/lock").unwrap();
+    let path = unique_path("ens");
+    let hm = Mutex::new(&holder, &path).unwrap();
     let g = hm.lock().unwrap();
-    let wm = Arc::new(Mutex::new(&waiter, "/ens/lock").unwrap());
+    let wm = Arc::new(Mutex::new(&waiter, &path).unwrap());
     let got = Arc::new(AtomicUsize::new(0));
     let (wm2, got2) = (wm.clone(), got.clone());
     let t = std::thread::spawn(move || {
@@ -294,26 +295,25 @@ fn ensemble_member_killed_keeps_session_and_waiters() {
 
 #[test]
 fn tcp_nodelay_is_set_on_the_session_socket() {
-    let zk = server();
-    let c = connect(&zk.connect_string(), 4000);
+    let c = connect(&hosts(), 4000);
     let v = c.socket_nodelay();
     assert!(!v.is_empty() && v.iter().all(|&b| b), "{v:?}");
 }
 
 #[test]
 fn close_wakes_waiting_acquires_which_leave_no_node() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("closewait");
     let holder = connect(&hosts, 5000);
-    let hm = Mutex::new(&holder, "/closewait/lock").unwrap();
+    let hm = Mutex::new(&holder, &path).unwrap();
     let _g = hm.lock().unwrap();
     let c = connect(&hosts, 5000);
-    let m = Arc::new(Mutex::new(&c, "/closewait/lock").unwrap());
+    let m = Arc::new(Mutex::new(&c, &path).unwrap());
     let m2 = m.clone();
     let t = std::thread::spawn(move || m2.lock().map(|_| ()));
-    let admin = zklock::testing::Admin::connect(&hosts).unwrap();
+    let admin = admin(&hosts);
     assert!(eventually(Duration::from_secs(5), || admin
-        .children("/closewait/lock")
+        .children(&path)
         .unwrap()
         .len()
         == 2));
@@ -322,7 +322,7 @@ fn close_wakes_waiting_acquires_which_leave_no_node() {
     assert_eq!(t.join().unwrap(), Err(Error::Closed));
     assert!(at.elapsed() < Duration::from_secs(1));
     assert!(eventually(Duration::from_secs(3), || admin
-        .children("/closewait/lock")
+        .children(&path)
         .unwrap()
         .len()
         == 1));
@@ -334,7 +334,7 @@ fn black_holed_connection_calls_and_connects_return_within_their_bounds() {
     let zk = server();
     let proxy = TcpProxy::start(&zk.connect_string()).unwrap();
     let c = connect(&proxy.connect_string(), 2000);
-    let m = Mutex::new(&c, "/bh/lock").unwrap();
+    let m = Mutex::new(&c, &unique_path("bh")).unwrap();
     proxy.set_blackhole(true);
     // A timed acquire: its timeout plus the session timeout at most.
     let t = Instant::now();
@@ -390,8 +390,7 @@ fn options_debug_never_prints_credentials() {
 /// at once, the state is already the one asked for), never panic.
 #[test]
 fn wait_for_state_with_the_longest_timeout_waits_instead_of_panicking() {
-    let zk = zklock::testing::TestingServer::shared().connect_string();
-    let c = connect(&zk, 4000);
+    let c = connect(&hosts(), 4000);
     let t = Instant::now();
     assert_eq!(
         c.wait_for_state(Duration::MAX, |s| s == SessionState::Connected),

@@ -8,24 +8,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use zklock::testing::{Admin, TcpProxy};
+use zklock::testing::TcpProxy;
 use zklock::{Deadline, Lockable};
 use zklock::{Error, SemaphoreMutex, SimpleLock};
 
 #[test]
 fn simple_lock_excludes_and_try_lock_never_waits() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("simple-job");
     let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
-    let la = SimpleLock::new(&a, "/simple/job").unwrap();
-    let lb = SimpleLock::new(&b, "/simple/job").unwrap();
+    let la = SimpleLock::new(&a, &path).unwrap();
+    let lb = SimpleLock::new(&b, &path).unwrap();
     let g = la.try_lock().unwrap().expect("free lock");
     let t = Instant::now();
     assert!(lb.try_lock().unwrap().is_none());
     assert!(t.elapsed() < Duration::from_secs(1));
     assert_eq!(lb.holder().unwrap().as_deref(), Some(a.holder_id()));
-    let admin = Admin::connect(&hosts).unwrap();
-    let node = admin.node("/simple/job").unwrap().unwrap();
+    let node = admin(&hosts).node(&path).unwrap().unwrap();
     assert_eq!(node.ephemeral_owner, a.session_id());
     assert_eq!(node.czxid, g.fencing_token());
     drop(g);
@@ -34,14 +33,14 @@ fn simple_lock_excludes_and_try_lock_never_waits() {
 
 #[test]
 fn simple_lock_blocking_waiter_takes_it_on_release_with_a_larger_token() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("simple-wait");
     let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
-    let la = SimpleLock::new(&a, "/simple/wait").unwrap();
+    let la = SimpleLock::new(&a, &path).unwrap();
     let g = la.lock().unwrap();
     let first = g.fencing_token();
     let t = std::thread::spawn(move || {
-        let lb = SimpleLock::new(&b, "/simple/wait").unwrap();
+        let lb = SimpleLock::new(&b, &path).unwrap();
         let g = lb
             .try_lock_for(Duration::from_secs(10))
             .unwrap()
@@ -55,16 +54,17 @@ fn simple_lock_blocking_waiter_takes_it_on_release_with_a_larger_token() {
 
 #[test]
 fn simple_lock_mutual_exclusion_under_contention() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("simple-many");
     let inside = Arc::new(AtomicBool::new(false));
     let counter = Arc::new(AtomicU64::new(0));
     std::thread::scope(|s| {
         for _ in 0..4 {
-            let (hosts, inside, counter) = (hosts.clone(), inside.clone(), counter.clone());
+            let (hosts, path) = (hosts.clone(), path.clone());
+            let (inside, counter) = (inside.clone(), counter.clone());
             s.spawn(move || {
                 let c = connect(&hosts, 5000);
-                let l = SimpleLock::new(&c, "/simple/many").unwrap();
+                let l = SimpleLock::new(&c, &path).unwrap();
                 for _ in 0..15 {
                     let g = l.lock().unwrap();
                     assert!(!inside.swap(true, Ordering::SeqCst));
@@ -82,12 +82,12 @@ fn simple_lock_mutual_exclusion_under_contention() {
 
 #[test]
 fn simple_lock_timed_out_and_cancelled_acquires_return_in_time() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("simple-t");
     let (a, b) = (connect(&hosts, 5000), connect(&hosts, 5000));
-    let la = SimpleLock::new(&a, "/simple/t").unwrap();
+    let la = SimpleLock::new(&a, &path).unwrap();
     let _g = la.lock().unwrap();
-    let lb = Arc::new(SimpleLock::new(&b, "/simple/t").unwrap());
+    let lb = Arc::new(SimpleLock::new(&b, &path).unwrap());
     let t = Instant::now();
     assert!(lb
         .try_lock_for(Duration::from_millis(300))
@@ -107,26 +107,29 @@ fn simple_lock_create_whose_reply_is_lost_is_recognised_as_ours() {
     let hosts = zk.connect_string();
     let proxy = TcpProxy::start(&hosts).unwrap();
     let c = connect(&proxy.connect_string(), 6000);
-    let admin = Admin::connect(&hosts).unwrap();
-    admin.create("/simple2", b"").unwrap();
-    let l = SimpleLock::new(&c, "/simple2/cut").unwrap();
+    let admin = admin(&hosts);
+    let parent = unique_path("simple2");
+    let path = format!("{parent}/cut");
+    admin.create("/t", b"").ok();
+    admin.create(&parent, b"").unwrap();
+    let l = SimpleLock::new(&c, &path).unwrap();
     proxy.cut_after_next_create();
     // The create reached the server but its reply was lost: the retry meets NodeExists and must
     // see from the node's owner that it is ours, not report the lock busy.
     let g = l.try_lock().unwrap().expect("our own node, adopted");
     assert!(g.is_held());
     assert_eq!(
-        admin.node("/simple2/cut").unwrap().unwrap().ephemeral_owner,
+        admin.node(&path).unwrap().unwrap().ephemeral_owner,
         c.session_id()
     );
 }
 
 #[test]
 fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let path = unique_path("sm");
     let c = connect(&hosts, 5000);
-    let m = Arc::new(SemaphoreMutex::new(&c, "/sm/lock").unwrap());
+    let m = Arc::new(SemaphoreMutex::new(&c, &path).unwrap());
     assert!(m.acquire(Deadline::Forever).unwrap().is_some());
     assert!(matches!(
         m.acquire(Deadline::from_timeout(Some(Duration::ZERO)))
@@ -140,14 +143,10 @@ fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
         .unwrap();
     assert!(!m.is_held());
     assert_eq!(m.release(), Err(Error::NotHeld));
-    assert!(Admin::connect(&hosts)
-        .unwrap()
-        .children("/sm/lock")
-        .unwrap()
-        .is_empty());
+    assert!(admin(&hosts).children(&path).unwrap().is_empty());
     // And it excludes another session.
     let other = connect(&hosts, 5000);
-    let o = SemaphoreMutex::new(&other, "/sm/lock").unwrap();
+    let o = SemaphoreMutex::new(&other, &path).unwrap();
     let g = m.lock().unwrap();
     assert!(o.try_lock().unwrap().is_none());
     drop(g);
@@ -164,7 +163,7 @@ fn simple_lock_release_whose_reply_is_lost_never_deletes_the_next_holders_node()
     let proxy = TcpProxy::start(&hosts).unwrap();
     let a = connect(&proxy.connect_string(), 4000);
     let (b, c) = (connect(&hosts, 4000), connect(&hosts, 4000));
-    let path = "/simple/lost-delete-reply";
+    let path = &unique_path("simple-lost-delete-reply");
     let la = Arc::new(SimpleLock::new(&a, path).unwrap());
     let lb = Arc::new(SimpleLock::new(&b, path).unwrap());
     let lc = SimpleLock::new(&c, path).unwrap();
@@ -189,8 +188,10 @@ fn simple_lock_release_whose_reply_is_lost_never_deletes_the_next_holders_node()
     waiter.join().unwrap();
     assert_eq!(proxy.replies_dropped(), 1, "the fault was injected");
     // B still holds: its node is there, and nobody else can take the lock.
-    let admin = Admin::connect(&hosts).unwrap();
-    let node = admin.node(path).unwrap().expect("B's node is still there");
+    let node = admin(&hosts)
+        .node(path)
+        .unwrap()
+        .expect("B's node is still there");
     assert_eq!(node.czxid, token_b, "the node at the path is B's");
     assert!(lb.is_held());
     assert!(
@@ -217,11 +218,11 @@ fn a_revocation_request_between_a_lost_create_and_its_check_does_not_orphan_the_
     let proxy = TcpProxy::start(&hosts).unwrap();
     let a = connect(&proxy.connect_string(), 10_000);
     let other = connect(&hosts, 10_000);
-    let admin = Admin::connect(&hosts).unwrap();
-    let path = "/simple/revoke-between-create-and-check";
+    let admin = admin(&hosts);
+    let path = &unique_path("simple-revoke-between-create-and-check");
     let la = Arc::new(SimpleLock::new(&a, path).unwrap());
     // Parents first, so that the next create request is the lock's.
-    admin.create("/simple", b"").ok();
+    admin.create("/t", b"").ok();
     proxy.refuse_new(true);
     proxy.cut_after_next_create();
     let la2 = la.clone();

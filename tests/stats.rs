@@ -6,13 +6,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{hosts, unique_path};
+use common::{connect, hosts, unique_path};
 use zklock::testing::Admin;
-use zklock::{Client, Error, Lockable, MultiLock, Mutex, Semaphore};
-
-fn client(hosts: &str) -> Client {
-    common::connect(hosts, 6000)
-}
+use zklock::{Error, Lockable, MultiLock, Mutex, Semaphore};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -22,7 +18,7 @@ fn ms(n: u64) -> Duration {
 fn a_known_sequence_of_acquires_timeouts_cancels_and_a_loss_gives_its_counts_and_times() {
     let hosts = hosts();
     let path = unique_path("stats");
-    let (a, b) = (client(&hosts), client(&hosts));
+    let (a, b) = (connect(&hosts, 6000), connect(&hosts, 6000));
     let m = Mutex::per_handle(&a, &path).unwrap();
     let other = Mutex::per_handle(&b, &path).unwrap();
     assert_eq!(m.stats(), zklock::LockStats::default());
@@ -92,14 +88,14 @@ fn a_known_sequence_of_acquires_timeouts_cancels_and_a_loss_gives_its_counts_and
 #[test]
 fn a_semaphore_and_a_multi_lock_keep_their_own_counts() {
     let hosts = hosts();
-    let c = client(&hosts);
+    let c = connect(&hosts, 6000);
     let sem = Semaphore::new(&c, &unique_path("stats-sem"), 1).unwrap();
     let lease = sem.lock().unwrap();
     // Its own lease fills it: refused at once, a failure of that acquire.
     assert!(matches!(sem.try_lock(), Err(Error::WouldDeadlock(_))));
     std::thread::sleep(ms(50));
     drop(lease);
-    let other = client(&hosts);
+    let other = connect(&hosts, 6000);
     let sem2 = Semaphore::new(&other, sem.path(), 1).unwrap();
     let held = sem2.lock().unwrap();
     assert!(sem.try_lock().unwrap().is_none());

@@ -1,14 +1,19 @@
 //! One real ZooKeeper server for a whole test run, or for the tests of another language:
 //! prints its connect string on the first line of stdout, then what a client needs to reach it
-//! as `name=value` lines, then an empty line; then serves until its standard input closes (and
-//! kills the server then).
+//! as `name=value` lines, then an empty line; then serves until its standard input closes or
+//! the process that started it ends, whichever comes first (and kills the server then).
 //!
-//! `scripts/run-tests.sh` starts it and hands the address to every test process as
-//! `ZKLOCK_TEST_SERVER` (read by [`TestingServer::shared`]); the Python package's tests start
-//! the secured ones.
+//! `scripts/run-tests.sh` starts it with `--until-parent-exits` and hands the address to every
+//! test process as `ZKLOCK_TEST_SERVER` (read by [`TestingServer::shared`]); the Python
+//! package's tests start the secured ones.
 //!
 //! ```text
 //! cargo run --features testing --example testing_server [-- OPTIONS]
+//!   --until-parent-exits
+//!                      serve until the process that started it ends (or it is killed), and
+//!                      never read standard input: for a shell script, whose every child
+//!                      would inherit the write end of a pipe to our stdin (a stray child of a
+//!                      test then kept the server up after the script had ended)
 //!   --tls need|want|none
 //!                      a TLS-only client port (ssl.clientAuth need: mutual TLS), certificates
 //!                      made for the run; prints ca=, cert= and key= (a client certificate, CN
@@ -17,22 +22,53 @@
 //! ```
 
 use std::io::{Read, Write};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use zklock::testing::{ClientAuth, TestingServer};
 
 fn usage(why: &str) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::InvalidInput,
-        format!("{why}; usage: testing_server [--tls need|want|none] [--sasl USER:PASSWORD]..."),
+        format!(
+            "{why}; usage: testing_server [--until-parent-exits] [--tls need|want|none] \
+             [--sasl USER:PASSWORD]..."
+        ),
     )
 }
 
+/// Returns when the process `starter` that started this one ends (this one is then
+/// re-parented), or, with `read_stdin`, when standard input closes (EOF or an error alike),
+/// whichever comes first.
+fn wait_for_the_end(starter: u32, read_stdin: bool) {
+    let (ended, end) = mpsc::channel::<()>();
+    let parent_gone = ended.clone();
+    std::thread::spawn(move || {
+        while std::os::unix::process::parent_id() == starter {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = parent_gone.send(());
+    });
+    if read_stdin {
+        std::thread::spawn(move || {
+            let mut sink = [0u8; 64];
+            while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+            let _ = ended.send(());
+        });
+    }
+    let _ = end.recv();
+}
+
 fn main() -> std::io::Result<()> {
+    // Before the server's start, which takes seconds: a starter gone by then is noticed too.
+    let starter = std::os::unix::process::parent_id();
     let mut tls = None;
     let mut users: Vec<(String, String)> = Vec::new();
+    let mut read_stdin = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--until-parent-exits" => read_stdin = false,
             "--tls" => {
                 tls = Some(match args.next().as_deref() {
                     Some("need") => ClientAuth::Need,
@@ -85,9 +121,7 @@ fn main() -> std::io::Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     drop(out);
-    // Until the starter closes our stdin (or dies): EOF or an error ends the wait alike.
-    let mut sink = [0u8; 64];
-    while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+    wait_for_the_end(starter, read_stdin);
     drop(server);
     Ok(())
 }

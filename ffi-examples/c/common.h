@@ -4,7 +4,8 @@
  * and the two-process contention loop.
  *
  * Environment: ZKL_HOSTS (default "127.0.0.1:2181"), ZKL_PATH (a lock path prefix, default
- * "/zklock-examples").
+ * "/zklock-examples"), ZKL_CONNECT_TIMEOUT_MS (how long a connect may wait; default: each
+ * example's own; the tests set a longer one under valgrind, where everything is slower).
  */
 #ifndef ZKL_EXAMPLES_COMMON_H
 #define ZKL_EXAMPLES_COMMON_H
@@ -62,6 +63,13 @@ static inline const char *zkl_example_hosts(void) {
   return h && *h ? h : "127.0.0.1:2181";
 }
 
+/* How long a connect may wait, in ms: ZKL_CONNECT_TIMEOUT_MS if set, else `dflt`. */
+static inline uint32_t zkl_example_connect_timeout_ms(uint32_t dflt) {
+  const char *v = getenv("ZKL_CONNECT_TIMEOUT_MS");
+  long ms = v && *v ? strtol(v, NULL, 10) : 0;
+  return ms > 0 ? (uint32_t)ms : dflt;
+}
+
 /* "<ZKL_PATH>/<name>" in buf. */
 static inline const char *lock_path(char *buf, size_t len, const char *name) {
   const char *base = getenv("ZKL_PATH");
@@ -69,10 +77,15 @@ static inline const char *lock_path(char *buf, size_t len, const char *name) {
   return buf;
 }
 
-/* A new session, or NULL after printing why. */
+/* A new session, or NULL after printing why. zkl_client_connect waits for the connection as
+ * long as the session timeout; with ZKL_CONNECT_TIMEOUT_MS, zkl_client_connect_with as long as
+ * that. */
 static inline zkl_client *connect_client(void) {
   zkl_client *client = NULL;
-  zkl_status s = zkl_client_connect(zkl_example_hosts(), 5000, &client);
+  uint32_t connect_ms = zkl_example_connect_timeout_ms(0);
+  zkl_status s = connect_ms
+                     ? zkl_client_connect_with(zkl_example_hosts(), 5000, connect_ms, NULL, &client)
+                     : zkl_client_connect(zkl_example_hosts(), 5000, &client);
   if (s != ZKL_OK) {
     fprintf(stderr, "connect to %s: %s: %s\n", zkl_example_hosts(), zkl_status_name((uint32_t)s),
             zkl_last_error_message());

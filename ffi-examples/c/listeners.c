@@ -16,7 +16,8 @@ static char path[256];
 
 static zkl_client *connect_as(const char *holder_id) {
   zkl_client *c = NULL;
-  zkl_status s = zkl_client_connect_with(zkl_example_hosts(), 5000, 2000, holder_id, &c);
+  zkl_status s = zkl_client_connect_with(zkl_example_hosts(), 5000,
+                                         zkl_example_connect_timeout_ms(2000), holder_id, &c);
   if (s != ZKL_OK) {
     fprintf(stderr, "connect: %s: %s\n", zkl_status_name((uint32_t)s), zkl_last_error_message());
     return NULL;

@@ -1,12 +1,16 @@
 //! The integration tests' one support module: real ZooKeeper servers only (one per test
 //! process, [`hosts`], where the test does not fault its server; a private one, [`server`],
-//! where it does), one [`connect`], fresh lock paths. `history` proves exclusion across
-//! processes; `ffi` builds the C library for the C tests.
+//! where it does), one [`connect`], fresh lock paths, child processes that die with the test
+//! ([`ChildGuard`]). `history` proves exclusion across processes; `ffi` builds the C library
+//! for the C tests.
 #![allow(dead_code)]
 
 pub mod ffi;
 pub mod history;
 
+use std::ops::{Deref, DerefMut};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output};
 use std::time::Duration;
 
 use zklock::testing::{Admin, TestingServer};
@@ -79,13 +83,81 @@ pub fn unique_path(name: &str) -> String {
 
 /// The children of `path` as seen by a fresh observer session (names only).
 pub fn children(hosts: &str, path: &str) -> Vec<String> {
-    let c = connect(hosts, 4000);
-    let m = zklock::Mutex::new(&c, path).unwrap();
-    m.participants()
+    nodes(&connect(hosts, 4000), path)
+}
+
+/// The node names under `path`, as the session `observer` sees them.
+pub fn nodes(observer: &Client, path: &str) -> Vec<String> {
+    let queue = zklock::Mutex::new(observer, path)
         .unwrap()
-        .into_iter()
-        .map(|p| p.node)
-        .collect()
+        .participants()
+        .unwrap();
+    queue.into_iter().map(|p| p.node).collect()
+}
+
+/// Panics with every message if any check failed (so one run reports all of them).
+pub fn report(failures: Vec<String>) {
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The `demo` example (`examples/demo.rs`) of this build: a worker process that takes a lock.
+pub fn demo_binary() -> PathBuf {
+    // target/<profile>/deps/<test> -> target/<profile>/examples/demo
+    let p = ffi::profile_dir().join("examples").join("demo");
+    assert!(p.exists(), "build the demo example first: {}", p.display());
+    p
+}
+
+/// A child process of a test that dies with the test: when the guard is dropped (also when
+/// the test panics) a child still running is killed (SIGKILL) and reaped, so that a failing
+/// test leaves no process behind (nor anything the child holds open). Derefs to the
+/// [`Child`].
+pub struct ChildGuard(Option<Child>);
+
+impl ChildGuard {
+    /// Waits for the child's end and collects its output, as [`Child::wait_with_output`].
+    pub fn wait_with_output(mut self) -> std::io::Result<Output> {
+        self.0.take().expect("the child").wait_with_output()
+    }
+}
+
+impl Deref for ChildGuard {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("the child")
+    }
+}
+
+impl DerefMut for ChildGuard {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("the child")
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            if let Ok(None) = child.try_wait() {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+/// How a test starts a child process: [`Command::spawn`], the child held in a [`ChildGuard`].
+pub trait SpawnGuarded {
+    /// Spawns the command (panics naming the program if it cannot start).
+    fn spawn_guarded(&mut self) -> ChildGuard;
+}
+
+impl SpawnGuarded for Command {
+    fn spawn_guarded(&mut self) -> ChildGuard {
+        match self.spawn() {
+            Ok(child) => ChildGuard(Some(child)),
+            Err(e) => panic!("spawn {:?}: {e}", self.get_program()),
+        }
+    }
 }
 
 /// The ephemeral nodes at and under `path` (full paths), as `admin` sees them: what lock
