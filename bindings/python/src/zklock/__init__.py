@@ -49,15 +49,34 @@ import contextlib
 import ctypes
 import enum
 import logging
-import math
 import os
 import sys
 import threading
 import time
 import weakref
 from ctypes import c_char_p, c_int64, c_size_t, c_uint32
-from typing import Callable, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Type
+from typing import Callable, Iterable, List, Mapping, NamedTuple, Optional, Tuple
 
+from ._args import _member, _millis, _millis_u32, _text, _u32
+from ._errors import (
+    _ERRORS,
+    AuthFailed,
+    Cancelled,
+    Closed,
+    ConnectionLoss,
+    InternalError,
+    InvalidArgument,
+    LockLost,
+    NotHeld,
+    SessionExpired,
+    Timeout,
+    WouldDeadlock,
+    ZklError,
+    ZooKeeperError,
+    _check,
+    _error,
+    status_name,
+)
 from ._ffi import (
     AUTH_FAILED,
     CANCELLED,
@@ -190,205 +209,12 @@ ACL_OPEN = Acl.OPEN
 ACL_CREATOR_ALL = Acl.CREATOR_ALL
 ACL_CREATOR_ALL_READ_ALL = Acl.CREATOR_ALL_READ_ALL
 
-_U32_MAX = 2**32 - 1
 
 # zkl_log_level (1 = error ... 5 = trace) -> logging levels
 _LOG_LEVELS = {1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG, 5: 5}
 
 
 __version__ = version()
-
-
-def status_name(status: int) -> str:
-    """The name of a status value, e.g. ``"ZKL_TIMEOUT"`` (``"ZKL_UNKNOWN_STATUS"`` otherwise)."""
-    return _lib.zkl_status_name(status & 0xFFFFFFFF).decode()
-
-
-class ZklError(Exception):
-    """A call returned a status other than ZKL_OK: ``status`` is the number, ``message`` the
-    library's words. Each status has its own subclass."""
-
-    status = -1
-
-    def __init__(self, message: str, status: Optional[int] = None):
-        super().__init__(message)
-        if status is not None:
-            self.status = int(status)
-        self.message = message
-
-    @property
-    def name(self) -> str:
-        return status_name(self.status)
-
-    def __str__(self) -> str:
-        return "%s: %s" % (self.name, self.message)
-
-
-class Timeout(ZklError, TimeoutError):
-    """Not acquired before the timeout (timeout 0: the lock was busy). Also a
-    :class:`TimeoutError`."""
-
-    status = TIMEOUT
-
-
-class InvalidArgument(ZklError, ValueError):
-    """A malformed path or host list, or a bad value."""
-
-    status = INVALID_ARGUMENT
-
-
-class NotHeld(ZklError):
-    """Release (or fencing token) of a lock this handle does not hold."""
-
-    status = NOT_HELD
-
-
-class ConnectionLoss(ZklError, ConnectionError):
-    """ZooKeeper not reachable in time; nothing of the call is left on the server."""
-
-    status = CONNECTION_LOSS
-
-
-class SessionExpired(ZklError):
-    """The session ended: every lock it held is lost."""
-
-    status = SESSION_EXPIRED
-
-
-class ZooKeeperError(ZklError):
-    """Any other error the server returned (no auth, ACL, ...)."""
-
-    status = ZOOKEEPER_ERROR
-
-
-class InternalError(ZklError):
-    """A bug caught at the library's boundary; the handle is unusable."""
-
-    status = INTERNAL_ERROR
-
-
-class Cancelled(ZklError):
-    """An acquire was ended by :meth:`Lock.cancel` (made during it, or before it began)."""
-
-    status = CANCELLED
-
-
-class LockLost(ZklError):
-    """The hold was lost before its release (its session ended, or its node was removed)."""
-
-    status = LOCK_LOST
-
-
-class Closed(ZklError):
-    """The client was closed."""
-
-    status = CLOSED
-
-
-class WouldDeadlock(ZklError):
-    """The acquire could only wait for this handle's own hold: a non-reentrant lock this
-    handle holds, a read -> write upgrade, a semaphore whose leases this handle fills."""
-
-    status = WOULD_DEADLOCK
-
-
-class AuthFailed(ZklError):
-    """The servers did not accept this client's credentials, or the client did not accept
-    the servers': a wrong SASL user or password, a server that requires SASL and got none, a
-    TLS server certificate not signed by a trusted CA (``ca=``) or not issued for the host
-    connected to, a client certificate missing (``certfile=``) or refused. The message says
-    which. Retrying with the same settings will not help."""
-
-    status = AUTH_FAILED
-
-
-_ERRORS = {c.status: c for c in (Timeout, InvalidArgument, NotHeld, ConnectionLoss,
-                                 SessionExpired, ZooKeeperError, InternalError, Cancelled,
-                                 LockLost, Closed, WouldDeadlock, AuthFailed)}
-
-
-def _error(status: int) -> ZklError:
-    message = getattr(status, "message", None)
-    if message is None:  # a bare int from this thread's own last call
-        message = _lib.zkl_last_error_message().decode("utf-8", "replace")
-    cls: Type[ZklError] = _ERRORS.get(status, ZklError)
-    return cls(message, int(status))
-
-
-def _check(status: int) -> None:
-    if status != OK:
-        raise _error(status)
-
-
-def _text(s, what: str) -> bytes:
-    """A text argument as the C string the library reads. A NUL would end that string early
-    (``"/a\\0b"`` would name ``/a``), so it is refused, as the Rust library refuses it."""
-    if isinstance(s, str):
-        b = s.encode("utf-8")
-    elif isinstance(s, bytes):
-        b = s
-    else:
-        raise TypeError("%s must be str or bytes, not %s" % (what, type(s).__name__))
-    if b"\0" in b:
-        raise InvalidArgument("%s %r contains a NUL character (at %d), which no C string can "
-                              "carry" % (what, s, b.index(b"\0")), INVALID_ARGUMENT)
-    return b
-
-
-def _seconds(value, what: str) -> float:
-    """A number of seconds, checked before it reaches ctypes (bool, NaN and non-numbers are
-    refused: TypeError / ValueError)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError("%s must be a number of seconds, not %s" % (what, type(value).__name__))
-    if math.isnan(value):
-        raise InvalidArgument("%s is NaN" % what, INVALID_ARGUMENT)
-    return float(value)
-
-
-def _millis(timeout: Optional[float]) -> int:
-    """None or negative -> -1 (forever, as C's -1 and threading.Lock's timeout=-1); 0 -> try
-    once; seconds -> whole milliseconds, rounded up; longer than the clock can count ->
-    forever."""
-    if timeout is None:
-        return -1
-    t = _seconds(timeout, "timeout")
-    if t < 0:
-        return -1
-    if t == 0:
-        return 0
-    if t * 1000 >= 2**62:
-        return -1
-    return max(1, int(math.ceil(t * 1000)))
-
-
-def _millis_u32(seconds, what: str, low_ms: int = 1) -> int:
-    """Seconds as whole milliseconds for a uint32_t argument, range-checked (ValueError)."""
-    t = _seconds(seconds, what)
-    ms = int(math.ceil(t * 1000)) if t > 0 else 0
-    if not low_ms <= ms <= _U32_MAX:
-        raise InvalidArgument("%s of %r s is out of range (%g to %g s)"
-                              % (what, seconds, low_ms / 1000, _U32_MAX / 1000), INVALID_ARGUMENT)
-    return ms
-
-
-def _u32(value, what: str, low: int = 0) -> int:
-    """An integer for a uint32_t argument, range-checked before ctypes (which would wrap it)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError("%s must be an int, not %s" % (what, type(value).__name__))
-    if not low <= value <= _U32_MAX:
-        raise InvalidArgument("%s %d is out of range (%d to %d)" % (what, value, low, _U32_MAX),
-                              INVALID_ARGUMENT)
-    return int(value)
-
-
-def _member(enum_type, value, what: str) -> int:
-    """An IntEnum value for a uint32_t argument (InvalidArgument, a ValueError, otherwise)."""
-    try:
-        return int(enum_type(_u32(value, what)))
-    except ValueError:
-        raise InvalidArgument("%s %r is not one of %s" % (
-            what, value, ", ".join("%d (%s)" % (m.value, m.name) for m in enum_type)),
-            INVALID_ARGUMENT) from None
 
 
 # ---------------------------------------------------------------------------------- logging
