@@ -24,8 +24,9 @@ The library logs to ``logging`` under ``"zklock"`` (child loggers per module, e.
 ``"zklock.recipes.hold"``) from the package's own thread ``zklock-log``, never from the
 library's I/O threads: a slow handler delays only the log lines. INFO is what an operator acts
 on (losses, background deletes, session changes); each acquire and release is DEBUG, which
-:func:`set_log_level` turns on. The package stops the library's logging at exit (atexit),
-before the interpreter finalizes.
+:func:`set_log_level` turns on. Delivery starts with the first :class:`Client` (or
+:func:`set_log_level`), not at import; the package stops the library's logging at exit
+(atexit), before the interpreter finalizes.
 
 Make clients after ``fork()``. A client belongs to the process that connected it: in a child
 forked after it was made (``os.fork``, ``multiprocessing`` with the fork start method, a

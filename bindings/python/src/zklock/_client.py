@@ -28,7 +28,7 @@ from ._ffi import (
     _SessionEvent,
 )
 from ._lock import Lock
-from ._log import _logger
+from ._log import _logger, _start_log_once
 from ._managed import _exiting, _Managed, _start_watcher
 
 
@@ -281,6 +281,7 @@ class Client(_Managed):
                 "zklock.Client(%s, verify_certs=False): the servers' certificates are checked "
                 "against the CA, but not whether they are issued for the hosts connected to: "
                 "any holder of a certificate from that CA can pose as the servers", hosts)
+        _start_log_once()  # before the library's first call for this client, which may log
         opts = _options_p()
         _check(_c(_lib.zkl_options_new, ctypes.byref(opts)))
         try:

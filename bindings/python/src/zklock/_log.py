@@ -61,18 +61,29 @@ def _zkl_level(level: int) -> int:
 
 
 def _start_log(level: int) -> None:
-    global _log_thread, _log_level
+    global _log_thread, _log_level, _log_started
     _log_level = level
+    _log_started = True
     if _lib.zkl_log_start(_zkl_level(level)) == OK:
         _log_thread = threading.Thread(target=_drain_log, name="zklock-log", daemon=True)
         _log_thread.start()
 
 
+def _start_log_once() -> None:
+    """Starts log delivery on first use (the first :class:`Client`), not at import: at INFO,
+    or at the ``zklock`` logger's level then if that is more verbose."""
+    if _log_started:
+        return
+    with _log_mu:
+        if not _log_started:
+            _start_log(min(_logger.getEffectiveLevel(), logging.INFO))
+
+
 def set_log_level(level: int) -> None:
     """The most verbose ``logging`` level the library sends (default: INFO, or the ``zklock``
-    logger's level at import if that is more verbose). ``set_log_level(logging.DEBUG)`` makes
-    every acquire and release reach ``logging`` too; the ``zklock`` loggers' own levels still
-    filter."""
+    logger's level when the first client is made if that is more verbose).
+    ``set_log_level(logging.DEBUG)`` makes every acquire and release reach ``logging`` too; the
+    ``zklock`` loggers' own levels still filter. Starts log delivery if no client has yet."""
     with _log_mu:
         _lib.zkl_log_stop()
         thread = _log_thread
@@ -84,6 +95,8 @@ def set_log_level(level: int) -> None:
 def _stop_log() -> None:
     """At exit, before the interpreter finalizes: the library stops logging and the drain
     ends, so no log line reaches Python code while the interpreter shuts down."""
+    if not _log_started:
+        return
     _lib.zkl_log_stop()
     thread = _log_thread
     if thread is not None and thread is not threading.current_thread():
@@ -97,20 +110,21 @@ def _stop_log() -> None:
 _log_thread: Optional[threading.Thread] = None
 _log_mu = threading.Lock()
 _log_level = logging.INFO
-# INFO, or more if the ``zklock`` logger was made more verbose before the import.
-_start_log(min(_logger.getEffectiveLevel(), logging.INFO))
+# Whether delivery was started (_start_log_once): by the first client or set_log_level.
+_log_started = False
 atexit.register(_stop_log)
 
 
 def _after_fork_in_child() -> None:
     """Runs in the child of every ``os.fork()`` (``os.register_at_fork``): the log drain
     thread existed only in the parent, so the child forgets it (and the lock it may have held)
-    and starts its own."""
+    and starts its own if the parent had started one (else on the child's first use)."""
     global _log_mu, _log_thread
     _log_mu = threading.Lock()
     _log_thread = None
-    _lib.zkl_log_stop()
-    _start_log(_log_level)
+    if _log_started:
+        _lib.zkl_log_stop()
+        _start_log(_log_level)
 
 
 if hasattr(os, "register_at_fork"):
