@@ -12,8 +12,14 @@ from ctypes import c_int64, c_size_t, c_uint32
 from typing import TYPE_CHECKING, Callable, Iterable, List, NamedTuple, Optional
 
 from ._args import _millis, _text
-from ._attempt import _Attempt, _deliver, _off_loop, _on_main_thread, _through_cancels, \
-    _through_interrupts
+from ._attempt import (
+    _Attempt,
+    _deliver,
+    _off_loop,
+    _on_main_thread,
+    _through_cancels,
+    _through_interrupts,
+)
 from ._errors import Cancelled, InvalidArgument, Timeout, ZklError, _check
 from ._ffi import (
     CANCELLED,
