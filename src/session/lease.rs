@@ -166,7 +166,7 @@ pub(super) fn gap_fits(gap: Duration, granted: Duration) -> bool {
 /// four-letter words in its `4lw.commands.whitelist`, by default `srvr` alone).
 pub(super) fn read_server_tick(
     servers: &[(std::net::SocketAddr, Option<String>)],
-    tls: Option<&super::secure::Tls>,
+    tls: Option<&super::tls::Tls>,
     wait: Duration,
 ) -> Option<Duration> {
     if wait.is_zero() {
@@ -187,12 +187,12 @@ pub(super) fn read_server_tick(
 fn ask_tick(
     addr: &std::net::SocketAddr,
     tls_name: Option<&str>,
-    tls: Option<&super::secure::Tls>,
+    tls: Option<&super::tls::Tls>,
     wait: Duration,
 ) -> Option<Duration> {
     if let Some(name) = tls_name {
         #[cfg(feature = "tls")]
-        return super::secure::four_letter(*addr, name, tls, "conf", wait)
+        return super::probe::four_letter(*addr, name, tls, "conf", wait)
             .and_then(|t| parse_tick(&t));
         #[cfg(not(feature = "tls"))]
         return {

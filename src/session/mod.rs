@@ -1,20 +1,30 @@
 //! The session layer: a [`Client`] and the ZooKeeper sessions behind it. The client's options
-//! and ACL (`options`), one session's state machine and requests (`state`), its lease (`lease`),
-//! where its state changes go (`events`), the client that opens sessions (`client`), and the
-//! children watch (`watch`). Recipes talk to a session, never to the executor beneath it.
+//! and ACL (`options`), TLS and SASL (`tls`, `sasl`, joined into the connector by `secure`),
+//! one session's state machine and requests (`state`), its lease (`lease`), where its state
+//! changes go (`events`), the client and its public methods (`client`), opening a session
+//! (`connect`), the host list and the words of a failed connect (`hosts`, with the TLS probes
+//! of `probe`), and the children watch (`watch`). Recipes talk to a session, never to the
+//! executor beneath it.
 
 mod client;
+mod connect;
 mod events;
+mod hosts;
 mod lease;
 mod options;
+#[cfg(feature = "tls")]
+mod probe;
+mod sasl;
 mod secure;
 mod state;
+mod tls;
 mod watch;
 
 pub use client::Client;
 pub use options::{Acl, Options};
-pub use secure::{Sasl, Tls};
+pub use sasl::Sasl;
 pub use state::{SessionEvent, SessionState};
+pub use tls::Tls;
 pub use watch::ChildrenWatch;
 
 pub(crate) use events::run_detached;
