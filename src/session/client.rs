@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use zookeeper_client as zk;
 
-use super::connect::Refused;
 use super::events::Events;
-use super::hosts::parse_hosts;
+use super::hosts::{parse_hosts, Refused};
 use super::options::{Acl, Options};
 use super::state::{Session, SessionEvent, SessionState};
 use super::watch::ChildrenWatch;

@@ -10,7 +10,9 @@ use zookeeper_client as zk;
 
 use super::client::Client;
 use super::events::run_detached;
-use super::hosts::{all_refused, certificate_trouble, connect_failure, diagnose, HostList};
+use super::hosts::{
+    all_refused, certificate_trouble, connect_failure, diagnose, HostList, Refused,
+};
 use super::lease::{boot_now, gap_fits, ping_gap, read_server_tick, renew_lease, DEFAULT_TICK};
 use super::state::{Session, SessionState};
 use crate::error::{Error, ErrorDetail, Result};
@@ -47,15 +49,6 @@ pub(super) const TLS_PROBE_AFTER: Duration = Duration::from_millis(1000);
 /// How long a connect goes before its servers are probed for refusing connections (a refused
 /// connect is known at once; a server that opens a session does so within this).
 pub(super) const REFUSED_PROBE_AFTER: Duration = Duration::from_millis(250);
-
-/// What a connect does when every server refuses connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Refused {
-    /// Fails at once, saying so (`Client::connect`, `Client::reconnect`: asked for now).
-    Ends,
-    /// Waits on to its bound (a fresh session after expiry: the servers may be restarting).
-    Waits,
-}
 
 impl Client {
     /// Opens a session, waiting for it until `bound` at most, or until `cancel` is cancelled

@@ -181,6 +181,15 @@ fn explain_silence(
     format!("{a} accepts connections but opened no ZooKeeper session")
 }
 
+/// What a connect does when every server refuses connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// Fails at once, saying so (`Client::connect`, `Client::reconnect`: asked for now).
+    Ends,
+    /// Waits on to its bound (a fresh session after expiry: the servers may be restarting).
+    Waits,
+}
+
 /// "connection refused by ..." for each of `servers` when every one refuses a TCP connection
 /// now (a refusal comes at once; `wait` bounds a server that does not answer), `None` when one
 /// does not refuse: waiting on will not make a server answer soon. Only a TCP connect, closed

@@ -12,15 +12,8 @@ use zookeeper_client as zk;
 use super::sasl::{Mechanism, Sasl};
 #[cfg(feature = "tls")]
 use super::tls::tls_options;
-use super::tls::Tls;
+use super::tls::{without, Tls};
 use crate::error::{Error, Result};
-
-pub(super) fn without(feature: &str) -> String {
-    format!(
-        "zklock was built without its `{feature}` cargo feature: rebuild with \
-         `--features {feature}` (the C library, the Python package and the command have it)"
-    )
-}
 
 /// Adds TLS and SASL to a connector. `tls_hosts`: some host of the list says `tcp+tls://`
 /// (TLS with the system's CAs when no [`Tls`] is given).

@@ -12,8 +12,6 @@ use std::path::{Path, PathBuf};
 #[cfg(feature = "tls")]
 use zookeeper_client as zk;
 
-#[cfg(not(feature = "tls"))]
-use super::secure::without;
 use crate::error::{Error, Result};
 
 /// Where a PEM text comes from: given, or a file read at each connect.
@@ -275,4 +273,12 @@ pub(super) fn tls_options(tls: Tls) -> Result<zk::TlsOptions> {
         o = crate::sys::tls_without_server_name_check(o);
     }
     Ok(o)
+}
+
+/// The message for an option that needs a cargo feature this build lacks.
+pub(super) fn without(feature: &str) -> String {
+    format!(
+        "zklock was built without its `{feature}` cargo feature: rebuild with \
+         `--features {feature}` (the C library, the Python package and the command have it)"
+    )
 }
