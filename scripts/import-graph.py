@@ -6,7 +6,8 @@ An arrow A -> B is a path to B in A's code: a `use` line (braces expanded) or an
 names. Arrows from a module root (lib.rs, mod.rs) down to its own submodules are the tree itself
 (`mod x;`, `pub use x::Y;`) and are left out; arrows up to a parent are kept.
 
-Usage: scripts/import-graph.py [src-dir] [--edges]   (exit status 1 when there is a circle)
+Usage: scripts/import-graph.py [src-dir] [--edges] [--up]   (exit status 1 when there is a circle)
+  --edges  print every arrow;  --up  print the arrows back up (to a module's own ancestor).
 """
 import os
 import re
@@ -60,6 +61,7 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     root = args[0] if args else "src"
     show_edges = "--edges" in sys.argv
+    show_up = "--up" in sys.argv
     files = {}
     for d, _, fs in os.walk(root):
         for f in fs:
@@ -70,18 +72,26 @@ def main():
     edges = {}
     for path, me in files.items():
         text = strip_comments(open(path).read())
+        # An inline module (`mod tests { ... }`, at the end of a file): its `super` is this one.
+        inline = re.search(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod (\w+) \{", text, flags=re.M)
+        parts = [(me, text)]
+        if inline:
+            parts = [(me, text[: inline.start()]), (me + (inline.group(1),), text[inline.start() :])]
         paths = []
-        for m in re.finditer(r"\buse\s+([^;]+);", text):
-            paths += expand(m.group(1))
-        paths += re.findall(r"(?<![\w:])((?:crate|super|self)(?:::\w+)+)", text)
-        for p in paths:
+        for base0, part in parts:
+            found = []
+            for m in re.finditer(r"\buse\s+([^;]+);", part):
+                found += expand(m.group(1))
+            found += re.findall(r"(?<![\w:])((?:crate|super|self)(?:::\w+)+)", part)
+            paths += [(base0, f) for f in found]
+        for base0, p in paths:
             seg = [s for s in p.split("::") if s]
             if not seg:
                 continue
             if seg[0] == "crate":
                 base, seg = (), seg[1:]
             elif seg[0] in ("super", "self"):
-                base = me
+                base = base0
                 while seg and seg[0] in ("super", "self"):
                     if seg[0] == "super":
                         base = base[:-1]
@@ -104,6 +114,11 @@ def main():
         for a in sorted(edges):
             for b in sorted(edges[a]):
                 print(f"{name(a)} -> {name(b)}")
+    if show_up:
+        for a in sorted(edges):
+            for b in sorted(edges[a]):
+                if a[: len(b)] == b:
+                    print(f"up: {name(a)} -> {name(b)}")
     # strongly connected components (Tarjan)
     index, low, stack, on, sccs, n = {}, {}, [], set(), [], [0]
     sys.setrecursionlimit(10000)

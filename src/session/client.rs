@@ -12,8 +12,9 @@ use zookeeper_client as zk;
 
 use super::events::Events;
 use super::hosts::{parse_hosts, Refused};
+use super::kinds::{SessionEvent, SessionState};
 use super::options::{Acl, Options};
-use super::state::{Session, SessionEvent, SessionState};
+use super::state::Session;
 use super::watch::ChildrenWatch;
 use crate::deadline::{saturating_after, Deadline};
 use crate::error::{Error, Result};
@@ -364,7 +365,7 @@ impl Client {
             let data = match s.retry(Deadline::Forever, || s.zk.get_data(node_path)) {
                 Ok((data, _)) => data,
                 Err(zk::Error::NoNode) => return Ok(false),
-                Err(e) => return Err(s.map_err(e)),
+                Err(e) => return Err(s.record_end_and_map(e)),
             };
             // A simple lock's node is shared by its holders in turn: the write carries the
             // hold's witness, so that, applied late, it never lands on the next holder's node.
@@ -382,7 +383,7 @@ impl Client {
                 // That hold ended; ask whoever holds now.
                 Err(zk::Error::NoNode) if witness.is_some() => continue,
                 Err(zk::Error::NoNode) => return Ok(false),
-                Err(e) => return Err(s.map_err(e)),
+                Err(e) => return Err(s.record_end_and_map(e)),
             }
         }
     }
@@ -405,7 +406,7 @@ impl Client {
         let (data, stat) = match s.retry(Deadline::Forever, || s.zk.get_data(path)) {
             Ok(x) => x,
             Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
-            Err(e) => return Err(s.map_err(e)),
+            Err(e) => return Err(s.record_end_and_map(e)),
         };
         let ephemeral = stat.ephemeral_owner != 0;
         let children = if ephemeral {
@@ -414,7 +415,7 @@ impl Client {
             match s.retry(Deadline::Forever, || s.zk.list_children(path)) {
                 Ok(c) => c,
                 Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
-                Err(e) => return Err(s.map_err(e)),
+                Err(e) => return Err(s.record_end_and_map(e)),
             }
         };
         Ok(crate::node::classify(&children, ephemeral, &data))
@@ -447,7 +448,7 @@ impl Client {
                     .into(),
                 ))
             }
-            Err(e) => return Err(s.map_err(e)),
+            Err(e) => return Err(s.record_end_and_map(e)),
         }
         self.inner
             .added_auth
@@ -467,7 +468,7 @@ impl Client {
         }
         let s = self.inner.current.lock().take();
         if let Some(s) = s {
-            self.inner.events.on_state(&s, SessionState::Closed);
+            s.on_state(SessionState::Closed);
             // Waiting acquires return `Closed` (and delete their nodes on the way out).
             for w in s.waits.lock().drain(..) {
                 if let Some(sig) = w.upgrade() {
@@ -502,10 +503,10 @@ impl Client {
                     match s.retry(Deadline::Forever, || s.zk.check_and_watch_stat(path)) {
                         Ok((None, w)) => return Ok((Vec::new(), ChildrenWatch::new(s, w))),
                         Ok((Some(_), _)) => continue,
-                        Err(e) => return Err(s.map_err(e)),
+                        Err(e) => return Err(s.record_end_and_map(e)),
                     }
                 }
-                Err(e) => return Err(s.map_err(e)),
+                Err(e) => return Err(s.record_end_and_map(e)),
             }
         }
     }

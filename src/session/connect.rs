@@ -9,12 +9,14 @@ use parking_lot::{Condvar, Mutex};
 use zookeeper_client as zk;
 
 use super::client::Client;
+use super::clock::{boot_now, gap_fits, ping_gap, DEFAULT_TICK};
 use super::events::run_detached;
 use super::hosts::{
     all_refused, certificate_trouble, connect_failure, diagnose, HostList, Refused,
 };
-use super::lease::{boot_now, gap_fits, ping_gap, read_server_tick, renew_lease, DEFAULT_TICK};
-use super::state::{Session, SessionState};
+use super::kinds::SessionState;
+use super::lease::{read_server_tick, renew_lease};
+use super::state::Session;
 use crate::error::{Error, ErrorDetail, Result};
 use crate::runtime;
 use crate::wait::{Outcome, Signal};
@@ -312,14 +314,16 @@ impl Client {
                     }
                     zk::SessionState::Closed => SessionState::Closed,
                 };
-                session.events.on_state(&session, ours);
+                session.on_state(ours);
                 if ours.is_terminal() {
                     return;
                 }
             }
         });
         *self.inner.current.lock() = Some(session.clone());
-        self.inner.events.current_is(&session);
+        self.inner
+            .events
+            .current_is(session.event(SessionState::Connected));
         Ok(())
     }
 }
