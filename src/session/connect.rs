@@ -331,8 +331,8 @@ impl Client {
 #[cfg(all(test, feature = "testing"))]
 mod socket_tests {
     use super::*;
+    use crate::session::options::Options;
     use crate::testing::{eventually, TestingServer};
-    use crate::Options;
 
     fn socket_of(c: &Client) -> Option<i32> {
         let s = c.inner.current.lock().clone()?;
