@@ -145,3 +145,25 @@ fn a_refusal_by_the_server_keeps_the_clients_error_as_its_source() {
     // A hold's own errors have no deeper cause.
     assert!(Error::NotHeld.source().is_none());
 }
+
+/// A lock whose parent another identity made creator-only cannot be queued for, and the error
+/// says so (which node, whom the servers take the client for), not "node not exists" (the
+/// parent's refused create used to be passed over, and the lock node's create then found no
+/// parent).
+#[test]
+fn a_parent_made_creator_only_by_another_identity_is_reported_as_not_authorized() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let owner = authed(&hosts, Acl::CreatorAll);
+    let m = Mutex::new(&owner, "/acl-parent/a").unwrap();
+    assert!(m.try_lock().unwrap().is_some());
+    let other = Client::connect(&hosts, opts(4000).auth("digest", "other:pw")).unwrap();
+    match Mutex::new(&other, "/acl-parent/b").unwrap().try_lock() {
+        Err(Error::ZooKeeper(msg)) => {
+            assert!(msg.contains("cannot create /acl-parent/b"), "{msg}");
+            assert!(msg.contains("not authorized"), "{msg}");
+            assert!(msg.contains("digest:other"), "{msg}");
+        }
+        other => panic!("a lock under another identity's creator-only parent: {other:?}"),
+    }
+}

@@ -5,7 +5,9 @@
 #![cfg(feature = "testing")]
 
 mod common;
-use common::{connect, eventually, hosts, opts, unique_path, ChildGuard, SpawnGuarded};
+use common::{
+    connect, eventually, hosts, opts, unique_path, unique_root, ChildGuard, SpawnGuarded,
+};
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -1159,7 +1161,7 @@ fn digest_credentials_and_creator_only_acls() {
     assert!(z.wait().unwrap().success());
 
     // A path bob made creator-only: alice can neither lock under it nor list it.
-    let q = path("acl-creator");
+    let q = unique_root("cli-acl-creator");
     let (code, _, err) = with(&bob, &["--acl", "creator", &q, "true"]);
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = with(&alice, &["-n", &q, "true"]);
@@ -1292,7 +1294,7 @@ fn mutual_tls_with_files_from_flags() {
     }
 
     // x509 identities in a creator-only ACL: bob is refused alice's lock, and told who he is.
-    let q = path("mtls-creator");
+    let q = unique_root("cli-mtls-creator");
     let mut args = tls_args(certs, &alice);
     args.extend(["--acl", "creator", &q, "true"].map(String::from));
     let (code, _, err) = run(zklock_clean(&s.connect_string(), &strs(&args)));
@@ -1454,7 +1456,7 @@ fn sasl_password_from_a_file_or_the_environment_never_argv() {
     assert!(z.wait().unwrap().success());
 
     // SASL identities in a creator-only ACL.
-    let q = path("sasl-creator");
+    let q = unique_root("cli-sasl-creator");
     let (code, _, err) = run(zklock_clean(
         &h,
         &[

@@ -278,7 +278,7 @@ fn a_failed_sasl_connect_leaves_nothing_on_the_server() {
 #[test]
 fn creator_only_acls_follow_sasl_identities_and_a_refusal_says_who_asked() {
     let s = sasl();
-    let path = unique_path("acl-sasl");
+    let path = unique_root("acl-sasl");
     let bob = Client::connect(
         &s.connect_string(),
         options()
@@ -317,7 +317,7 @@ fn creator_only_acls_follow_sasl_identities_and_a_refusal_says_who_asked() {
 #[test]
 fn creator_only_acls_follow_x509_identities() {
     let s = mutual();
-    let path = unique_path("acl-x509");
+    let path = unique_root("acl-x509");
     let a = Client::connect(
         &s.connect_string(),
         options().tls(tls_for(s, "owner")).acl(Acl::CreatorAll),

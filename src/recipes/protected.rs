@@ -186,16 +186,33 @@ pub(crate) fn create_parents(
     if let Some(root) = session.root() {
         // A missing chroot node is created too (Curator does the same for its namespace).
         for p in &chroot {
-            pending.push(root.create(p, &[], &opts));
+            pending.push((p, root.create(p, &[], &opts)));
         }
     }
     for p in &own {
-        pending.push(session.zk.create(p, &[], &opts));
+        pending.push((p, session.zk.create(p, &[], &opts)));
     }
-    for f in pending {
-        match session.wait(f, d) {
-            Ok(_) | Err(Error::ZooKeeper(_)) => {}
-            Err(e) => return Err(e),
+    for (p, f) in pending {
+        match session.call(f, d) {
+            // Made, there already, or (its own parent gone under it, the servers' container
+            // reaper) to be made again by the caller's next try.
+            Ok(_) | Err(zk::Error::NodeExists | zk::Error::NoNode) => {}
+            // A parent made by another identity under a creator-only ACL: said as such, not
+            // left for the lock node's create to report as a missing node.
+            Err(e @ (zk::Error::NoAuth | zk::Error::InvalidAcl)) => {
+                return Err(match session.record_end_and_map(e) {
+                    Error::ZooKeeper(m) => {
+                        Error::ZooKeeper(m.context(format_args!("cannot create {p}")))
+                    }
+                    other => other,
+                });
+            }
+            // Any other refusal (an ephemeral parent, a quota) is the lock node's create's to
+            // report; a lost connection or the session's end is this call's.
+            Err(e) => match session.record_end_and_map(e) {
+                Error::ZooKeeper(_) => {}
+                other => return Err(other),
+            },
         }
     }
     Ok(())

@@ -81,6 +81,13 @@ pub fn unique_path(name: &str) -> String {
     )
 }
 
+/// A fresh lock path right under the root, `/<name>-<pid>-<n>`: for a lock made under a
+/// creator-only ACL, whose missing parents are made creator-only too (under `/t` they would
+/// lock every other identity out of every other test's paths on a shared server).
+pub fn unique_root(name: &str) -> String {
+    unique_path(name).replacen("/t/", "/", 1)
+}
+
 /// The children of `path` as seen by a fresh observer session (names only).
 pub fn children(hosts: &str, path: &str) -> Vec<String> {
     nodes(&connect(hosts, 4000), path)

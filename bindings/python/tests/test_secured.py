@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import time
 
+import uuid
+
 import pytest
 
 import zklock
@@ -145,8 +147,11 @@ def test_a_sasl_server_without_credentials_is_auth_failed_pointing_at_sasl_optio
     assert "sasl_options=" in err.message, err.message
 
 
-def test_auth_data_is_added_to_the_session_like_kazoo(zk_hosts, path):
-    # A creator-only ACL needs an authenticated identity: auth_data gives it at connect.
+def test_auth_data_is_added_to_the_session_like_kazoo(zk_hosts):
+    # A creator-only ACL needs an authenticated identity: auth_data gives it at connect. The
+    # lock's own root: its missing parents are made creator-only too, and under the tests'
+    # shared /pytest they would lock every other test out.
+    path = "/pytest-acl-%s" % uuid.uuid4().hex
     with zklock.Client(zk_hosts, auth_data=[("digest", "alice:alicepw")]) as c:
         c.set_acl(zklock.Acl.CREATOR_ALL)
         _locks(c, path)
