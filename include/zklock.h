@@ -283,6 +283,33 @@ typedef struct zkl_session_event {
 } zkl_session_event;
 
 /*
+ One participant of a lock, as zkl_participants_get writes it.
+ */
+typedef struct zkl_participant {
+  /*
+   The node's name (a child of the lock path; the lock path itself for a simple lock).
+   Owned by the snapshot: valid until zkl_participants_free.
+   */
+  const char *node;
+  /*
+   The holder id stored in the node ("" if none). Owned by the snapshot.
+   */
+  const char *holder_id;
+  /*
+   The sequence number the server gave the node: queue order.
+   */
+  int64_t sequence;
+  /*
+   1 if it holds the lock now (for a semaphore: one of the leases), else 0.
+   */
+  int32_t is_holder;
+  /*
+   1 for a node of the read half of a read-write lock, else 0.
+   */
+  int32_t is_reader;
+} zkl_participant;
+
+/*
  A distribution of durations in zkl_stats: its count, and nearest-rank percentiles over the
  most recent 1024 samples (max over all), in microseconds.
  */
@@ -348,33 +375,6 @@ typedef struct zkl_stats {
    */
   struct zkl_percentiles hold;
 } zkl_stats;
-
-/*
- One participant of a lock, as zkl_participants_get writes it.
- */
-typedef struct zkl_participant {
-  /*
-   The node's name (a child of the lock path; the lock path itself for a simple lock).
-   Owned by the snapshot: valid until zkl_participants_free.
-   */
-  const char *node;
-  /*
-   The holder id stored in the node ("" if none). Owned by the snapshot.
-   */
-  const char *holder_id;
-  /*
-   The sequence number the server gave the node: queue order.
-   */
-  int64_t sequence;
-  /*
-   1 if it holds the lock now (for a semaphore: one of the leases), else 0.
-   */
-  int32_t is_holder;
-  /*
-   1 for a node of the read half of a read-write lock, else 0.
-   */
-  int32_t is_reader;
-} zkl_participant;
 
 /*
  Receives one log line: its zkl_log_level, its target (the library's module, e.g.
@@ -988,23 +988,21 @@ enum zkl_status zkl_lock_wait_revoke_request(const struct zkl_lock *lock, int64_
 enum zkl_status zkl_lock_revoke_holders(const struct zkl_lock *lock, size_t *out_count);
 
 /*
- Writes this handle's statistics to *out: acquires by outcome (acquired, timed out,
- cancelled, failed), holds ended by release or by loss, and the wait and hold times of recent
- ones as percentiles. For alerting without parsing logs (neither Curator nor kazoo keeps them).
- A multi-lock counts its own acquires (its locks, taken over, count theirs no more).
+ Frees a lock handle, releasing first whatever it holds (if the server cannot be told in
+ time, the node is deleted in the background while the session lives). NULL is a no-op;
+ must not be called twice for one handle. Frees the client's session too if the client and
+ all its other locks were freed already. Blocks at most twice the session timeout.
 
- ```c
- zkl_stats st;
- if (zkl_lock_stats(lock, &st) == ZKL_OK && st.wait.p99_us > 500000)
-     alert("waiting over half a second for /locks/orders");
- ```
+ Never call it while another thread is inside a call on the same handle (even
+ zkl_lock_acquire: cancel, wait for that thread to return, then free).
 
- ZKL_INVALID_ARGUMENT for a NULL argument (then *out is left unchanged). Never blocks. Any
- thread, even while another thread uses the handle.
+ In a forked child of the process that made the lock: frees the child's copy of the memory
+ only and returns at once; what the handle holds stays the parent's (nothing is released).
 
- Pointers: lock is NULL or a live zkl_lock; out is NULL or valid for writing.
+ Pointers: lock is NULL or a live zkl_lock that no other thread uses during or after the
+ call.
  */
-enum zkl_status zkl_lock_stats(const struct zkl_lock *lock, struct zkl_stats *out);
+void zkl_lock_free(struct zkl_lock *lock);
 
 /*
  Takes a snapshot of the lock's participants, holders first, then waiters in queue order
@@ -1076,21 +1074,23 @@ enum zkl_status zkl_participants_created_ms(const struct zkl_participants *parti
 void zkl_participants_free(struct zkl_participants *participants);
 
 /*
- Frees a lock handle, releasing first whatever it holds (if the server cannot be told in
- time, the node is deleted in the background while the session lives). NULL is a no-op;
- must not be called twice for one handle. Frees the client's session too if the client and
- all its other locks were freed already. Blocks at most twice the session timeout.
+ Writes this handle's statistics to *out: acquires by outcome (acquired, timed out,
+ cancelled, failed), holds ended by release or by loss, and the wait and hold times of recent
+ ones as percentiles. For alerting without parsing logs (neither Curator nor kazoo keeps them).
+ A multi-lock counts its own acquires (its locks, taken over, count theirs no more).
 
- Never call it while another thread is inside a call on the same handle (even
- zkl_lock_acquire: cancel, wait for that thread to return, then free).
+ ```c
+ zkl_stats st;
+ if (zkl_lock_stats(lock, &st) == ZKL_OK && st.wait.p99_us > 500000)
+     alert("waiting over half a second for /locks/orders");
+ ```
 
- In a forked child of the process that made the lock: frees the child's copy of the memory
- only and returns at once; what the handle holds stays the parent's (nothing is released).
+ ZKL_INVALID_ARGUMENT for a NULL argument (then *out is left unchanged). Never blocks. Any
+ thread, even while another thread uses the handle.
 
- Pointers: lock is NULL or a live zkl_lock that no other thread uses during or after the
- call.
+ Pointers: lock is NULL or a live zkl_lock; out is NULL or valid for writing.
  */
-void zkl_lock_free(struct zkl_lock *lock);
+enum zkl_status zkl_lock_stats(const struct zkl_lock *lock, struct zkl_stats *out);
 
 /*
  Sends the library's log lines of max_level and more severe (a zkl_log_level, 1 = errors only
@@ -1283,6 +1283,43 @@ enum zkl_status zkl_options_set_acl(struct zkl_options *o, uint32_t acl);
 enum zkl_status zkl_options_add_auth(struct zkl_options *o, const char *scheme, const char *auth);
 
 /*
+ Connects to ZooKeeper with the options of o and opens a session.
+
+ hosts: "host:port", more of them separated by commas, then optionally a /chroot path (port
+ 2181 if omitted); a host may be written "tcp://host:port" (plaintext even with TLS on) or
+ "tcp+tls://host:port" (TLS, with the system's CAs unless o sets TLS). o is only read: it may
+ be freed, changed or used for other connects once this call returns. On ZKL_OK, *out owns a
+ new client: free it with zkl_client_free; on any other status *out is left unchanged.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, an option out of range, or a
+ TLS file that cannot be read or is not PEM (the message names it); ZKL_AUTH_FAILED when the
+ servers refuse the credentials (a wrong SASL password: the message names the user) or the
+ client's certificate (none given to a server that needs one, or one it does not trust), or the
+ client does not trust the servers' certificate (an unknown CA, another name): the message says
+ what to fix, and retrying does not help; ZKL_CONNECTION_LOSS if no server answered within the
+ connect timeout (the message says why: refused, unresolvable host, no answer, a TLS port
+ reached in plaintext); ZKL_CLOSED in a forked child of a process that had made a client.
+ Blocks at most the connect timeout. Any thread.
+
+ ```c
+ zkl_options *o;
+ zkl_client *c;
+ zkl_options_new(&o);
+ zkl_options_set_sasl_digest_md5(o, "bob", password);
+ zkl_status s = zkl_client_connect_with_options("zk1:2181,zk2:2181/app", o, &c);
+ zkl_options_free(o);
+ if (s == ZKL_AUTH_FAILED)        // the message names the user
+     fprintf(stderr, "%s\n", zkl_last_error_message());
+ ```
+
+ Pointers: hosts is NULL or a NUL-terminated string; o is NULL or a live zkl_options, not
+ freed during the call; out is NULL or valid for writing.
+ */
+enum zkl_status zkl_client_connect_with_options(const char *hosts,
+                                                const struct zkl_options *o,
+                                                struct zkl_client **out);
+
+/*
  Turns TLS on for every server of the host list (ZooKeeper's secureClientPort), trusting the
  system's certificate authorities unless a CA is set (zkl_options_set_tls_ca_file or
  zkl_options_set_tls_ca_pem), with no client certificate unless one is set. A host written
@@ -1395,43 +1432,6 @@ enum zkl_status zkl_options_tls_danger_accept_any_server_name(struct zkl_options
 enum zkl_status zkl_options_set_sasl_digest_md5(struct zkl_options *o,
                                                 const char *user,
                                                 const char *password);
-
-/*
- Connects to ZooKeeper with the options of o and opens a session.
-
- hosts: "host:port", more of them separated by commas, then optionally a /chroot path (port
- 2181 if omitted); a host may be written "tcp://host:port" (plaintext even with TLS on) or
- "tcp+tls://host:port" (TLS, with the system's CAs unless o sets TLS). o is only read: it may
- be freed, changed or used for other connects once this call returns. On ZKL_OK, *out owns a
- new client: free it with zkl_client_free; on any other status *out is left unchanged.
-
- Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, an option out of range, or a
- TLS file that cannot be read or is not PEM (the message names it); ZKL_AUTH_FAILED when the
- servers refuse the credentials (a wrong SASL password: the message names the user) or the
- client's certificate (none given to a server that needs one, or one it does not trust), or the
- client does not trust the servers' certificate (an unknown CA, another name): the message says
- what to fix, and retrying does not help; ZKL_CONNECTION_LOSS if no server answered within the
- connect timeout (the message says why: refused, unresolvable host, no answer, a TLS port
- reached in plaintext); ZKL_CLOSED in a forked child of a process that had made a client.
- Blocks at most the connect timeout. Any thread.
-
- ```c
- zkl_options *o;
- zkl_client *c;
- zkl_options_new(&o);
- zkl_options_set_sasl_digest_md5(o, "bob", password);
- zkl_status s = zkl_client_connect_with_options("zk1:2181,zk2:2181/app", o, &c);
- zkl_options_free(o);
- if (s == ZKL_AUTH_FAILED)        // the message names the user
-     fprintf(stderr, "%s\n", zkl_last_error_message());
- ```
-
- Pointers: hosts is NULL or a NUL-terminated string; o is NULL or a live zkl_options, not
- freed during the call; out is NULL or valid for writing.
- */
-enum zkl_status zkl_client_connect_with_options(const char *hosts,
-                                                const struct zkl_options *o,
-                                                struct zkl_client **out);
 
 /*
  The name of a zkl_status value, e.g. "ZKL_TIMEOUT"; "ZKL_UNKNOWN_STATUS" for any other
