@@ -36,6 +36,7 @@ mod header;
 #[cfg(feature = "header")]
 fn write_header(dir: &std::path::Path) {
     println!("cargo:rerun-if-changed=header.rs");
+    println!("cargo:rerun-if-changed={}", header::CONVENTIONS);
     let var = |k: &str| env::var(k).unwrap();
     let version = (
         &*var("CARGO_PKG_VERSION_MAJOR"),

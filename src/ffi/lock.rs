@@ -18,8 +18,12 @@ use crate::{Deadline, HoldState, Lockable, MultiLock};
 /// One participant in one lock recipe; holds nothing when made. Its holds belong to the handle,
 /// not to the thread that made a call: any thread may release what another acquired through the
 /// same handle, reentrancy counts per handle, and zkl_lock_is_held, zkl_lock_hold_state and
-/// zkl_lock_fencing_token answer for the handle. Use from one thread at a time, except
-/// zkl_lock_cancel and zkl_lock_reset_cancel, which any thread may call at any time.
+/// zkl_lock_fencing_token answer for the handle.
+///
+/// Threads: the const rule of the conventions: every call taking a const zkl_lock (the queries,
+/// zkl_lock_cancel, zkl_lock_reset_cancel, the waits, zkl_lock_participants, zkl_lock_stats,
+/// zkl_lock_revoke_holders) may run on any thread beside any other; zkl_lock_acquire,
+/// zkl_lock_release and zkl_lock_make_revocable take turns; zkl_lock_free runs alone.
 pub struct zkl_lock {
     _private: [u8; 0],
 }
@@ -313,7 +317,8 @@ pub unsafe extern "C" fn zkl_lock_hold_state(
 /// ZKL_HOLD_LOST).
 ///
 /// ZKL_NOT_HELD if the handle holds nothing, ZKL_INVALID_ARGUMENT for a NULL argument; then
-/// *out_ms is left unchanged. Never blocks. Any thread.
+/// *out_ms is left unchanged. Never blocks. Any thread, even while another thread uses the
+/// handle.
 ///
 /// Pointers: lock is NULL or a live zkl_lock; out_ms is NULL or valid for writing.
 #[no_mangle]
@@ -440,7 +445,7 @@ pub unsafe extern "C" fn zkl_lock_wait_revoke_request(
 ///
 /// ZKL_INVALID_ARGUMENT for a NULL argument or a semaphore or multi-lock;
 /// ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the server could not be told. Blocks at most
-/// the session timeout. Any thread.
+/// the session timeout. Any thread, even while another thread uses the handle.
 ///
 /// Pointers: lock is NULL or a live zkl_lock, not freed during the call; out_count is NULL or
 /// valid for writing.

@@ -2,43 +2,10 @@
 //! header `include/zklock.h`.
 //!
 //! This module only translates between C and the Rust library; it never decides anything a
-//! recipe decides. Its conventions (the header repeats them where they matter):
+//! recipe decides. What follows is `docs/c-conventions.md`, the one text of the C API's
+//! conventions: the header's banner is the same text.
 //!
-//! - **Status and out-parameters.** Every fallible function returns a `zkl_status`. Other
-//!   results go through `out_*` pointers that are written **only** when the status is
-//!   `ZKL_OK`; on any other status they are left untouched. There are no partial successes.
-//! - **NULL.** Every pointer argument may be NULL: the call returns `ZKL_INVALID_ARGUMENT`
-//!   (functions without a status return 0 or do nothing), it never crashes.
-//! - **Text.** Strings passed in are NUL-terminated UTF-8 (non-UTF-8 is
-//!   `ZKL_INVALID_ARGUMENT`, except the opaque bytes of an auth credential). Strings returned by
-//!   the library are owned by it: never free them.
-//! - **Enums from C** arrive as `uint32_t` and are range-checked, because an out-of-range
-//!   value in a Rust enum would be undefined behaviour.
-//! - **Ownership.** `zkl_client` is reference counted: every lock made from it keeps the session
-//!   alive, and the session closes when the client and all its locks are freed. `zkl_lock` is
-//!   owned by the caller until `zkl_lock_free` (or until `zkl_multi_lock_new` takes it).
-//! - **Errors in words.** Every non-OK status sets this thread's last error message, read with
-//!   `zkl_last_error_message()`.
-//! - **Panics** never cross the boundary: a Rust panic becomes `ZKL_INTERNAL_ERROR` (never an
-//!   abort), and the handle involved is poisoned: later calls on it return `ZKL_INTERNAL_ERROR`.
-//! - **Threads, and `const`.** `zkl_client` may be used by any number of threads at once. A call
-//!   that takes a `const zkl_lock *` only reads or signals (is_held, hold_state, fencing_token,
-//!   lease_remaining_ms, cancel, wait_lost, participants, stats, wait_revoke_request,
-//!   revoke_holders) and may run on any thread while another thread uses the handle; a call that
-//!   takes a non-const `zkl_lock *` changes what the handle holds and is one at a time per
-//!   handle.
-//!   A `zkl_lock` is one participant: its holds belong to the handle, not to the calling OS
-//!   thread, so any thread may release what another acquired through it.
-//! - **Blocking.** No call blocks longer than its timeout plus the session timeout.
-//! - **fork().** Make clients after fork. In a forked child, a client and the locks made
-//!   before the fork are inert: calls return `ZKL_CLOSED` (the message says fork), nothing is
-//!   sent on the parent's session, and `zkl_lock_free` / `zkl_client_free` free the child's
-//!   memory only, releasing nothing of the parent's. A child of a process that had made a
-//!   client cannot make one (`ZKL_CLOSED`): the library's I/O does not survive fork.
-//! - **Host code.** The library runs no code of the host's on a thread that does ZooKeeper
-//!   I/O, inside a zkl_ call of another thread, or under a lock of its own: log lines are
-//!   queued and reach the host on a thread of its own (`zkl_log_next`) or on the library's
-//!   `zklock-log` thread (`zkl_set_log_callback`).
+#![doc = include_str!("../../docs/c-conventions.md")]
 #![allow(non_camel_case_types)]
 // The header generated from these doc comments is C documentation: each function's safety rules
 // are its "Pointers:" paragraph, in words a C programmer reads, not a Rust "# Safety" heading.

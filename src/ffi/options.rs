@@ -22,9 +22,9 @@ use crate::{Acl, Client, Options, Protocol, Sasl, Tls};
 /// Connecting reads the options and keeps nothing of the object: one zkl_options may serve
 /// any number of connects, and may be freed once they returned.
 ///
-/// Threads: any thread may use a zkl_options, and calls on one from several threads at once are
-/// safe (each call sees the others' whole effect or none); only zkl_options_free must come after
-/// every other call on it has returned.
+/// Threads: internally synchronised, so every call on a zkl_options, const or not, may run on any
+/// thread beside any other (each sees the others' whole effect or none); zkl_options_free runs
+/// alone.
 pub struct zkl_options {
     _private: [u8; 0],
 }

@@ -9,6 +9,9 @@ use crate::Participant;
 
 /// A snapshot of a lock's participants (zkl_lock_participants); read it with
 /// zkl_participants_count and zkl_participants_get, free it with zkl_participants_free.
+///
+/// Threads: never changed once made, so its calls run on any thread at once;
+/// zkl_participants_free runs alone.
 pub struct zkl_participants {
     _private: [u8; 0],
 }
