@@ -4,7 +4,7 @@
  * zklock: distributed locks on Apache ZooKeeper (fair mutex, read-write lock, semaphore,
  * multi-lock, simple lock), compatible with Apache Curator's and kazoo's lock nodes.
  *
- * Conventions of every call (one text, docs/c-conventions.md: the banner of zklock.h, the
+ * Conventions of every call (one text, src/ffi/conventions.md: the banner of zklock.h, the
  * documentation of the crate's src/ffi, and docs/c-api.md's rules):
  *
  * - Statuses. Every call that can fail returns a zkl_status; ZKL_OK is 0. On any other status

@@ -2,10 +2,14 @@
 //! header `include/zklock.h`.
 //!
 //! This module only translates between C and the Rust library; it never decides anything a
-//! recipe decides. What follows is `docs/c-conventions.md`, the one text of the C API's
+//! recipe decides. What follows is `src/ffi/conventions.md`, the one text of the C API's
 //! conventions: the header's banner is the same text.
 //!
-#![doc = include_str!("../../docs/c-conventions.md")]
+#![doc = include_str!("conventions.md")]
+//!
+//! Beside the modules, the C wing's header files: `conventions.md` (the text above),
+//! `cbindgen.toml`, and `header.rs`, which makes `include/zklock.h` from them (for `build.rs` and
+//! `tests/ffi_symbols.rs`; not a module of the crate). The C++ layer is `include/zklock.hpp`.
 #![allow(non_camel_case_types)]
 // The header generated from these doc comments is C documentation: each function's safety rules
 // are its "Pointers:" paragraph, in words a C programmer reads, not a Rust "# Safety" heading.

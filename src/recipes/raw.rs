@@ -118,7 +118,7 @@
 //!    (`self._make("naive_lock", _lib.zkl_naive_lock_new, path)`) in
 //!    `bindings/python/src/zklock/`.
 //! 6. **C++.** `Lock naive_lock(const std::string& path) { return make(zkl_naive_lock_new,
-//!    path); }` in `zklock::Client` (`ffi-examples/cpp/zklock.hpp`).
+//!    path); }` in `zklock::Client` (`include/zklock.hpp`).
 //! 7. **A C example.** `ffi-examples/c/naive_lock.c` (as `simple_lock.c`: connect, make,
 //!    acquire, release, free), and its name in `C_EXAMPLES` of `tests/ffi_examples.rs` (built
 //!    with warnings as errors, run against a real server, and once under valgrind).

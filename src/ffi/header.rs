@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The conventions of the C API: one text, the header's banner here and the documentation of
 /// `src/ffi` (`#![doc = include_str!]`).
-pub const CONVENTIONS: &str = "docs/c-conventions.md";
+pub const CONVENTIONS: &str = "src/ffi/conventions.md";
 
 /// The header's opening comments: a do-not-edit line, then `text` as a C comment.
 fn banner(text: &str) -> String {
@@ -33,8 +33,8 @@ pub fn generate(
     let version = format!(
         "#define ZKL_VERSION_MAJOR {major}\n#define ZKL_VERSION_MINOR {minor}\n#define ZKL_VERSION_PATCH {patch}\n#define ZKL_VERSION_STRING \"{full}\""
     );
-    let mut config = cbindgen::Config::from_file(dir.join("cbindgen.toml"))
-        .map_err(|e| format!("read cbindgen.toml: {e}"))?;
+    let mut config = cbindgen::Config::from_file(dir.join("src/ffi/cbindgen.toml"))
+        .map_err(|e| format!("read src/ffi/cbindgen.toml: {e}"))?;
     let conventions = std::fs::read_to_string(dir.join(CONVENTIONS))
         .map_err(|e| format!("read {CONVENTIONS}: {e}"))?;
     config.header = Some(banner(&conventions));
