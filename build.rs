@@ -1,12 +1,11 @@
 //! Gives the shared library its SONAME, and (feature `header`, on in the project's own builds)
-//! regenerates `include/zklock.h` from `src/ffi` with cbindgen (`header.rs`).
+//! regenerates `include/zklock.h` from `src/ffi` with cbindgen (`src/ffi/header.rs`).
 
 use std::env;
 
 fn main() {
     // cbindgen reads the whole crate (its `mod` lines too), not only src/ffi.
     println!("cargo:rerun-if-changed=src");
-    println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
     // The SONAME changes with every ABI break: with the major version, or while it is 0 with the
     // minor one (libzklock.so.0.3), derived from Cargo.toml's version as cargo-c derives it
@@ -29,13 +28,12 @@ fn main() {
 }
 
 #[cfg(feature = "header")]
-#[path = "header.rs"]
+#[path = "src/ffi/header.rs"]
 mod header;
 
 /// Regenerates `include/zklock.h`, writing it only when it changed.
 #[cfg(feature = "header")]
 fn write_header(dir: &std::path::Path) {
-    println!("cargo:rerun-if-changed=header.rs");
     let var = |k: &str| env::var(k).unwrap();
     let version = (
         &*var("CARGO_PKG_VERSION_MAJOR"),

@@ -4,39 +4,56 @@
  * zklock: distributed locks on Apache ZooKeeper (fair mutex, read-write lock, semaphore,
  * multi-lock, simple lock), compatible with Apache Curator's and kazoo's lock nodes.
  *
- * Conventions of every call:
+ * Conventions of every call (one text, src/ffi/conventions.md: the banner of zklock.h, the
+ * documentation of the crate's src/ffi, and docs/c-api.md's rules):
  *
- *  - Statuses. Every call that can fail returns a zkl_status; ZKL_OK is 0. On any other status
- *    zkl_last_error_message() tells why, in words (per thread; never NULL).
- *  - Out-parameters (out_*) are written only on ZKL_OK; on any other status they are left as
- *    they were. There are no partial successes.
- *  - NULL. Every pointer argument may be NULL: the call then returns ZKL_INVALID_ARGUMENT (or
- *    does nothing, for the *_free calls), and never crashes. Text must be NUL-terminated UTF-8.
- *  - Ownership. A zkl_client or zkl_lock made by a *_new or *_connect call is the caller's until
- *    it is given to the matching *_free (once). Strings the library returns are the library's:
- *    never free them. zkl_multi_lock_new takes its locks over on ZKL_OK only.
- *  - Threads. A zkl_client may be used by any number of threads at once. A zkl_lock is ONE
- *    PARTICIPANT: its holds belong to the handle, not to the OS thread that made a call, so any
- *    thread may release what another acquired through it; use it from one thread at a time,
- *    except zkl_lock_cancel, which may be called at any time from any thread (even while another
- *    thread waits in zkl_lock_acquire on the same handle).
- *  - Blocking. No call blocks longer than its timeout plus the session timeout, whatever the
- *    network does. Calls that never block say so.
- *  - Holds are leases. A hold is believed (ZKL_HOLD_HELD) only while the ZooKeeper leader
- *    provably cannot have expired the session: until an instant at which the leader provably
- *    heard of it (renewed by sync requests) plus the session timeout, less a tenth
- *    (docs/hold-model.md). Then it is ZKL_HOLD_UNCERTAIN (stop acting), and ZKL_HOLD_LOST once
- *    the session ended. Attach zkl_lock_fencing_token to the writes the lock protects.
- *  - Host code. The library never runs host code on its I/O threads or under its locks: the
- *    log callback runs only on the library's own zklock-log thread (or the host pulls records
- *    with zkl_log_next on a thread of its own); removing it (zkl_set_log_callback(NULL, ...)
- *    or zkl_log_stop) waits for a call still running.
- *  - Panics. A bug inside the library never crosses this boundary and never aborts the host:
- *    the call returns ZKL_INTERNAL_ERROR, and the handle involved is poisoned (every later call
- *    on it returns ZKL_INTERNAL_ERROR; zkl_lock_free still works).
- *  - Versions. ZKL_VERSION_MAJOR, ZKL_VERSION_MINOR, ZKL_VERSION_PATCH and ZKL_VERSION_STRING
- *    below are this header's; zkl_version() is the loaded library's. While the major version is
- *    0, a new minor version may change the ABI.
+ * - Statuses. Every call that can fail returns a zkl_status; ZKL_OK is 0. On any other status
+ *   zkl_last_error_message() tells why, in words (per thread; never NULL).
+ * - Out-parameters (named out, out_lock, out_ms, ...) are written only on ZKL_OK; on any other
+ *   status they are left as they were. There are no partial successes.
+ * - NULL. Every pointer argument may be NULL: the call then returns ZKL_INVALID_ARGUMENT (or
+ *   returns 0 or does nothing, for the calls without a status, such as the free calls), and never
+ *   crashes.
+ * - Text. Strings passed in are NUL-terminated UTF-8 (anything else is ZKL_INVALID_ARGUMENT, but
+ *   for the opaque bytes of an auth credential). Strings the library returns are the library's
+ *   (or the handle's or snapshot's they came from): never free them.
+ * - Enums from C arrive as uint32_t and are range-checked (an out-of-range value is
+ *   ZKL_INVALID_ARGUMENT), because an out-of-range value in a Rust enum would be undefined
+ *   behaviour.
+ * - Ownership. A handle made by a constructor or a connect call is the caller's until it is given
+ *   to the matching free call, once. A zkl_client is reference counted: every lock made from it
+ *   keeps its session open, and the session closes when the client and all its locks are freed.
+ *   zkl_multi_lock_new takes its locks over on ZKL_OK only.
+ * - Threads. A call that takes a const pointer to an object only reads or signals: it may run on
+ *   any thread at the same time as any other call on that object. A call that takes a non-const
+ *   pointer changes the object: such calls on one object take turns (const calls may still run
+ *   beside them), and a free call runs alone, after every other call on the object returned.
+ *   Each type says in one sentence how it is shared. A zkl_lock is ONE PARTICIPANT: its holds
+ *   belong to the handle, not to the OS thread that made a call, so any thread may release what
+ *   another acquired through it.
+ * - Blocking. No call blocks longer than its timeout plus the session timeout, whatever the
+ *   network does. Calls that never block say so.
+ * - Holds are leases. A hold is believed (ZKL_HOLD_HELD) only while the ZooKeeper leader
+ *   provably cannot have expired the session: until an instant at which the leader provably
+ *   heard of it (renewed by sync requests) plus the session timeout, less a tenth
+ *   (docs/hold-model.md). Then it is ZKL_HOLD_UNCERTAIN (stop acting), and ZKL_HOLD_LOST once
+ *   the session ended. Attach zkl_lock_fencing_token to the writes the lock protects.
+ * - Host code. The library never runs host code on a thread that does ZooKeeper I/O, inside a
+ *   call of another thread, or under a lock of its own: the log callback runs only on the
+ *   library's own zklock-log thread (or the host pulls records with zkl_log_next on a thread of
+ *   its own); removing it (zkl_set_log_callback(NULL, ...) or zkl_log_stop) waits for a call
+ *   still running.
+ * - Panics. A bug inside the library never crosses this boundary and never aborts the host: the
+ *   call returns ZKL_INTERNAL_ERROR, and the handle involved is poisoned (every later call on it
+ *   returns ZKL_INTERNAL_ERROR; its free call still works).
+ * - fork(). Make clients after fork. In a forked child, a client and the locks made before the
+ *   fork are inert: calls return ZKL_CLOSED (the message says fork), nothing is sent on the
+ *   parent's session, and zkl_lock_free and zkl_client_free free the child's memory only,
+ *   releasing nothing of the parent's. A child of a process that had made a client cannot make
+ *   one (ZKL_CLOSED): the library's I/O does not survive fork.
+ * - Versions. ZKL_VERSION_MAJOR, ZKL_VERSION_MINOR, ZKL_VERSION_PATCH and ZKL_VERSION_STRING
+ *   are the header's; zkl_version() is the loaded library's. While the major version is 0, a new
+ *   minor version may change the ABI.
  */
 
 #ifndef ZKLOCK_H
@@ -222,9 +239,11 @@ typedef enum zkl_session_state {
 } zkl_session_state;
 
 /*
- One ZooKeeper session. Thread-safe: any number of threads may use one zkl_client at once.
- Made by zkl_client_connect, freed by zkl_client_free; every lock made from it keeps the
- session open until that lock is freed too.
+ One ZooKeeper session. Made by zkl_client_connect, freed by zkl_client_free; every lock made
+ from it keeps the session open until that lock is freed too.
+
+ Threads: internally synchronised, so every call on a zkl_client, const or not, may run on any
+ thread beside any other; zkl_client_free runs alone.
 
  fork(): make clients after fork. A client belongs to the process that connected it: in a
  forked child, every call on it (and on its locks) is ZKL_CLOSED with a message saying so,
@@ -236,8 +255,12 @@ typedef struct zkl_client zkl_client;
  One participant in one lock recipe; holds nothing when made. Its holds belong to the handle,
  not to the thread that made a call: any thread may release what another acquired through the
  same handle, reentrancy counts per handle, and zkl_lock_is_held, zkl_lock_hold_state and
- zkl_lock_fencing_token answer for the handle. Use from one thread at a time, except
- zkl_lock_cancel and zkl_lock_reset_cancel, which any thread may call at any time.
+ zkl_lock_fencing_token answer for the handle.
+
+ Threads: the const rule of the conventions: every call taking a const zkl_lock (the queries,
+ zkl_lock_cancel, zkl_lock_reset_cancel, the waits, zkl_lock_participants, zkl_lock_stats,
+ zkl_lock_revoke_holders) may run on any thread beside any other; zkl_lock_acquire,
+ zkl_lock_release and zkl_lock_make_revocable take turns; zkl_lock_free runs alone.
  */
 typedef struct zkl_lock zkl_lock;
 
@@ -248,15 +271,18 @@ typedef struct zkl_lock zkl_lock;
  Connecting reads the options and keeps nothing of the object: one zkl_options may serve
  any number of connects, and may be freed once they returned.
 
- Threads: any thread may use a zkl_options, and calls on one from several threads at once are
- safe (each call sees the others' whole effect or none); only zkl_options_free must come after
- every other call on it has returned.
+ Threads: internally synchronised, so every call on a zkl_options, const or not, may run on any
+ thread beside any other (each sees the others' whole effect or none); zkl_options_free runs
+ alone.
  */
 typedef struct zkl_options zkl_options;
 
 /*
  A snapshot of a lock's participants (zkl_lock_participants); read it with
  zkl_participants_count and zkl_participants_get, free it with zkl_participants_free.
+
+ Threads: never changed once made, so its calls run on any thread at once;
+ zkl_participants_free runs alone.
  */
 typedef struct zkl_participants zkl_participants;
 
@@ -281,6 +307,33 @@ typedef struct zkl_session_event {
    */
   uint64_t generation;
 } zkl_session_event;
+
+/*
+ One participant of a lock, as zkl_participants_get writes it.
+ */
+typedef struct zkl_participant {
+  /*
+   The node's name (a child of the lock path; the lock path itself for a simple lock).
+   Owned by the snapshot: valid until zkl_participants_free.
+   */
+  const char *node;
+  /*
+   The holder id stored in the node ("" if none). Owned by the snapshot.
+   */
+  const char *holder_id;
+  /*
+   The sequence number the server gave the node: queue order.
+   */
+  int64_t sequence;
+  /*
+   1 if it holds the lock now (for a semaphore: one of the leases), else 0.
+   */
+  int32_t is_holder;
+  /*
+   1 for a node of the read half of a read-write lock, else 0.
+   */
+  int32_t is_reader;
+} zkl_participant;
 
 /*
  A distribution of durations in zkl_stats: its count, and nearest-rank percentiles over the
@@ -348,33 +401,6 @@ typedef struct zkl_stats {
    */
   struct zkl_percentiles hold;
 } zkl_stats;
-
-/*
- One participant of a lock, as zkl_participants_get writes it.
- */
-typedef struct zkl_participant {
-  /*
-   The node's name (a child of the lock path; the lock path itself for a simple lock).
-   Owned by the snapshot: valid until zkl_participants_free.
-   */
-  const char *node;
-  /*
-   The holder id stored in the node ("" if none). Owned by the snapshot.
-   */
-  const char *holder_id;
-  /*
-   The sequence number the server gave the node: queue order.
-   */
-  int64_t sequence;
-  /*
-   1 if it holds the lock now (for a semaphore: one of the leases), else 0.
-   */
-  int32_t is_holder;
-  /*
-   1 for a node of the read half of a read-write lock, else 0.
-   */
-  int32_t is_reader;
-} zkl_participant;
 
 /*
  Receives one log line: its zkl_log_level, its target (the library's module, e.g.
@@ -910,7 +936,8 @@ enum zkl_status zkl_lock_hold_state(const struct zkl_lock *lock, uint32_t *out_s
  ZKL_HOLD_LOST).
 
  ZKL_NOT_HELD if the handle holds nothing, ZKL_INVALID_ARGUMENT for a NULL argument; then
- *out_ms is left unchanged. Never blocks. Any thread.
+ *out_ms is left unchanged. Never blocks. Any thread, even while another thread uses the
+ handle.
 
  Pointers: lock is NULL or a live zkl_lock; out_ms is NULL or valid for writing.
  */
@@ -980,7 +1007,7 @@ enum zkl_status zkl_lock_wait_revoke_request(const struct zkl_lock *lock, int64_
 
  ZKL_INVALID_ARGUMENT for a NULL argument or a semaphore or multi-lock;
  ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the server could not be told. Blocks at most
- the session timeout. Any thread.
+ the session timeout. Any thread, even while another thread uses the handle.
 
  Pointers: lock is NULL or a live zkl_lock, not freed during the call; out_count is NULL or
  valid for writing.
@@ -988,23 +1015,21 @@ enum zkl_status zkl_lock_wait_revoke_request(const struct zkl_lock *lock, int64_
 enum zkl_status zkl_lock_revoke_holders(const struct zkl_lock *lock, size_t *out_count);
 
 /*
- Writes this handle's statistics to *out: acquires by outcome (acquired, timed out,
- cancelled, failed), holds ended by release or by loss, and the wait and hold times of recent
- ones as percentiles. For alerting without parsing logs (neither Curator nor kazoo keeps them).
- A multi-lock counts its own acquires (its locks, taken over, count theirs no more).
+ Frees a lock handle, releasing first whatever it holds (if the server cannot be told in
+ time, the node is deleted in the background while the session lives). NULL is a no-op;
+ must not be called twice for one handle. Frees the client's session too if the client and
+ all its other locks were freed already. Blocks at most twice the session timeout.
 
- ```c
- zkl_stats st;
- if (zkl_lock_stats(lock, &st) == ZKL_OK && st.wait.p99_us > 500000)
-     alert("waiting over half a second for /locks/orders");
- ```
+ Never call it while another thread is inside a call on the same handle (even
+ zkl_lock_acquire: cancel, wait for that thread to return, then free).
 
- ZKL_INVALID_ARGUMENT for a NULL argument (then *out is left unchanged). Never blocks. Any
- thread, even while another thread uses the handle.
+ In a forked child of the process that made the lock: frees the child's copy of the memory
+ only and returns at once; what the handle holds stays the parent's (nothing is released).
 
- Pointers: lock is NULL or a live zkl_lock; out is NULL or valid for writing.
+ Pointers: lock is NULL or a live zkl_lock that no other thread uses during or after the
+ call.
  */
-enum zkl_status zkl_lock_stats(const struct zkl_lock *lock, struct zkl_stats *out);
+void zkl_lock_free(struct zkl_lock *lock);
 
 /*
  Takes a snapshot of the lock's participants, holders first, then waiters in queue order
@@ -1076,21 +1101,23 @@ enum zkl_status zkl_participants_created_ms(const struct zkl_participants *parti
 void zkl_participants_free(struct zkl_participants *participants);
 
 /*
- Frees a lock handle, releasing first whatever it holds (if the server cannot be told in
- time, the node is deleted in the background while the session lives). NULL is a no-op;
- must not be called twice for one handle. Frees the client's session too if the client and
- all its other locks were freed already. Blocks at most twice the session timeout.
+ Writes this handle's statistics to *out: acquires by outcome (acquired, timed out,
+ cancelled, failed), holds ended by release or by loss, and the wait and hold times of recent
+ ones as percentiles. For alerting without parsing logs (neither Curator nor kazoo keeps them).
+ A multi-lock counts its own acquires (its locks, taken over, count theirs no more).
 
- Never call it while another thread is inside a call on the same handle (even
- zkl_lock_acquire: cancel, wait for that thread to return, then free).
+ ```c
+ zkl_stats st;
+ if (zkl_lock_stats(lock, &st) == ZKL_OK && st.wait.p99_us > 500000)
+     alert("waiting over half a second for /locks/orders");
+ ```
 
- In a forked child of the process that made the lock: frees the child's copy of the memory
- only and returns at once; what the handle holds stays the parent's (nothing is released).
+ ZKL_INVALID_ARGUMENT for a NULL argument (then *out is left unchanged). Never blocks. Any
+ thread, even while another thread uses the handle.
 
- Pointers: lock is NULL or a live zkl_lock that no other thread uses during or after the
- call.
+ Pointers: lock is NULL or a live zkl_lock; out is NULL or valid for writing.
  */
-void zkl_lock_free(struct zkl_lock *lock);
+enum zkl_status zkl_lock_stats(const struct zkl_lock *lock, struct zkl_stats *out);
 
 /*
  Sends the library's log lines of max_level and more severe (a zkl_log_level, 1 = errors only
@@ -1283,6 +1310,43 @@ enum zkl_status zkl_options_set_acl(struct zkl_options *o, uint32_t acl);
 enum zkl_status zkl_options_add_auth(struct zkl_options *o, const char *scheme, const char *auth);
 
 /*
+ Connects to ZooKeeper with the options of o and opens a session.
+
+ hosts: "host:port", more of them separated by commas, then optionally a /chroot path (port
+ 2181 if omitted); a host may be written "tcp://host:port" (plaintext even with TLS on) or
+ "tcp+tls://host:port" (TLS, with the system's CAs unless o sets TLS). o is only read: it may
+ be freed, changed or used for other connects once this call returns. On ZKL_OK, *out owns a
+ new client: free it with zkl_client_free; on any other status *out is left unchanged.
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, an option out of range, or a
+ TLS file that cannot be read or is not PEM (the message names it); ZKL_AUTH_FAILED when the
+ servers refuse the credentials (a wrong SASL password: the message names the user) or the
+ client's certificate (none given to a server that needs one, or one it does not trust), or the
+ client does not trust the servers' certificate (an unknown CA, another name): the message says
+ what to fix, and retrying does not help; ZKL_CONNECTION_LOSS if no server answered within the
+ connect timeout (the message says why: refused, unresolvable host, no answer, a TLS port
+ reached in plaintext); ZKL_CLOSED in a forked child of a process that had made a client.
+ Blocks at most the connect timeout. Any thread.
+
+ ```c
+ zkl_options *o;
+ zkl_client *c;
+ zkl_options_new(&o);
+ zkl_options_set_sasl_digest_md5(o, "bob", password);
+ zkl_status s = zkl_client_connect_with_options("zk1:2181,zk2:2181/app", o, &c);
+ zkl_options_free(o);
+ if (s == ZKL_AUTH_FAILED)        // the message names the user
+     fprintf(stderr, "%s\n", zkl_last_error_message());
+ ```
+
+ Pointers: hosts is NULL or a NUL-terminated string; o is NULL or a live zkl_options, not
+ freed during the call; out is NULL or valid for writing.
+ */
+enum zkl_status zkl_client_connect_with_options(const char *hosts,
+                                                const struct zkl_options *o,
+                                                struct zkl_client **out);
+
+/*
  Turns TLS on for every server of the host list (ZooKeeper's secureClientPort), trusting the
  system's certificate authorities unless a CA is set (zkl_options_set_tls_ca_file or
  zkl_options_set_tls_ca_pem), with no client certificate unless one is set. A host written
@@ -1395,43 +1459,6 @@ enum zkl_status zkl_options_tls_danger_accept_any_server_name(struct zkl_options
 enum zkl_status zkl_options_set_sasl_digest_md5(struct zkl_options *o,
                                                 const char *user,
                                                 const char *password);
-
-/*
- Connects to ZooKeeper with the options of o and opens a session.
-
- hosts: "host:port", more of them separated by commas, then optionally a /chroot path (port
- 2181 if omitted); a host may be written "tcp://host:port" (plaintext even with TLS on) or
- "tcp+tls://host:port" (TLS, with the system's CAs unless o sets TLS). o is only read: it may
- be freed, changed or used for other connects once this call returns. On ZKL_OK, *out owns a
- new client: free it with zkl_client_free; on any other status *out is left unchanged.
-
- Returns ZKL_INVALID_ARGUMENT for a NULL or malformed argument, an option out of range, or a
- TLS file that cannot be read or is not PEM (the message names it); ZKL_AUTH_FAILED when the
- servers refuse the credentials (a wrong SASL password: the message names the user) or the
- client's certificate (none given to a server that needs one, or one it does not trust), or the
- client does not trust the servers' certificate (an unknown CA, another name): the message says
- what to fix, and retrying does not help; ZKL_CONNECTION_LOSS if no server answered within the
- connect timeout (the message says why: refused, unresolvable host, no answer, a TLS port
- reached in plaintext); ZKL_CLOSED in a forked child of a process that had made a client.
- Blocks at most the connect timeout. Any thread.
-
- ```c
- zkl_options *o;
- zkl_client *c;
- zkl_options_new(&o);
- zkl_options_set_sasl_digest_md5(o, "bob", password);
- zkl_status s = zkl_client_connect_with_options("zk1:2181,zk2:2181/app", o, &c);
- zkl_options_free(o);
- if (s == ZKL_AUTH_FAILED)        // the message names the user
-     fprintf(stderr, "%s\n", zkl_last_error_message());
- ```
-
- Pointers: hosts is NULL or a NUL-terminated string; o is NULL or a live zkl_options, not
- freed during the call; out is NULL or valid for writing.
- */
-enum zkl_status zkl_client_connect_with_options(const char *hosts,
-                                                const struct zkl_options *o,
-                                                struct zkl_client **out);
 
 /*
  The name of a zkl_status value, e.g. "ZKL_TIMEOUT"; "ZKL_UNKNOWN_STATUS" for any other

@@ -66,7 +66,7 @@ install -m 755 "$release/libzklock.so" "$dest$libdir/libzklock.so.$version"
 ln -sfn "libzklock.so.$version" "$dest$libdir/$soname"
 ln -sfn "$soname" "$dest$libdir/libzklock.so"
 install -m 644 "$release/libzklock.a" "$dest$libdir/libzklock.a"
-install -m 644 include/zklock.h ffi-examples/cpp/zklock.hpp "$dest$includedir/"
+install -m 644 include/zklock.h include/zklock.hpp "$dest$includedir/"
 install -m 755 "$release/zklock" "$dest$bindir/zklock"
 install -m 644 man/*.1 "$dest$mandir/man1/"
 cat >"$dest$libdir/pkgconfig/zklock.pc" <<EOF

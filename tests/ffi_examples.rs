@@ -99,8 +99,6 @@ fn compile(compiler: &str, flags: &[&str], source: &str, out_name: &str) -> Path
         .args(flags)
         .arg("-I")
         .arg(repo.join("include"))
-        .arg("-I")
-        .arg(repo.join("ffi-examples/cpp"))
         .arg(repo.join(source))
         .arg("-o")
         .arg(&exe)
@@ -214,8 +212,6 @@ fn zklock_hpp_refuses_cpp14_with_its_own_message() {
     let out = Command::new("c++")
         .args(["-std=c++14", "-fsyntax-only", "-I"])
         .arg(repo.join("include"))
-        .arg("-I")
-        .arg(repo.join("ffi-examples/cpp"))
         .arg(&src)
         .output()
         .unwrap();

@@ -289,7 +289,7 @@ fn the_design_contract_is_within_the_repository_contract() {
     assert!(in_design.is_subset(&repo));
 }
 
-#[path = "../header.rs"]
+#[path = "../src/ffi/header.rs"]
 mod header;
 
 /// The committed header is what cbindgen makes of `src/ffi` now (as rustls-ffi and hyper check

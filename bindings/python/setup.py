@@ -27,8 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.normpath(os.path.join(HERE, "..", ".."))
 STAGED = os.path.join(HERE, "rust")
 # What the library needs to build (never the command, the examples or the tests).
-CRATE_FILES = ["Cargo.toml", "Cargo.lock", "build.rs", "header.rs", "cbindgen.toml", "README.md",
-               "LICENSE-MIT", "LICENSE-APACHE"]
+CRATE_FILES = ["Cargo.toml", "Cargo.lock", "build.rs", "README.md", "LICENSE-MIT", "LICENSE-APACHE"]
 CRATE_DIRS = ["src", "include"]
 
 

@@ -15,9 +15,11 @@ use super::boundary::{
 use super::status::{zkl_acl, zkl_protocol, zkl_session_state, zkl_status};
 use crate::{Acl, Client, Options, SessionEvent};
 
-/// One ZooKeeper session. Thread-safe: any number of threads may use one zkl_client at once.
-/// Made by zkl_client_connect, freed by zkl_client_free; every lock made from it keeps the
-/// session open until that lock is freed too.
+/// One ZooKeeper session. Made by zkl_client_connect, freed by zkl_client_free; every lock made
+/// from it keeps the session open until that lock is freed too.
+///
+/// Threads: internally synchronised, so every call on a zkl_client, const or not, may run on any
+/// thread beside any other; zkl_client_free runs alone.
 ///
 /// fork(): make clients after fork. A client belongs to the process that connected it: in a
 /// forked child, every call on it (and on its locks) is ZKL_CLOSED with a message saying so,

@@ -3,28 +3,27 @@
 //! Each entry point checks its arguments and hands the call to the recipe; every decision
 //! (queueing, waiting, reentrancy, cleanup) is the recipe's.
 
-use std::ffi::{c_char, c_int, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::boundary::{
-    box_into_ptr, box_take, try_clone_arc, try_ref, try_str, with_poison, BoxCastable, Castable,
-    Failure, Out,
+    box_take, try_ref, try_str, with_poison, BoxCastable, Castable, Failure, Out,
 };
-use super::client::{zkl_client, ClientHandle};
+use super::client::ClientHandle;
 use super::status::{zkl_hold_state, zkl_status};
-use crate::recipes::same_path_conflict;
-use crate::{
-    Client, Deadline, HoldState, Lockable, MultiLock, Mutex, Participant, ReadWriteLock, Result,
-    Semaphore, SemaphoreMutex, SimpleLock,
-};
+use crate::{Deadline, HoldState, Lockable, MultiLock};
 
 /// One participant in one lock recipe; holds nothing when made. Its holds belong to the handle,
 /// not to the thread that made a call: any thread may release what another acquired through the
 /// same handle, reentrancy counts per handle, and zkl_lock_is_held, zkl_lock_hold_state and
-/// zkl_lock_fencing_token answer for the handle. Use from one thread at a time, except
-/// zkl_lock_cancel and zkl_lock_reset_cancel, which any thread may call at any time.
+/// zkl_lock_fencing_token answer for the handle.
+///
+/// Threads: the const rule of the conventions: every call taking a const zkl_lock (the queries,
+/// zkl_lock_cancel, zkl_lock_reset_cancel, the waits, zkl_lock_participants, zkl_lock_stats,
+/// zkl_lock_revoke_holders) may run on any thread beside any other; zkl_lock_acquire,
+/// zkl_lock_release and zkl_lock_make_revocable take turns; zkl_lock_free runs alone.
 pub struct zkl_lock {
     _private: [u8; 0],
 }
@@ -32,9 +31,9 @@ pub struct zkl_lock {
 /// What a zkl_lock points to. Fields drop in order: the lock first (releasing what it holds
 /// while its session is still open), then the clients it keeps alive.
 pub(crate) struct LockHandle {
-    lock: Body,
-    poisoned: AtomicBool,
-    _clients: Vec<Arc<ClientHandle>>,
+    pub(super) lock: Body,
+    pub(super) poisoned: AtomicBool,
+    pub(super) _clients: Vec<Arc<ClientHandle>>,
 }
 
 impl Castable for zkl_lock {
@@ -43,13 +42,13 @@ impl Castable for zkl_lock {
 impl BoxCastable for zkl_lock {}
 
 /// One lock, or a multi-lock (which cannot be a component of another).
-enum Body {
+pub(super) enum Body {
     One(Box<dyn Lockable>),
     Multi(Box<MultiLock<'static>>),
 }
 
 impl Body {
-    fn lockable(&self) -> &dyn Lockable {
+    pub(super) fn lockable(&self) -> &dyn Lockable {
         match self {
             Body::One(l) => &**l,
             Body::Multi(m) => m,
@@ -58,7 +57,7 @@ impl Body {
 }
 
 impl LockHandle {
-    fn new(lock: Body, clients: Vec<Arc<ClientHandle>>) -> Box<LockHandle> {
+    pub(super) fn new(lock: Body, clients: Vec<Arc<ClientHandle>>) -> Box<LockHandle> {
         Box::new(LockHandle {
             lock,
             poisoned: AtomicBool::new(false),
@@ -66,7 +65,7 @@ impl LockHandle {
         })
     }
 
-    fn run<T>(
+    pub(super) fn run<T>(
         &self,
         f: impl FnOnce(&dyn Lockable) -> std::result::Result<T, Failure>,
     ) -> std::result::Result<T, Failure> {
@@ -83,289 +82,6 @@ impl LockHandle {
             Body::One(_) => Err(Failure::invalid("the lock is not a multi-lock")),
         }
     }
-}
-
-/// The common part of the constructors: check every argument, make the lock, hand it out.
-///
-/// Pointers: client, path, out_lock: as the constructors' contracts say.
-unsafe fn new_lock<L: Lockable + 'static>(
-    client: *mut zkl_client,
-    path: *const c_char,
-    out_lock: *mut *mut zkl_lock,
-    make: impl FnOnce(&Client, &str) -> Result<L>,
-) -> std::result::Result<(), Failure> {
-    // SAFETY: the caller's contract for `client`.
-    let client = unsafe { try_clone_arc(client.cast_const(), "client") }?;
-    // SAFETY: the caller's contract for `path`.
-    let path = unsafe { try_str(path, "path") }?;
-    // SAFETY: the caller's contract for `out_lock`.
-    let out = unsafe { Out::new(out_lock, "out_lock") }?;
-    let lock = client.run(|c| Ok(make(c, path)?))?;
-    out.write(box_into_ptr::<zkl_lock>(LockHandle::new(
-        Body::One(Box::new(lock)),
-        vec![client],
-    )));
-    Ok(())
-}
-
-/// Makes a fair (FIFO), herd-free, exclusive lock at path, compatible with Curator's
-/// InterProcessMutex (or kazoo's Lock, per the client's protocol). Reentrant per handle: n
-/// acquires need n releases, from any threads (the handle is the participant).
-///
-/// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
-/// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
-/// a malformed path. Never blocks. Any thread.
-///
-/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated;
-/// out_lock is NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_mutex_new(
-    client: *mut zkl_client,
-    path: *const c_char,
-    out_lock: *mut *mut zkl_lock,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, Mutex::per_handle) }
-    })
-}
-
-/// Makes a fair exclusive lock at path that is not reentrant and that any thread may release
-/// (Curator's InterProcessSemaphoreMutex semantics; an addition to the contract). Acquiring it
-/// again through a handle that holds it is ZKL_WOULD_DEADLOCK (ZKL_INVALID_ARGUMENT before 0.3).
-///
-/// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
-/// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
-/// a malformed path. Never blocks. Any thread.
-///
-/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
-/// NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_semaphore_mutex_new(
-    client: *mut zkl_client,
-    path: *const c_char,
-    out_lock: *mut *mut zkl_lock,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, SemaphoreMutex::new) }
-    })
-}
-
-/// Makes a simple lock: one ephemeral node at path itself. Not fair (every waiter wakes on each
-/// release), cheapest when contention is rare; not reentrant.
-///
-/// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
-/// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
-/// a malformed path. Never blocks. Any thread.
-///
-/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
-/// NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_simple_lock_new(
-    client: *mut zkl_client,
-    path: *const c_char,
-    out_lock: *mut *mut zkl_lock,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, SimpleLock::new) }
-    })
-}
-
-/// Makes the shared (read) half of the read-write lock at path, compatible with Curator's
-/// InterProcessReadWriteLock (or kazoo's ReadLock, per the client's protocol): any number of
-/// readers hold it together while no writer does. FIFO, so a waiting writer is not starved by
-/// later readers. Reentrant per handle; any thread may release. A zkl_write_lock_new handle is
-/// a separate participant: to downgrade within one participant make both halves with
-/// zkl_rwlock_new.
-///
-/// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
-/// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
-/// a malformed path. Never blocks. Any thread.
-///
-/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
-/// NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_read_lock_new(
-    client: *mut zkl_client,
-    path: *const c_char,
-    out_lock: *mut *mut zkl_lock,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, |c, p| Ok(ReadWriteLock::per_handle(c, p)?.read_lock())) }
-    })
-}
-
-/// Makes the exclusive (write) half of the read-write lock at path, compatible with Curator's
-/// InterProcessReadWriteLock (or kazoo's WriteLock, per the client's protocol): held alone,
-/// with no reader. FIFO. Reentrant per handle; any thread may release.
-///
-/// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
-/// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
-/// a malformed path. Never blocks. Any thread.
-///
-/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
-/// NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_write_lock_new(
-    client: *mut zkl_client,
-    path: *const c_char,
-    out_lock: *mut *mut zkl_lock,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, |c, p| Ok(ReadWriteLock::per_handle(c, p)?.write_lock())) }
-    })
-}
-
-/// Makes both halves of one read-write lock at path (an addition to the contract): unlike
-/// separate zkl_read_lock_new and zkl_write_lock_new handles, these two are one participant, so
-/// while the write half is held the read half may be taken too (write -> read downgrade, as
-/// Curator allows; the read hold keeps the write hold's fencing token); taking the write half
-/// while holding only the read half fails at once with ZKL_WOULD_DEADLOCK (an upgrade would
-/// deadlock; ZKL_INVALID_ARGUMENT before 0.3). Reentrant per handle; any thread may release.
-///
-/// On ZKL_OK, *out_read and *out_write each own a new handle that holds nothing yet: free each
-/// with zkl_lock_free; on any other status both are left unchanged. ZKL_INVALID_ARGUMENT for a
-/// NULL argument or a malformed path. Never blocks. Any thread.
-///
-/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated;
-/// out_read and out_write are NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_rwlock_new(
-    client: *mut zkl_client,
-    path: *const c_char,
-    out_read: *mut *mut zkl_lock,
-    out_write: *mut *mut zkl_lock,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: the caller's contract for `client`.
-        let client = unsafe { try_clone_arc(client.cast_const(), "client") }?;
-        // SAFETY: the caller's contract for `path`.
-        let path = unsafe { try_str(path, "path") }?;
-        // SAFETY: the caller's contract for `out_read`.
-        let out_r = unsafe { Out::new(out_read, "out_read") }?;
-        // SAFETY: the caller's contract for `out_write`.
-        let out_w = unsafe { Out::new(out_write, "out_write") }?;
-        let rw = client.run(|c| Ok(ReadWriteLock::per_handle(c, path)?))?;
-        let handle = |lock: Box<dyn Lockable>| {
-            box_into_ptr::<zkl_lock>(LockHandle::new(Body::One(lock), vec![client.clone()]))
-        };
-        out_r.write(handle(Box::new(rw.read_lock())));
-        out_w.write(handle(Box::new(rw.write_lock())));
-        Ok(())
-    })
-}
-
-/// Makes a counting semaphore at path with at most max_leases holders at once (Curator's
-/// InterProcessSemaphoreV2 or kazoo's Semaphore layout, per the client's protocol). Each
-/// zkl_lock_acquire takes one lease and each zkl_lock_release returns the most recent one; a
-/// handle may hold several; any thread may release. An acquire through a handle whose own leases
-/// already fill max_leases could only wait for itself: ZKL_WOULD_DEADLOCK at once (other
-/// handles wait as usual). An acquire with timeout 0 never waits for a
-/// lease, but may wait up to half a second for the short-held mutex that guards the count.
-///
-/// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free
-/// (which returns its leases); on any other status *out_lock is left unchanged.
-/// ZKL_INVALID_ARGUMENT for a NULL argument, a malformed path or max_leases 0. Never blocks.
-/// Any thread.
-///
-/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
-/// NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_semaphore_new(
-    client: *mut zkl_client,
-    path: *const c_char,
-    max_leases: u32,
-    out_lock: *mut *mut zkl_lock,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: our caller's contract is new_lock's.
-        unsafe { new_lock(client, path, out_lock, |c, p| Semaphore::new(c, p, max_leases)) }
-    })
-}
-
-/// Makes an all-or-nothing lock over count locks of any kinds (not multi-locks): an acquire
-/// takes every one (in a canonical order, so two multi-locks over the same locks cannot
-/// deadlock) or, on failure, releases those it took and leaves nothing held; one timeout
-/// covers the whole acquire. zkl_lock_is_held is 1 while every component is held. Each
-/// component's own fencing token: zkl_multi_lock_token_at (by its index in locks) or
-/// zkl_multi_lock_token_of (by path); fence a resource that one component guards with that
-/// component's token. zkl_lock_fencing_token of the multi-lock is the largest of them: it
-/// increases from one holder of this same set of exclusive locks to the next, but is no
-/// component's token (on one component, a holder of that lock alone may get a smaller one).
-/// A failed component release does not keep the others (or itself) held: see
-/// zkl_lock_release.
-///
-/// Takes ownership of locks[0..count) on ZKL_OK only: they must not be used or freed any more
-/// (zkl_lock_free of the multi-lock frees them); on any other status they stay the caller's
-/// and *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL array, out_lock or element,
-/// count 0, the same handle twice, a multi-lock as an element, or two locks on one path (the
-/// second would wait for the first, held by the multi-lock itself; only the read and write
-/// halves of one zkl_rwlock_new may share a path). Never blocks. Any thread.
-///
-/// Pointers: locks is NULL or points to count readable handle pointers, each NULL or a live
-/// zkl_lock that no other thread uses; out_lock is NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_multi_lock_new(
-    locks: *const *mut zkl_lock,
-    count: usize,
-    out_lock: *mut *mut zkl_lock,
-) -> zkl_status {
-    ffi_boundary!(status {
-        if locks.is_null() {
-            return Err(Failure::null("locks"));
-        }
-        // SAFETY: the caller's contract for `out_lock`.
-        let out = unsafe { Out::new(out_lock, "out_lock") }?;
-        if count == 0 {
-            return Err(Failure::invalid("`count` is 0: a multi-lock needs at least one lock"));
-        }
-        // SAFETY: locks is not NULL and points to `count` readable pointers (caller's contract).
-        let ptrs = unsafe { std::slice::from_raw_parts(locks, count) };
-        // Check everything before taking anything: ownership moves on ZKL_OK only.
-        for (i, &p) in ptrs.iter().enumerate() {
-            // SAFETY: each element is NULL or a live zkl_lock (caller's contract).
-            let h = unsafe { try_ref(p.cast_const(), &format!("locks[{i}]")) }?;
-            if ptrs[..i].contains(&p) {
-                return Err(Failure::invalid(format!("locks[{i}] is the same handle as an earlier element")));
-            }
-            if matches!(h.lock, Body::Multi(_)) {
-                return Err(Failure::invalid(format!("locks[{i}] is a multi-lock: give its locks instead")));
-            }
-            if h.poisoned.load(Ordering::Acquire) {
-                return Err(Failure::new(
-                    zkl_status::ZKL_INTERNAL_ERROR,
-                    format!("locks[{i}] is unusable after an earlier internal error"),
-                ));
-            }
-        }
-        // Two locks on one path would wait for each other: refused before anything is taken.
-        let views: Vec<&dyn Lockable> = ptrs
-            .iter()
-            // SAFETY: checked above: each is a live zkl_lock.
-            .filter_map(|&p| unsafe { try_ref(p.cast_const(), "locks") }.ok())
-            .map(|h| h.lock.lockable())
-            .collect();
-        if let Some(f) = same_path_conflict(&views) {
-            return Err(Failure::from(f.error.unwrap_or(crate::Error::NotHeld)));
-        }
-        let mut parts: Vec<Box<dyn Lockable>> = Vec::with_capacity(count);
-        let mut clients = Vec::new();
-        for &p in ptrs {
-            // SAFETY: checked above: live, distinct handles the caller gives up now.
-            let Some(handle) = (unsafe { box_take(p) }) else { unreachable!("checked non-NULL") };
-            let LockHandle { lock, _clients: mut cs, .. } = *handle;
-            let Body::One(lock) = lock else { unreachable!("checked: not a multi-lock") };
-            parts.push(lock);
-            clients.append(&mut cs);
-        }
-        let multi = MultiLock::from_boxed(parts);
-        out.write(box_into_ptr::<zkl_lock>(LockHandle::new(Body::Multi(Box::new(multi)), clients)));
-        Ok(())
-    })
 }
 
 /// Acquires the lock. timeout_ms < 0 waits forever; 0 tries once without waiting; > 0 waits
@@ -601,7 +317,8 @@ pub unsafe extern "C" fn zkl_lock_hold_state(
 /// ZKL_HOLD_LOST).
 ///
 /// ZKL_NOT_HELD if the handle holds nothing, ZKL_INVALID_ARGUMENT for a NULL argument; then
-/// *out_ms is left unchanged. Never blocks. Any thread.
+/// *out_ms is left unchanged. Never blocks. Any thread, even while another thread uses the
+/// handle.
 ///
 /// Pointers: lock is NULL or a live zkl_lock; out_ms is NULL or valid for writing.
 #[no_mangle]
@@ -728,7 +445,7 @@ pub unsafe extern "C" fn zkl_lock_wait_revoke_request(
 ///
 /// ZKL_INVALID_ARGUMENT for a NULL argument or a semaphore or multi-lock;
 /// ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the server could not be told. Blocks at most
-/// the session timeout. Any thread.
+/// the session timeout. Any thread, even while another thread uses the handle.
 ///
 /// Pointers: lock is NULL or a live zkl_lock, not freed during the call; out_count is NULL or
 /// valid for writing.
@@ -745,261 +462,6 @@ pub unsafe extern "C" fn zkl_lock_revoke_holders(
         let asked = handle.run(|r| Ok(r.revoke_holders()?))?;
         out.write(asked.len());
         Ok(())
-    })
-}
-
-/// A distribution of durations in zkl_stats: its count, and nearest-rank percentiles over the
-/// most recent 1024 samples (max over all), in microseconds.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct zkl_percentiles {
-    /// How many samples there were in all.
-    pub count: u64,
-    /// The median.
-    pub p50_us: i64,
-    /// The 90th percentile.
-    pub p90_us: i64,
-    /// The 99th percentile.
-    pub p99_us: i64,
-    /// The longest of all.
-    pub max_us: i64,
-}
-
-impl From<crate::Percentiles> for zkl_percentiles {
-    fn from(p: crate::Percentiles) -> zkl_percentiles {
-        let us = |d: Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
-        zkl_percentiles {
-            count: p.count,
-            p50_us: us(p.p50),
-            p90_us: us(p.p90),
-            p99_us: us(p.p99),
-            max_us: us(p.max),
-        }
-    }
-}
-
-/// One lock handle's statistics (zkl_lock_stats). Counts run from the handle's creation; an
-/// acquire counts once, by its outcome (a reentrant one is an acquisition that waited 0); a hold
-/// ends once, released or lost.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct zkl_stats {
-    /// Acquires that took the lock.
-    pub acquisitions: u64,
-    /// Acquires that did not get it before their timeout (a busy timeout 0 included).
-    pub timeouts: u64,
-    /// Acquires ended by zkl_lock_cancel.
-    pub cancels: u64,
-    /// Acquires that failed otherwise (session or connection trouble, refused).
-    pub failures: u64,
-    /// Holds ended by their release.
-    pub releases: u64,
-    /// Holds lost before their release (seen when released: ZKL_LOCK_LOST and the like).
-    pub losses: u64,
-    /// From the acquire call to held, over the acquisitions.
-    pub wait: zkl_percentiles,
-    /// From held to released or lost, over the holds that ended.
-    pub hold: zkl_percentiles,
-}
-
-/// Writes this handle's statistics to *out: acquires by outcome (acquired, timed out,
-/// cancelled, failed), holds ended by release or by loss, and the wait and hold times of recent
-/// ones as percentiles. For alerting without parsing logs (neither Curator nor kazoo keeps them).
-/// A multi-lock counts its own acquires (its locks, taken over, count theirs no more).
-///
-/// ```c
-/// zkl_stats st;
-/// if (zkl_lock_stats(lock, &st) == ZKL_OK && st.wait.p99_us > 500000)
-///     alert("waiting over half a second for /locks/orders");
-/// ```
-///
-/// ZKL_INVALID_ARGUMENT for a NULL argument (then *out is left unchanged). Never blocks. Any
-/// thread, even while another thread uses the handle.
-///
-/// Pointers: lock is NULL or a live zkl_lock; out is NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_lock_stats(lock: *const zkl_lock, out: *mut zkl_stats) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: the caller's contract for `lock`; the statistics are internally synchronised.
-        let handle = unsafe { try_ref(lock, "lock") }?;
-        // SAFETY: the caller's contract for `out`.
-        let out = unsafe { Out::new(out, "out") }?;
-        let s = handle.run(|r| Ok(r.stats()))?;
-        out.write(zkl_stats {
-            acquisitions: s.acquisitions,
-            timeouts: s.timeouts,
-            cancels: s.cancels,
-            failures: s.failures,
-            releases: s.releases,
-            losses: s.losses,
-            wait: s.wait.into(),
-            hold: s.hold.into(),
-        });
-        Ok(())
-    })
-}
-
-/// A snapshot of a lock's participants (zkl_lock_participants); read it with
-/// zkl_participants_count and zkl_participants_get, free it with zkl_participants_free.
-pub struct zkl_participants {
-    _private: [u8; 0],
-}
-
-/// What a zkl_participants points to: the participants, and their text as C strings.
-pub(crate) struct ParticipantsHandle {
-    items: Vec<(Participant, CString, CString)>,
-}
-
-impl Castable for zkl_participants {
-    type Rust = ParticipantsHandle;
-}
-impl BoxCastable for zkl_participants {}
-
-/// One participant of a lock, as zkl_participants_get writes it.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct zkl_participant {
-    /// The node's name (a child of the lock path; the lock path itself for a simple lock).
-    /// Owned by the snapshot: valid until zkl_participants_free.
-    pub node: *const c_char,
-    /// The holder id stored in the node ("" if none). Owned by the snapshot.
-    pub holder_id: *const c_char,
-    /// The sequence number the server gave the node: queue order.
-    pub sequence: i64,
-    /// 1 if it holds the lock now (for a semaphore: one of the leases), else 0.
-    pub is_holder: i32,
-    /// 1 for a node of the read half of a read-write lock, else 0.
-    pub is_reader: i32,
-}
-
-/// Takes a snapshot of the lock's participants, holders first, then waiters in queue order
-/// (for a semaphore: the lease holders; lease_holders in Curator's words), and writes it to
-/// *out: read it with zkl_participants_count / zkl_participants_get, free it with
-/// zkl_participants_free.
-///
-/// On ZKL_OK *out owns the snapshot; on any other status it is left unchanged.
-/// ZKL_INVALID_ARGUMENT for a NULL argument; ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when
-/// the server could not be read. Blocks at most the session timeout. Any thread, even while
-/// another thread uses the handle.
-///
-/// ```c
-/// zkl_participants *ps;
-/// if (zkl_lock_participants(lock, &ps) == ZKL_OK) {
-///     zkl_participant p;
-///     for (size_t i = 0; zkl_participants_get(ps, i, &p) == ZKL_OK; i++)
-///         printf("%s %s\n", p.is_holder ? "holder" : "waiter", p.holder_id);
-///     zkl_participants_free(ps);
-/// }
-/// ```
-///
-/// Pointers: lock is NULL or a live zkl_lock, not freed during the call; out is NULL or valid
-/// for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_lock_participants(
-    lock: *const zkl_lock,
-    out: *mut *mut zkl_participants,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: the caller's contract for `lock`; listing reads only the server and the
-        // recipe's internally synchronised state.
-        let handle = unsafe { try_ref(lock, "lock") }?;
-        // SAFETY: the caller's contract for `out`.
-        let out = unsafe { Out::new(out, "out") }?;
-        let participants = handle.run(|r| Ok(r.participants()?))?;
-        // Text from the server may hold a NUL, which C text cannot: it is dropped.
-        let c_text = |s: &str| CString::new(s.replace('\0', "")).unwrap_or_default();
-        let items = participants
-            .into_iter()
-            .map(|p| {
-                let (node, holder) = (c_text(&p.node), c_text(&p.holder_id));
-                (p, node, holder)
-            })
-            .collect();
-        out.write(box_into_ptr::<zkl_participants>(Box::new(ParticipantsHandle { items })));
-        Ok(())
-    })
-}
-
-/// How many participants the snapshot holds (0 for NULL). Never blocks. Any thread.
-///
-/// Pointers: participants is NULL or a live zkl_participants.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_participants_count(participants: *const zkl_participants) -> usize {
-    ffi_boundary!(value {
-        // SAFETY: the caller's contract for `participants`.
-        unsafe { try_ref(participants, "participants") }.map_or(0, |h| h.items.len())
-    })
-}
-
-/// Writes participant number index (from 0, holders first) of the snapshot to *out. Its strings
-/// are owned by the snapshot: valid until zkl_participants_free.
-///
-/// ZKL_INVALID_ARGUMENT for a NULL argument or an index past the last participant (then *out
-/// is left unchanged). Never blocks. Any thread.
-///
-/// Pointers: participants is NULL or a live zkl_participants; out is NULL or valid for writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_participants_get(
-    participants: *const zkl_participants,
-    index: usize,
-    out: *mut zkl_participant,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: the caller's contract for `participants`.
-        let handle = unsafe { try_ref(participants, "participants") }?;
-        // SAFETY: the caller's contract for `out`.
-        let out = unsafe { Out::new(out, "out") }?;
-        let (p, node, holder) = handle.items.get(index).ok_or_else(|| {
-            Failure::invalid(format!("`index` {index} is past the last of {} participants", handle.items.len()))
-        })?;
-        out.write(zkl_participant {
-            node: node.as_ptr(),
-            holder_id: holder.as_ptr(),
-            sequence: p.sequence,
-            is_holder: i32::from(p.is_holder),
-            is_reader: i32::from(p.is_reader),
-        });
-        Ok(())
-    })
-}
-
-/// Writes to *out_ms when participant number index's node was created, by the server's clock,
-/// in milliseconds since the Unix epoch: how long it has been queued or holding.
-///
-/// ZKL_INVALID_ARGUMENT for a NULL argument or an index past the last participant (then
-/// *out_ms is left unchanged). Never blocks. Any thread.
-///
-/// Pointers: participants is NULL or a live zkl_participants; out_ms is NULL or valid for
-/// writing.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_participants_created_ms(
-    participants: *const zkl_participants,
-    index: usize,
-    out_ms: *mut i64,
-) -> zkl_status {
-    ffi_boundary!(status {
-        // SAFETY: the caller's contract for `participants`.
-        let handle = unsafe { try_ref(participants, "participants") }?;
-        // SAFETY: the caller's contract for `out_ms`.
-        let out = unsafe { Out::new(out_ms, "out_ms") }?;
-        let (p, _, _) = handle.items.get(index).ok_or_else(|| {
-            Failure::invalid(format!("`index` {index} is past the last of {} participants", handle.items.len()))
-        })?;
-        out.write(p.created_ms);
-        Ok(())
-    })
-}
-
-/// Frees a snapshot of participants. NULL is a no-op; must not be called twice for one
-/// snapshot. Never blocks. Any thread.
-///
-/// Pointers: participants is NULL or a live zkl_participants that no other thread uses during
-/// or after the call.
-#[no_mangle]
-pub unsafe extern "C" fn zkl_participants_free(participants: *mut zkl_participants) {
-    ffi_boundary!(value {
-        // SAFETY: the caller's contract: NULL or a live snapshot freed only now.
-        drop(unsafe { box_take(participants) });
     })
 }
 

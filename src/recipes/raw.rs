@@ -3,6 +3,132 @@
 //! the front's ([`Lock`](super::front::Lock)); a recipe makes one attempt and answers who is
 //! queued. The trait is sealed: public in name (the front's bounds name it), reachable by no
 //! user.
+//!
+//! # Adding a recipe
+//!
+//! The Rust half is lock_api's three steps: a raw type, its protocol ([`Recipe`]), and the
+//! front as a type alias over [`Lock`](super::front::Lock). A toy, a lock that never waits
+//! (one ephemeral node at the path; a real recipe waits until its deadline, and settles a
+//! create whose reply was lost: see [`RawSimpleLock`](super::simple_lock::RawSimpleLock), the
+//! whole form of this toy):
+//!
+//! ```ignore
+//! // src/recipes/naive_lock.rs: the protocol only.
+//! use std::sync::Arc;
+//!
+//! use zookeeper_client as zk;
+//!
+//! use super::front::{Guard, Lock};
+//! use super::hold::Hold;
+//! use super::holds::{Owner, Policy};
+//! use super::raw::{read_node, Participant, Recipe};
+//! use crate::deadline::Deadline;
+//! use crate::error::Result;
+//! use crate::session::Client;
+//! use crate::wait::Signal;
+//!
+//! // 1. The raw type: what the protocol needs, nothing of who holds.
+//! /// The recipe of [`NaiveLock`]: one ephemeral node at the path.
+//! #[derive(Clone)]
+//! pub struct RawNaiveLock {
+//!     client: Client,
+//!     path: String,
+//! }
+//!
+//! // 2. The protocol: one attempt, and who is queued. Reentrancy, cancel, statistics,
+//! //    revocation and the guard are the front's.
+//! impl Recipe for RawNaiveLock {
+//!     type GuardSend = *const ();
+//!     const NAME: &'static str = "NaiveLock";
+//!
+//!     fn path(&self) -> &str {
+//!         &self.path
+//!     }
+//!     fn client(&self) -> &Client {
+//!         &self.client
+//!     }
+//!     /// Creates the node: held, or busy (`None`).
+//!     fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>> {
+//!         let session = self.client.session_for(d, Some(signal))?;
+//!         let opts = self.client.create_options(zk::CreateMode::Ephemeral);
+//!         let data = self.client.holder_id().as_bytes();
+//!         match session.call(session.zk.create(&self.path, data, &opts), d) {
+//!             Ok((stat, _)) => Ok(Some(Hold::new(session.clone(), self.path.clone(), stat.czxid))),
+//!             Err(zk::Error::NodeExists) => Ok(None),
+//!             Err(e) => Err(session.map_err(e)),
+//!         }
+//!     }
+//!     /// The holder, if any.
+//!     fn participants(&self) -> Result<Vec<Participant>> {
+//!         let s = self.client.session()?;
+//!         let read = s.retry(Deadline::Forever, || s.zk.get_data(&self.path));
+//!         let Some((data, created_ms, hidden)) = read_node(&s, &self.path, read, Deadline::Forever)?
+//!         else {
+//!             return Ok(Vec::new());
+//!         };
+//!         Ok(vec![Participant {
+//!             node: crate::path::name(&self.path).to_string(),
+//!             sequence: 0,
+//!             holder_id: String::from_utf8(data).unwrap_or_default(),
+//!             hidden,
+//!             is_holder: true,
+//!             is_reader: false,
+//!             created_ms,
+//!             revocable: false,
+//!         }])
+//!     }
+//! }
+//!
+//! // 3. The front: a type alias, its guard, and a constructor that says who the participant
+//! //    is (`Owner`) and how often it may hold (`Policy`).
+//! /// A lock that never waits: one ephemeral node at the path.
+//! pub type NaiveLock = Lock<RawNaiveLock>;
+//! /// Holds a [`NaiveLock`]; releases on drop.
+//! pub type NaiveLockGuard<'a> = Guard<'a, NaiveLock>;
+//!
+//! impl NaiveLock {
+//!     /// A naive lock at `path`.
+//!     pub fn new(client: &Client, path: &str) -> Result<NaiveLock> {
+//!         crate::path::validate_path(path)?;
+//!         let raw = RawNaiveLock { client: client.clone(), path: path.to_string() };
+//!         Ok(Lock::from_raw(raw, Owner::Handle, Policy::Once, "naive lock"))
+//!     }
+//! }
+//! ```
+//!
+//! Then the other doors, each a few lines copied from the simple lock's (grep for
+//! `simple_lock` / `SimpleLock` / `Simple`):
+//!
+//! 1. **Rust names.** `mod naive_lock;` and `pub use naive_lock::{NaiveLock, NaiveLockGuard,
+//!    RawNaiveLock};` in `src/recipes/mod.rs`, and the same names in `src/lib.rs`'s
+//!    `pub use recipes::{..}`. Doc comment and a `no_run` example on the type alias.
+//! 2. **C constructor.** `zkl_naive_lock_new` in `src/ffi/constructors.rs`: one line,
+//!    `new_lock(client, path, out_lock, NaiveLock::new)`, under a doc comment of the house form
+//!    (what it makes; "On ZKL_OK, *out_lock owns..."; "Never blocks. Any thread."; a
+//!    "Pointers:" paragraph). `src/ffi/mod.rs` re-exports whole modules: no list to update.
+//!    Build once with `--features header` and commit the regenerated `include/zklock.h`.
+//! 3. **The C contract.** Its declaration, with the version mark, in `docs/c-api.md`'s list of
+//!    constructors: `tests/ffi_symbols.rs` checks that the document, the header and the
+//!    library's symbols name the same functions.
+//! 4. **The command.** A `Kind` and its flag in `src/bin/zklock/cli.rs` (and the flag in the
+//!    list of kinds `quiet` is given), the constructor in the `match` that makes the lock in
+//!    `src/bin/zklock/main.rs`; then `zklock --man > man/zklock.1` (`tests/cli.rs` checks it).
+//! 5. **Python.** The signature in `_SIGNATURES` (`"zkl_naive_lock_new": (_status, [_client_p,
+//!    c_char_p, POINTER(_lock_p)])`) and a `Client.naive_lock(path)` method
+//!    (`self._make("naive_lock", _lib.zkl_naive_lock_new, path)`) in
+//!    `bindings/python/src/zklock/`.
+//! 6. **C++.** `Lock naive_lock(const std::string& path) { return make(zkl_naive_lock_new,
+//!    path); }` in `zklock::Client` (`include/zklock.hpp`).
+//! 7. **A C example.** `ffi-examples/c/naive_lock.c` (as `simple_lock.c`: connect, make,
+//!    acquire, release, free), and its name in `C_EXAMPLES` of `tests/ffi_examples.rs` (built
+//!    with warnings as errors, run against a real server, and once under valgrind).
+//! 8. **Tests**, against real servers (`tests/common`: `server()`, `connect()`,
+//!    `unique_path()`; never a mock): `tests/naive_lock.rs` for the protocol (exclusion, a
+//!    failed attempt leaves no node, loss on expiry); the recipe's row in
+//!    `tests/exclusion.rs`'s and `tests/deadline.rs`'s tables; a Python test in
+//!    `bindings/python/tests/test_zklock.py`; a command test in `tests/cli.rs`.
+//! 9. **The words.** README's list of recipes, `CHANGELOG.md`, and `docs/hold-model.md` if the
+//!    participant is not the handle.
 
 use std::sync::Arc;
 

@@ -13,11 +13,10 @@
 //
 // Every failing call throws zklock::Error, which carries the zkl_status and the library's
 // message. Handles are move-only and free themselves; a Guard follows its lock's handle, so
-// moving the Lock object does not strand it. Thread rules are the C API's: a Client may be
-// shared by threads; a Lock is one participant (any thread may release what another acquired
-// through it), used by one thread at a time, except the const calls (is_held, hold_state,
-// cancel, reset_cancel, wait_lost, participants, stats, wait_revoke_request), which any thread
-// may make.
+// moving the Lock object does not strand it. Thread rules are the C API's (the conventions at
+// the top of zklock.h): a const member function calls a const C function and may run on any
+// thread beside any other call on the object; the others take turns. A Client may be shared by
+// threads; a Lock is one participant (any thread may release what another acquired through it).
 #ifndef ZKLOCK_HPP
 #define ZKLOCK_HPP
 
