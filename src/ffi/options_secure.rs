@@ -200,8 +200,8 @@ pub unsafe extern "C" fn zkl_options_tls_danger_accept_any_server_name(
 }
 
 /// Sets SASL DIGEST-MD5 authentication at every (re)connect, for servers with ZooKeeper's
-/// SASLAuthenticationProvider (a JAAS Server section with user_<name>="<password>"): the server
-/// knows the client as sasl:<user>. Unlike "digest" (zkl_options_add_auth) no password crosses
+/// SASLAuthenticationProvider (a JAAS Server section with user_NAME="PASSWORD"): the server
+/// knows the client as sasl:USER. Unlike "digest" (zkl_options_add_auth) no password crosses
 /// the wire. user and password are copied (the password is never printed). A password the
 /// server refuses fails the connect with ZKL_AUTH_FAILED, and a message naming the user.
 ///
