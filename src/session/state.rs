@@ -222,14 +222,6 @@ impl Session {
         }
     }
 
-    /// Blocks on one ZooKeeper reply, bounded as [`Session::call`] bounds it.
-    pub(crate) fn wait<T>(
-        &self,
-        fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
-        d: Deadline,
-    ) -> Result<T> {
-        self.call(fut, d).map_err(|e| self.record_end_and_map(e))
-    }
 
     /// The error of a step that `d`'s passing cut short before a request went out:
     /// [`Error::Timeout`] on a connected session, else a connection loss saying `what`.

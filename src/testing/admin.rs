@@ -91,7 +91,8 @@ impl Admin {
     pub fn create(&self, path: &str, data: &[u8]) -> Result<()> {
         let s = self.client.session()?;
         let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-        s.wait(s.zk.create(path, data, &opts), crate::Deadline::Forever)
+        s.call(s.zk.create(path, data, &opts), crate::Deadline::Forever)
             .map(|_| ())
+            .map_err(|e| s.record_end_and_map(e))
     }
 }
