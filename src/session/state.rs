@@ -222,7 +222,6 @@ impl Session {
         }
     }
 
-
     /// The error of a step that `d`'s passing cut short before a request went out:
     /// [`Error::Timeout`] on a connected session, else a connection loss saying `what`.
     pub(crate) fn deadline_passed(&self, what: impl std::fmt::Display) -> Error {
