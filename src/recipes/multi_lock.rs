@@ -4,8 +4,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::front::{Guard, Guarded, Lockable};
+use super::guard::{Guard, Guarded};
 use super::hold::HoldState;
+use super::lockable::Lockable;
 use super::raw::Participant;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};

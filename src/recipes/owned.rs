@@ -16,9 +16,10 @@ use std::time::Duration;
 use futures::channel::oneshot;
 use parking_lot::Mutex;
 
-use super::front::{Lock, Lockable};
+use super::front::Lock;
 use super::hold::HoldState;
 use super::holds::{as_participant, new_task, Holds};
+use super::lockable::Lockable;
 use super::raw::Recipe;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};

@@ -5,9 +5,11 @@
 
 use std::sync::{Arc, Weak};
 
-use super::front::{Guard, Lock, Lockable};
+use super::front::Lock;
+use super::guard::Guard;
 use super::hold::{Hold, HoldState};
 use super::holds::{Holds, Owner, Policy};
+use super::lockable::Lockable;
 use super::protected;
 use super::queue::{Queue, Reader, Writer};
 use super::raw::{Participant, Recipe};

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use zookeeper_client as zk;
 
-use super::front::{Guard, Lock};
+use super::front::Lock;
+use super::guard::Guard;
 use super::hold::{background_forget_witnessed, Hold};
 use super::holds::{Owner, Policy};
 use super::protected::create_parents_of;

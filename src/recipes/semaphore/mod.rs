@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::front::{Guard, Lock};
+use super::front::Lock;
+use super::guard::Guard;
 use super::hold::Hold;
 use super::holds::{Owner, Policy};
 use super::queue::{Exclusive, Queue};
