@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::guard::Guard;
 use super::hold::HoldState;
-use super::holds::{Begin, Holds, Owner, Policy};
 use super::lockable::Lockable;
+use super::participants::{Begin, Holds, Owner, Policy};
 use super::raw::{Participant, Recipe};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};

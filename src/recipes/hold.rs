@@ -1,7 +1,7 @@
 //! The hold model (`docs/hold-model.md`), decided once for every recipe: a hold is a node one
 //! of the participant's own attempts made, with its fencing token, believed while its session's
 //! lease runs ([`HoldState`]); and every node that stops being wanted goes away through one
-//! path, [`Hold::release`] / [`remove_node`]. Who holds is the `holds` module's.
+//! path, [`Hold::release`] / [`remove_node`]. Who holds is the `participants` module's.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,16 +1,16 @@
 //! The lock recipes. This file is only their face: every public name, once. The front is
 //! `front`'s, the guard `guard`'s, the "any lock" trait `lockable`'s, the raw protocol trait
-//! `raw`'s, who holds `holds`'s, what a hold is and how a node goes away `hold`'s; the queue
-//! engine is `queue`; then one file (or folder) per recipe.
+//! `raw`'s, who holds `participants`'s, what a hold is and how a node goes away `hold`'s; the
+//! queue engine is `queue`; then one file (or folder) per recipe.
 
 mod front;
 mod guard;
 mod hold;
-mod holds;
 mod lockable;
 mod multi_lock;
 mod mutex;
 mod owned;
+mod participants;
 mod protected;
 mod queue;
 mod raw;

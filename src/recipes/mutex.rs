@@ -3,7 +3,7 @@
 
 use super::front::Lock;
 use super::guard::Guard;
-use super::holds::{Owner, Policy};
+use super::participants::{Owner, Policy};
 use super::queue::{Queue, QueueKind, Rules};
 use crate::error::Result;
 use crate::node::Protocol;

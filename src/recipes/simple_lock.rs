@@ -7,7 +7,7 @@ use zookeeper_client as zk;
 use super::front::Lock;
 use super::guard::Guard;
 use super::hold::{background_forget_witnessed, Hold};
-use super::holds::{Owner, Policy};
+use super::participants::{Owner, Policy};
 use super::protected::create_parents_of;
 use super::raw::{read_node, Participant, Recipe};
 use crate::deadline::Deadline;

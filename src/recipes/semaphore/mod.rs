@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::front::Lock;
 use super::guard::Guard;
 use super::hold::Hold;
-use super::holds::{Owner, Policy};
+use super::participants::{Owner, Policy};
 use super::queue::{Exclusive, Queue};
 use super::raw::{Participant, Recipe};
 use crate::deadline::Deadline;
