@@ -13,14 +13,25 @@ use crate::error::{Error, Result};
 /// (the `*_of` methods of [`Lockable`]), and whether the guard may go to another thread.
 /// Sealed: implemented by [`Lock`] and [`MultiLock`](crate::MultiLock) only.
 pub trait Guarded: Lockable {
-    /// `()` if the guard may go to another thread, `*const ()` if not.
+    /// [`GuardSend`] if the guard may go to another thread, [`GuardNoSend`] if not.
     #[doc(hidden)]
-    type GuardSend;
+    type GuardMarker;
 }
 
 impl<R: Recipe> Guarded for Lock<R> {
-    type GuardSend = R::GuardSend;
+    type GuardMarker = R::GuardMarker;
 }
+
+/// Marker of a lock whose guards may go to another thread (its participant is the handle), as
+/// `lock_api::GuardSend`.
+#[doc(hidden)]
+pub struct GuardSend(());
+
+/// Marker of a lock whose guards stay on the thread that took them (its participant may be the
+/// thread), as `lock_api::GuardNoSend`; unlike lock_api's, it is not `Sync` either (the guard
+/// never was).
+#[doc(hidden)]
+pub struct GuardNoSend(PhantomData<*const ()>);
 
 /// One hold of a lock; released on drop. The guard knows *its* hold (by its fencing token): with
 /// several holds on one handle (a semaphore's leases) it answers for, and releases, its own.
@@ -32,7 +43,7 @@ impl<R: Recipe> Guarded for Lock<R> {
 pub struct Guard<'a, L: Guarded + ?Sized> {
     lock: &'a L,
     token: i64,
-    _send: PhantomData<L::GuardSend>,
+    _send: PhantomData<L::GuardMarker>,
 }
 
 impl<'a, L: Guarded + ?Sized> Guard<'a, L> {

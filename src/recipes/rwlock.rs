@@ -6,7 +6,7 @@
 use std::sync::{Arc, Weak};
 
 use super::front::Lock;
-use super::guard::Guard;
+use super::guard::{Guard, GuardNoSend};
 use super::hold::{Hold, HoldState};
 use super::lockable::Lockable;
 use super::participants::{Holds, Owner, Policy};
@@ -202,7 +202,7 @@ impl ReadWriteLock {
 }
 
 impl Recipe for RawReadLock {
-    type GuardSend = *const ();
+    type GuardMarker = GuardNoSend;
     const NAME: &'static str = "ReadLock";
 
     fn path(&self) -> &str {
@@ -238,7 +238,7 @@ impl Recipe for RawReadLock {
 }
 
 impl Recipe for RawWriteLock {
-    type GuardSend = *const ();
+    type GuardMarker = GuardNoSend;
     const NAME: &'static str = "WriteLock";
 
     fn path(&self) -> &str {

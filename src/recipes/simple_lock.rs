@@ -5,7 +5,7 @@ use std::sync::Arc;
 use zookeeper_client as zk;
 
 use super::front::Lock;
-use super::guard::Guard;
+use super::guard::{Guard, GuardNoSend};
 use super::hold::{background_forget_witnessed, Hold};
 use super::participants::{Owner, Policy};
 use super::protected::create_parents_of;
@@ -224,7 +224,7 @@ impl RawSimpleLock {
 }
 
 impl Recipe for RawSimpleLock {
-    type GuardSend = *const ();
+    type GuardMarker = GuardNoSend;
     const NAME: &'static str = "SimpleLock";
 
     fn path(&self) -> &str {

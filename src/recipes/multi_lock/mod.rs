@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::guard::{Guard, Guarded};
+use super::guard::{Guard, GuardNoSend, Guarded};
 use super::lockable::Lockable;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -257,7 +257,7 @@ impl MultiLockGuard<'_, '_> {
 
 /// A multi-lock's guard answers for its hold of all its locks (named by its token).
 impl Guarded for MultiLock<'_> {
-    type GuardSend = *const ();
+    type GuardMarker = GuardNoSend;
 }
 
 /// The canonical order: by path, then write before read.

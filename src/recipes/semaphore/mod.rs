@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::front::Lock;
-use super::guard::Guard;
+use super::guard::{Guard, GuardSend};
 use super::hold::Hold;
 use super::participants::{Owner, Policy};
 use super::queue::{Exclusive, Queue};
@@ -173,7 +173,7 @@ impl Lease<'_> {
 
 impl Recipe for RawSemaphore {
     /// A lease is the handle's, whatever thread took it.
-    type GuardSend = ();
+    type GuardMarker = GuardSend;
     const NAME: &'static str = "Semaphore";
 
     fn path(&self) -> &str {
