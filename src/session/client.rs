@@ -17,7 +17,7 @@ use super::state::{Session, SessionEvent, SessionState};
 use super::watch::ChildrenWatch;
 use crate::deadline::{saturating_after, Deadline};
 use crate::error::{Error, ErrorDetail, Result};
-use crate::node::Protocol;
+use crate::node::{LockKind, Protocol};
 use crate::runtime;
 use crate::wait::{Outcome, Signal};
 
@@ -928,12 +928,12 @@ impl Client {
     /// }
     /// # Ok::<(), zklock::Error>(())
     /// ```
-    pub fn lock_kind(&self, path: &str) -> Result<crate::LockKind> {
+    pub fn lock_kind(&self, path: &str) -> Result<LockKind> {
         crate::path::validate_path(path)?;
         let s = self.session()?;
         let (data, stat) = match s.retry(Deadline::Forever, || s.zk.get_data(path)) {
             Ok(x) => x,
-            Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
+            Err(zk::Error::NoNode) => return Ok(LockKind::Free),
             Err(e) => return Err(s.map_err(e)),
         };
         let ephemeral = stat.ephemeral_owner != 0;
@@ -942,7 +942,7 @@ impl Client {
         } else {
             match s.retry(Deadline::Forever, || s.zk.list_children(path)) {
                 Ok(c) => c,
-                Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
+                Err(zk::Error::NoNode) => return Ok(LockKind::Free),
                 Err(e) => return Err(s.map_err(e)),
             }
         };
@@ -964,7 +964,7 @@ impl Client {
     pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> Result<()> {
         check_auth_scheme(scheme)?;
         let s = self.session()?;
-        match s.call(s.zk.auth(scheme, auth), crate::Deadline::Forever) {
+        match s.call(s.zk.auth(scheme, auth), Deadline::Forever) {
             Ok(()) => {}
             Err(zk::Error::AuthFailed) => {
                 return Err(Error::AuthFailed(
@@ -1107,7 +1107,7 @@ mod socket_tests {
             socket_of(&c)
         );
         // The same session, on its new socket, still answers.
-        let m = crate::Mutex::new(&c, "/socket-test").unwrap();
+        let m = crate::recipes::Mutex::new(&c, "/socket-test").unwrap();
         drop(m.lock().unwrap());
     }
 
