@@ -8,6 +8,8 @@ use std::time::Duration;
 use super::hold::HoldState;
 use super::raw::Participant;
 use crate::deadline::Deadline;
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::Result;
 use crate::stats::LockStats;
 
