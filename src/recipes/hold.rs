@@ -287,7 +287,7 @@ fn remove_node_from(
                 session.pause(Duration::from_millis(20));
             }
             Err(e) => {
-                let e = session.map_err(e);
+                let e = session.record_end_and_map(e);
                 return Err(if held && e.is_session_end() {
                     Error::LockLost
                 } else {

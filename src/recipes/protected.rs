@@ -67,7 +67,7 @@ pub(crate) fn create_ephemeral(
                     return Ok(x);
                 }
             }
-            Err(e) => return Err(session.map_err(e)),
+            Err(e) => return Err(session.record_end_and_map(e)),
         }
     }
 }
@@ -87,13 +87,13 @@ fn find_own(
     // leader has confirmed (a failed sync is a failed look, never a listing taken anyway).
     match session.retry(d, || session.zk.sync(dir)) {
         Ok(()) | Err(zk::Error::NoNode) => {}
-        Err(e) => return Err(session.map_err(e)),
+        Err(e) => return Err(session.record_end_and_map(e)),
     }
     let found = if sequential {
         match session.retry(d, || session.zk.list_children(dir)) {
             Ok(children) => children.into_iter().find(|c| c.starts_with(name)),
             Err(zk::Error::NoNode) => None,
-            Err(e) => return Err(session.map_err(e)),
+            Err(e) => return Err(session.record_end_and_map(e)),
         }
     } else {
         Some(name.to_string())
@@ -107,7 +107,7 @@ fn find_own(
             Ok(Some((found, stat.czxid)))
         }
         Ok(_) => Ok(None),
-        Err(e) => Err(session.map_err(e)),
+        Err(e) => Err(session.record_end_and_map(e)),
     }
 }
 

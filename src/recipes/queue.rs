@@ -209,7 +209,7 @@ impl<K> Queue<K> {
                         }
                     }
                 }
-                Err(e) => return Err(session.map_err(e)),
+                Err(e) => return Err(session.record_end_and_map(e)),
             };
             return match self.list(session, d) {
                 Ok(children) => Ok((name, czxid, children)),
@@ -225,7 +225,7 @@ impl<K> Queue<K> {
         match session.retry(d, || session.zk.list_children(&self.path)) {
             Ok(c) => Ok(c),
             Err(zk::Error::NoNode) => Ok(Vec::new()),
-            Err(e) => Err(session.map_err(e)),
+            Err(e) => Err(session.record_end_and_map(e)),
         }
     }
 
@@ -369,7 +369,7 @@ impl<K: QueueKind> Queue<K> {
                 Err(e) if crate::session::is_retriable(&e) => None,
                 Err(e) => {
                     self.cleanup(&session, &name, bound);
-                    return Err(session.map_err(e));
+                    return Err(session.record_end_and_map(e));
                 }
             };
             if let Some(watcher) = watched {

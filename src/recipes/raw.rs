@@ -54,9 +54,9 @@ pub(crate) fn read_node(
         Err(Z::NoNode) => Ok(None),
         Err(Z::NoAuth) => match session.call(session.zk.check_stat(path), d) {
             Ok(stat) => Ok(stat.map(|s| (Vec::new(), s.ctime, true))),
-            Err(e) => Err(session.map_err(e)),
+            Err(e) => Err(session.record_end_and_map(e)),
         },
-        Err(e) => Err(session.map_err(e)),
+        Err(e) => Err(session.record_end_and_map(e)),
     }
 }
 

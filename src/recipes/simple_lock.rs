@@ -104,7 +104,7 @@ impl RawSimpleLock {
                 .add_create(&self.path, &data, &opts)
                 .and_then(|()| multi.add_create(&witness, &[], &opts))
                 .and_then(|()| multi.add_set_data(&witness, &[], None))
-                .map_err(|e| session.map_err(e))?;
+                .map_err(|e| session.record_end_and_map(e))?;
             let sent = multi.commit();
             // The request's failure is the call's; an operation's failure is the answer: the
             // token if the nodes were made.
@@ -141,10 +141,10 @@ impl RawSimpleLock {
                     parents_made += 1;
                     continue;
                 }
-                Ok(Err((_, e))) => return Err(session.map_err(e)),
+                Ok(Err((_, e))) => return Err(session.record_end_and_map(e)),
                 Err(e) => {
                     if !is_retriable(&e) {
-                        return Err(session.map_err(e));
+                        return Err(session.record_end_and_map(e));
                     }
                     unsettled.push(witness);
                     if let Some(e) = session.ended_error() {
@@ -158,7 +158,7 @@ impl RawSimpleLock {
                     match session.retry(d, || session.zk.sync(&self.path)) {
                         Ok(()) | Err(zk::Error::NoNode) => {}
                         Err(e) if is_retriable(&e) => return unknown(&e),
-                        Err(e) => return Err(session.map_err(e)),
+                        Err(e) => return Err(session.record_end_and_map(e)),
                     }
                 }
             }
@@ -170,14 +170,14 @@ impl RawSimpleLock {
                     Ok(Some(stat)) => return Ok(held(stat.czxid, unsettled.swap_remove(i))),
                     Ok(None) => {}
                     Err(e) if is_retriable(&e) => return unknown(&e),
-                    Err(e) => return Err(session.map_err(e)),
+                    Err(e) => return Err(session.record_end_and_map(e)),
                 }
             }
             match session.retry(d, || session.zk.check_stat(&self.path)) {
                 Ok(Some(_)) => return Ok(None),
                 Ok(None) => continue,
                 Err(e) if is_retriable(&e) => return unknown(&e),
-                Err(e) => return Err(session.map_err(e)),
+                Err(e) => return Err(session.record_end_and_map(e)),
             }
         }
     }
@@ -214,7 +214,7 @@ impl RawSimpleLock {
                 Ok((None, _)) => continue,
                 Err(e) if is_retriable(&e) && !d.passed() => continue,
                 Err(e) if is_retriable(&e) => return Ok(None),
-                Err(e) => return Err(session.map_err(e)),
+                Err(e) => return Err(session.record_end_and_map(e)),
             };
             if session.wait_watch(watcher, d.instant(), signal)?.is_none() {
                 return Ok(None);

@@ -2,47 +2,48 @@
 //! behind a blocking facade over the async `zookeeper-client` crate; a fresh session after
 //! expiry when asked.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use zookeeper_client as zk;
 
-use super::events::{run_detached, Events};
-use super::lease::{boot_now, gap_fits, ping_gap, read_server_tick, renew_lease, DEFAULT_TICK};
+use super::events::Events;
+use super::hosts::{parse_hosts, Refused};
+use super::kinds::{SessionEvent, SessionState};
 use super::options::{Acl, Options};
-use super::state::{Session, SessionEvent, SessionState};
+use super::state::Session;
 use super::watch::ChildrenWatch;
 use crate::deadline::{saturating_after, Deadline};
-use crate::error::{Error, ErrorDetail, Result};
+use crate::error::{Error, Result};
 use crate::node::{LockKind, Protocol};
 use crate::runtime;
-use crate::wait::{Outcome, Signal};
+use crate::wait::Signal;
 
 pub(crate) struct Inner {
-    hosts: String,
-    servers: Vec<SocketAddr>,
+    pub(super) hosts: String,
+    pub(super) servers: Vec<SocketAddr>,
     /// The servers, each with its host name when it is reached over TLS.
-    named: Vec<(SocketAddr, Option<String>)>,
+    pub(super) named: Vec<(SocketAddr, Option<String>)>,
     pub(crate) options: Options,
     pub(crate) holder_id: String,
-    protocol: AtomicU8,
-    acl: AtomicU8,
-    current: Mutex<Option<Arc<Session>>>,
-    connect_lock: Mutex<()>,
-    generation: AtomicU64,
+    pub(super) protocol: AtomicU8,
+    pub(super) acl: AtomicU8,
+    pub(super) current: Mutex<Option<Arc<Session>>>,
+    pub(super) connect_lock: Mutex<()>,
+    pub(super) generation: AtomicU64,
     /// The sessions' state and the listeners.
-    events: Arc<Events>,
+    pub(super) events: Arc<Events>,
     /// Authentication added after connecting, replayed on every later session too.
-    added_auth: Mutex<Vec<(String, Vec<u8>)>>,
+    pub(super) added_auth: Mutex<Vec<(String, Vec<u8>)>>,
     /// The process that connected. In a forked child the client is inert (see
     /// [`Client::connect`], "fork()").
-    pid: u32,
+    pub(super) pid: u32,
     /// The servers' tick as read at the first session's connect: a later session (after an
     /// expiry) reckons with it too, without asking again.
-    read_tick: Mutex<Option<Duration>>,
+    pub(super) read_tick: Mutex<Option<Duration>>,
 }
 
 /// One ZooKeeper session, shared by any number of threads and locks (`Send + Sync`, cheap to
@@ -78,118 +79,6 @@ impl std::fmt::Debug for Client {
     }
 }
 
-/// A host list's servers and its chroot: `host:port,...[/chroot]`, each host optionally
-/// written `tcp://host:port` (plaintext) or `tcp+tls://host:port` (TLS), as zookeeper-client
-/// reads them.
-struct HostList<'a> {
-    /// The list without the chroot (what zookeeper-client is given).
-    list: &'a str,
-    chroot: Option<&'a str>,
-    /// Each host: (its text without the prefix, name, port, `Some(true)` for `tcp+tls://`,
-    /// `Some(false)` for `tcp://`, `None`: the client's default).
-    hosts: Vec<(&'a str, &'a str, u16, Option<bool>)>,
-}
-
-const PLAIN: &str = "tcp://";
-const SECURE: &str = "tcp+tls://";
-
-fn strip_scheme(h: &str) -> (&str, Option<bool>) {
-    if let Some(rest) = h.strip_prefix(SECURE) {
-        (rest, Some(true))
-    } else if let Some(rest) = h.strip_prefix(PLAIN) {
-        (rest, Some(false))
-    } else {
-        (h, None)
-    }
-}
-
-impl<'a> HostList<'a> {
-    fn parse(hosts: &'a str) -> Result<HostList<'a>> {
-        // The chroot starts at the first '/' of the last host, after its scheme.
-        let last = hosts.rfind(',').map_or(0, |i| i + 1);
-        let tail = &hosts[last..];
-        let lead = tail.len() - tail.trim_start().len();
-        let (rest, _) = strip_scheme(&tail[lead..]);
-        let at = last + lead + (tail.len() - lead - rest.len());
-        let (list, chroot) = match hosts[at..].find('/') {
-            Some(i) => (&hosts[..at + i], Some(&hosts[at + i..])),
-            None => (hosts, None),
-        };
-        if let Some(c) = chroot {
-            crate::path::validate_path(c).map_err(|e| {
-                // The path's own words, without a second "invalid argument: ".
-                let why = match e {
-                    Error::InvalidArgument(m) => m,
-                    other => other.to_string(),
-                };
-                Error::invalid(format!("bad chroot in host list {hosts:?}: {why}"))
-            })?;
-        }
-        if list.trim().is_empty() {
-            return Err(Error::invalid(format!(
-                "host list {hosts:?} names no server"
-            )));
-        }
-        let mut out = Vec::new();
-        for h in list.split(',') {
-            let (text, tls) = strip_scheme(h.trim());
-            if text.contains("://") {
-                return Err(Error::invalid(format!(
-                    "host {h:?} of host list {hosts:?}: the only schemes are tcp:// and tcp+tls://"
-                )));
-            }
-            let (name, port) = match text.rsplit_once(':') {
-                Some((name, port)) => (name, port),
-                None => (text, "2181"),
-            };
-            let port: u16 = port.parse().map_err(|_| {
-                Error::invalid(format!("bad port in host {h:?} of host list {hosts:?}"))
-            })?;
-            if name.is_empty() {
-                return Err(Error::invalid(format!(
-                    "empty host name in host list {hosts:?}"
-                )));
-            }
-            out.push((text, name, port, tls));
-        }
-        Ok(HostList {
-            list,
-            chroot,
-            hosts: out,
-        })
-    }
-
-    /// Whether some host is written `tcp+tls://`.
-    fn names_tls(&self) -> bool {
-        self.hosts.iter().any(|h| h.3 == Some(true))
-    }
-}
-
-/// The servers' addresses; each with its host name when it is reached over TLS (`tls`: hosts
-/// without a scheme use TLS).
-fn parse_hosts(hosts: &str, tls: bool) -> Result<Vec<(SocketAddr, Option<String>)>> {
-    let parsed = HostList::parse(hosts)?;
-    let mut out = Vec::new();
-    for (text, name, port, scheme) in &parsed.hosts {
-        let secure = scheme.unwrap_or(tls).then(|| name.to_string());
-        match (*name, *port).to_socket_addrs() {
-            Ok(addrs) => out.extend(addrs.map(|a| (a, secure.clone()))),
-            Err(e) => log::warn!("cannot resolve {text}: {e}"),
-        }
-    }
-    if out.is_empty() {
-        // Nothing to connect to: say so now, not after the connect timeout.
-        return Err(Error::ConnectionLoss(
-            format!(
-                "cannot connect to {hosts}: {}",
-                diagnose(hosts, None, Duration::ZERO)
-            )
-            .into(),
-        ));
-    }
-    Ok(out)
-}
-
 /// Refuses an authentication scheme that cannot be added to a session: SASL authenticates in a
 /// handshake when the session opens, and the servers end the session of an `addauth` with it.
 fn check_auth_scheme(scheme: &str) -> Result<()> {
@@ -202,151 +91,6 @@ fn check_auth_scheme(scheme: &str) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Why no session could be opened with `hosts`, in words: per server, "cannot resolve host",
-/// "connection refused by", "no answer from", why its TLS handshake fails, or that it
-/// "accepts connections" (each probed once, waiting at most `wait` for each answer). `tls`:
-/// the client's TLS options, when it has some (hosts without a scheme then use TLS).
-fn diagnose(hosts: &str, tls: Option<&super::secure::Tls>, wait: Duration) -> String {
-    let Ok(parsed) = HostList::parse(hosts) else {
-        return String::new();
-    };
-    let mut why = Vec::new();
-    for (_, host, port, scheme) in &parsed.hosts {
-        let secure = scheme.unwrap_or(tls.is_some());
-        let addrs: Vec<SocketAddr> = match (*host, *port).to_socket_addrs() {
-            Ok(a) => a.collect(),
-            Err(_) => {
-                why.push(format!("cannot resolve host {host:?}"));
-                continue;
-            }
-        };
-        for a in addrs {
-            if wait.is_zero() {
-                continue;
-            }
-            why.push(match std::net::TcpStream::connect_timeout(&a, wait) {
-                Ok(_) => explain_silence(a, host, secure, tls, wait),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    format!("connection refused by {a}")
-                }
-                Err(_) => format!("no answer from {a}"),
-            });
-        }
-    }
-    why.join("; ")
-}
-
-/// Why a server that accepts connections opened no session.
-fn explain_silence(
-    a: SocketAddr,
-    host: &str,
-    secure: bool,
-    tls: Option<&super::secure::Tls>,
-    wait: Duration,
-) -> String {
-    #[cfg(feature = "tls")]
-    {
-        if secure {
-            return super::secure::explain_handshake(a, host, tls, wait).unwrap_or_else(|| {
-                format!("{a} completed the TLS handshake but opened no ZooKeeper session")
-            });
-        }
-        if super::secure::speaks_tls(a, wait) {
-            return format!(
-                "{a} did not answer as ZooKeeper: it speaks TLS; is it a TLS port? (write \
-                 tcp+tls://{host}:{} or give Options::tls)",
-                a.port()
-            );
-        }
-    }
-    #[cfg(not(feature = "tls"))]
-    let _ = (host, secure, tls, wait);
-    format!("{a} accepts connections but opened no ZooKeeper session")
-}
-
-/// Starts zookeeper-client's connect: hosts without a scheme use TLS when `tls` is set.
-#[cfg(feature = "tls")]
-fn connect(
-    connector: zk::Connector,
-    tls: bool,
-    list: &str,
-) -> impl std::future::Future<Output = std::result::Result<zk::Client, zk::Error>> + Send + '_ {
-    if tls {
-        futures::future::Either::Left(connector.secure_connect(list))
-    } else {
-        futures::future::Either::Right(connector.connect(list))
-    }
-}
-
-/// Starts zookeeper-client's connect (without the `tls` feature, `tls` is refused earlier).
-#[cfg(not(feature = "tls"))]
-fn connect(
-    connector: zk::Connector,
-    _tls: bool,
-    list: &str,
-) -> impl std::future::Future<Output = std::result::Result<zk::Client, zk::Error>> + Send + '_ {
-    connector.connect(list)
-}
-
-/// How long a connect over TLS goes before its servers' handshakes are probed.
-const TLS_PROBE_AFTER: Duration = Duration::from_millis(1000);
-
-/// How long a connect goes before its servers are probed for refusing connections (a refused
-/// connect is known at once; a server that opens a session does so within this).
-const REFUSED_PROBE_AFTER: Duration = Duration::from_millis(250);
-
-/// What a connect does when every server refuses connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Refused {
-    /// Fails at once, saying so (`Client::connect`, `Client::reconnect`: asked for now).
-    Ends,
-    /// Waits on to its bound (a fresh session after expiry: the servers may be restarting).
-    Waits,
-}
-
-/// "connection refused by ..." for each of `servers` when every one refuses a TCP connection
-/// now (a refusal comes at once; `wait` bounds a server that does not answer), `None` when one
-/// does not refuse: waiting on will not make a server answer soon. Only a TCP connect, closed
-/// at once: nothing is sent to a server that accepts.
-fn all_refused(servers: &[SocketAddr], wait: Duration) -> Option<String> {
-    let mut why = Vec::new();
-    for a in servers {
-        match std::net::TcpStream::connect_timeout(a, wait) {
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                why.push(format!("connection refused by {a}"))
-            }
-            _ => return None,
-        }
-    }
-    (!why.is_empty()).then(|| why.join("; "))
-}
-
-/// Whether probing the servers (`why`, from [`diagnose`]) found a TLS handshake failing over
-/// a certificate: retrying will not help.
-fn certificate_trouble(why: &str) -> bool {
-    [
-        "not signed by a CA this client trusts",
-        "certificate is not issued for",
-        "requires a client certificate",
-        "refused the client certificate",
-        "out of its validity period",
-        "certificate was refused",
-    ]
-    .iter()
-    .any(|c| why.contains(c))
-}
-
-/// The error of a failed connect whose servers were probed (`why`): a TLS handshake that
-/// failed over certificates is [`Error::AuthFailed`] (retrying will not help), anything else
-/// a connection loss.
-fn connect_failure(detail: ErrorDetail, why: &str) -> Error {
-    if certificate_trouble(why) {
-        Error::AuthFailed(detail)
-    } else {
-        Error::ConnectionLoss(detail)
-    }
 }
 
 impl Client {
@@ -440,278 +184,6 @@ impl Client {
         self.new_session(old.map(|s| s.generation), bound, None, Refused::Ends)
     }
 
-    /// Opens a session, waiting for it until `bound` at most, or until `cancel` is cancelled
-    /// (then `Cancelled`); when every server refuses the connection, until it is seen, per
-    /// `refused`.
-    fn new_session(
-        &self,
-        replacing: Option<u64>,
-        bound: Instant,
-        cancel: Option<&Signal>,
-        refused: Refused,
-    ) -> Result<()> {
-        self.not_forked()?;
-        let cancelled = || cancel.is_some_and(|c| c.is_cancelled());
-        // Another thread may be opening one: wait for it in slices, so a cancel is heard.
-        let _g = loop {
-            let slice = (Instant::now() + Duration::from_millis(20)).min(bound);
-            if let Some(g) = self.inner.connect_lock.try_lock_until(slice) {
-                break g;
-            }
-            if cancelled() {
-                return Err(Error::Cancelled);
-            }
-            if Instant::now() >= bound {
-                return Err(Error::ConnectionLoss(
-                    "another thread is still opening a new session".into(),
-                ));
-            }
-        };
-        if cancelled() {
-            return Err(Error::Cancelled);
-        }
-        if let Some(gen) = replacing {
-            // Someone else replaced it while we waited.
-            if let Some(cur) = self.inner.current.lock().as_ref() {
-                if cur.generation != gen && !cur.state().is_terminal() {
-                    return Ok(());
-                }
-            }
-        }
-        if self.inner.events.state.lock().0 == SessionState::Closed && replacing.is_some() {
-            return Err(Error::Closed);
-        }
-        let opts = &self.inner.options;
-        let mut connector = zk::Client::connector()
-            .with_session_timeout(opts.session_timeout)
-            .with_connection_timeout(opts.session_timeout.min(opts.connect_timeout));
-        for (scheme, auth) in opts.auth.iter().chain(self.inner.added_auth.lock().iter()) {
-            connector = connector.with_auth(scheme, auth);
-        }
-        let hosts = self.inner.hosts.clone();
-        let parsed = HostList::parse(&hosts)?;
-        let connector = super::secure::apply(
-            connector,
-            opts.tls.as_ref(),
-            parsed.names_tls(),
-            opts.sasl.as_ref(),
-        )?;
-        let (list, chroot) = (parsed.list.to_string(), parsed.chroot.map(str::to_string));
-        // What is left of the wait after the connect is kept to say why it failed (a TLS
-        // handshake's probe, a server's answer): the error comes within the connect timeout.
-        let wait_left = bound.saturating_duration_since(Instant::now());
-        let reserve = (wait_left / 20).min(Duration::from_millis(200));
-        let deadline = bound - reserve;
-        let probe_wait =
-            (reserve / (2 * self.inner.servers.len().max(1) as u32)).max(Duration::from_millis(20));
-        let started = Instant::now();
-        // The tick the lease reckons with (`docs/hold-model.md`, "The server's tick"): the one
-        // given, else the longest the servers report, else ZooKeeper's default.
-        // Asked of the servers once per client, beside the connect (over TLS each ask is a
-        // handshake of its own: in sequence it doubled a connect's time).
-        let ask_tick = opts.server_tick_time.is_none() && self.inner.read_tick.lock().is_none();
-        let tick_wait = Duration::from_millis(500).min(bound.saturating_duration_since(started));
-        // The leader creates the session after this instant: the first lease runs from here.
-        let asked = boot_now();
-        // The session's tasks and socket come to be during the connect: kept, so that a caller
-        // waiting on this session wakes on its socket and polls its task itself.
-        // Over TLS, a connect not done after a moment has its servers probed: a handshake that
-        // fails over a certificate fails as it will every time, so the error comes now, not at
-        // the end of the connect timeout.
-        let tls_used = self.inner.named.iter().any(|(_, name)| name.is_some());
-        let ((connected, io), read) = std::thread::scope(|scope| {
-            let reading = ask_tick.then(|| {
-                scope.spawn(|| read_server_tick(&self.inner.named, opts.tls.as_ref(), tick_wait))
-            });
-            let connected = runtime::SessionIo::connect(&self.inner.servers, |io| {
-                let mut fut = Box::pin(runtime::enter(|| {
-                    connect(connector, opts.tls.is_some(), &list)
-                }));
-                // Without TLS, a connect refused by every server is said at once too (when
-                // asked for now: `refused`), not at the end of the connect timeout.
-                let probe_after = match (tls_used, refused) {
-                    (true, _) => Some(TLS_PROBE_AFTER),
-                    (false, Refused::Ends) => Some(REFUSED_PROBE_AFTER),
-                    (false, Refused::Waits) => None,
-                };
-                let until = probe_after.map_or(deadline, |p| (started + p).min(deadline));
-                let r = runtime::enter(|| {
-                    runtime::block_on(fut.as_mut(), Some(until), cancel, Some(io))
-                });
-                if !matches!(r, Outcome::TimedOut) || until >= deadline {
-                    return (r, None);
-                }
-                if refused == Refused::Ends {
-                    // Only refusals are looked for here (the diagnosis comes with a failure).
-                    if let Some(why) = all_refused(&self.inner.servers, probe_wait) {
-                        return (Outcome::TimedOut, Some(why));
-                    }
-                }
-                if tls_used {
-                    let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
-                    if certificate_trouble(&why) {
-                        return (Outcome::TimedOut, Some(why));
-                    }
-                }
-                let r = runtime::enter(|| {
-                    runtime::block_on(fut.as_mut(), Some(deadline), cancel, Some(io))
-                });
-                (r, None)
-            });
-            (connected, reading.and_then(|h| h.join().ok().flatten()))
-        });
-        if let Some(t) = read {
-            *self.inner.read_tick.lock() = Some(t);
-        }
-        let tick = opts
-            .server_tick_time
-            .unwrap_or_else(|| self.inner.read_tick.lock().unwrap_or(DEFAULT_TICK));
-        let (connected, early_why) = connected;
-        if let Some(why) = early_why {
-            let detail = ErrorDetail::new(format!("no ZooKeeper session with {hosts}: {why}"));
-            return Err(connect_failure(detail, &why));
-        }
-        let connected = match connected {
-            Outcome::Ready(r) => Some(r),
-            Outcome::TimedOut => None,
-            Outcome::Cancelled => return Err(Error::Cancelled),
-        };
-        let zk = match connected {
-            Some(Ok(zk)) => zk,
-            Some(Err(zk::Error::BadArguments(m))) => {
-                return Err(Error::invalid(format!("host list {hosts:?}: {m}")))
-            }
-            Some(Err(zk::Error::AuthFailed)) => {
-                return Err(Error::AuthFailed(
-                    match &opts.sasl {
-                        Some(s) => format!(
-                            "{} failed at {hosts}: a wrong user or password, or a user the \
-                             servers do not know",
-                            s.describe()
-                        ),
-                        None => format!(
-                            "{hosts} refused the client: the servers require authentication \
-                             (SASL, enforce.auth.enabled): give credentials (Options::sasl)"
-                        ),
-                    }
-                    .into(),
-                ))
-            }
-            Some(Err(e)) => {
-                let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
-                let detail =
-                    ErrorDetail::with_source(format!("cannot connect to {hosts}: {e} ({why})"), e);
-                return Err(connect_failure(detail, &why));
-            }
-            None => {
-                let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
-                let detail = ErrorDetail::new(format!(
-                    "no ZooKeeper session with {hosts} within {:?}: {why}",
-                    opts.connect_timeout
-                        .min(bound.saturating_duration_since(started))
-                ));
-                return Err(connect_failure(detail, &why));
-            }
-        };
-        if opts.tcp_nodelay {
-            io.set_nodelay(&self.inner.servers);
-        }
-        let generation = match replacing {
-            None => 0,
-            Some(_) => self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1,
-        };
-        let granted = zk.session_timeout();
-        if !gap_fits(ping_gap(tick), granted) {
-            log::warn!(
-                "zklock session {:#x}: the servers' tick ({tick:?}{}) is too long for the session \
-                 timeout granted ({granted:?}): holds will be believed little or not at all \
-                 (docs/hold-model.md, \"The server's tick\"); ask for a longer session timeout, \
-                 or give the servers' tickTime if it is shorter",
-                zk.session_id().0,
-                if opts.server_tick_time.is_some() {
-                    ", as given"
-                } else {
-                    ", as read or assumed"
-                }
-            );
-        }
-        let session = Arc::new(Session {
-            tick,
-            ping_gap: ping_gap(tick),
-            io,
-            id: zk.session_id().0,
-            generation,
-            state: Mutex::new(SessionState::Connected),
-            cv: Condvar::new(),
-            events: self.inner.events.clone(),
-            waits: Mutex::new(Vec::new()),
-            lost_callbacks: Mutex::new(Vec::new()),
-            lease_anchor: Mutex::new(asked),
-            lapsed: std::sync::atomic::AtomicBool::new(false),
-            pid: self.inner.pid,
-            root: chroot.as_ref().map(|_| zk.clone()),
-            zk: match chroot {
-                Some(c) => zk
-                    .chroot(c.clone())
-                    .map_err(|_| Error::invalid(format!("bad chroot {c:?}")))?,
-                None => zk,
-            },
-        });
-        log::info!(
-            "zklock session {:#x} (generation {generation}) connected to {hosts}",
-            session.id
-        );
-        renew_lease(&session);
-        // Follow the session's state in a runtime task (run by whichever thread polls the
-        // tasks, see `runtime`): only flags and notifications happen there; listeners run on
-        // their own thread.
-        let mut watcher = session.zk.state_watcher();
-        let weak = Arc::downgrade(&session);
-        let servers = self.inner.servers.clone();
-        let nodelay = opts.tcp_nodelay;
-        runtime::spawn(async move {
-            loop {
-                let s = watcher.changed().await;
-                let Some(session) = weak.upgrade() else {
-                    return;
-                };
-                let ours = match s {
-                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                        // A reconnect opened a new socket: set the option again and find it,
-                        // on a thread of its own (scanning the process's descriptors must not
-                        // hold up the tasks of every other session).
-                        let (found, servers) = (session.clone(), servers.clone());
-                        run_detached(
-                            "reconnect",
-                            vec![Box::new(move || {
-                                found.io.reconnected(&servers);
-                                if nodelay {
-                                    found.io.set_nodelay(&servers);
-                                }
-                            })],
-                        );
-                        SessionState::Connected
-                    }
-                    zk::SessionState::Disconnected => {
-                        session.io.disconnected();
-                        SessionState::Suspended
-                    }
-                    zk::SessionState::Expired | zk::SessionState::AuthFailed => {
-                        SessionState::Expired
-                    }
-                    zk::SessionState::Closed => SessionState::Closed,
-                };
-                session.events.on_state(&session, ours);
-                if ours.is_terminal() {
-                    return;
-                }
-            }
-        });
-        *self.inner.current.lock() = Some(session.clone());
-        self.inner.events.current_is(&session);
-        Ok(())
-    }
-
     /// The current session, opening a fresh one first if it expired and the policy says so.
     pub(crate) fn session(&self) -> Result<Arc<Session>> {
         self.session_for(Deadline::Forever, None)
@@ -744,7 +216,7 @@ impl Client {
     }
 
     /// `Err(Forked)` in a forked child of the process that made this client.
-    fn not_forked(&self) -> Result<()> {
+    pub(super) fn not_forked(&self) -> Result<()> {
         if crate::sys::process_id() == self.inner.pid {
             Ok(())
         } else {
@@ -893,7 +365,7 @@ impl Client {
             let data = match s.retry(Deadline::Forever, || s.zk.get_data(node_path)) {
                 Ok((data, _)) => data,
                 Err(zk::Error::NoNode) => return Ok(false),
-                Err(e) => return Err(s.map_err(e)),
+                Err(e) => return Err(s.record_end_and_map(e)),
             };
             // A simple lock's node is shared by its holders in turn: the write carries the
             // hold's witness, so that, applied late, it never lands on the next holder's node.
@@ -911,7 +383,7 @@ impl Client {
                 // That hold ended; ask whoever holds now.
                 Err(zk::Error::NoNode) if witness.is_some() => continue,
                 Err(zk::Error::NoNode) => return Ok(false),
-                Err(e) => return Err(s.map_err(e)),
+                Err(e) => return Err(s.record_end_and_map(e)),
             }
         }
     }
@@ -934,7 +406,7 @@ impl Client {
         let (data, stat) = match s.retry(Deadline::Forever, || s.zk.get_data(path)) {
             Ok(x) => x,
             Err(zk::Error::NoNode) => return Ok(LockKind::Free),
-            Err(e) => return Err(s.map_err(e)),
+            Err(e) => return Err(s.record_end_and_map(e)),
         };
         let ephemeral = stat.ephemeral_owner != 0;
         let children = if ephemeral {
@@ -943,7 +415,7 @@ impl Client {
             match s.retry(Deadline::Forever, || s.zk.list_children(path)) {
                 Ok(c) => c,
                 Err(zk::Error::NoNode) => return Ok(LockKind::Free),
-                Err(e) => return Err(s.map_err(e)),
+                Err(e) => return Err(s.record_end_and_map(e)),
             }
         };
         Ok(crate::node::classify(&children, ephemeral, &data))
@@ -976,7 +448,7 @@ impl Client {
                     .into(),
                 ))
             }
-            Err(e) => return Err(s.map_err(e)),
+            Err(e) => return Err(s.record_end_and_map(e)),
         }
         self.inner
             .added_auth
@@ -996,7 +468,7 @@ impl Client {
         }
         let s = self.inner.current.lock().take();
         if let Some(s) = s {
-            self.inner.events.on_state(&s, SessionState::Closed);
+            s.on_state(SessionState::Closed);
             // Waiting acquires return `Closed` (and delete their nodes on the way out).
             for w in s.waits.lock().drain(..) {
                 if let Some(sig) = w.upgrade() {
@@ -1031,10 +503,10 @@ impl Client {
                     match s.retry(Deadline::Forever, || s.zk.check_and_watch_stat(path)) {
                         Ok((None, w)) => return Ok((Vec::new(), ChildrenWatch::new(s, w))),
                         Ok((Some(_), _)) => continue,
-                        Err(e) => return Err(s.map_err(e)),
+                        Err(e) => return Err(s.record_end_and_map(e)),
                     }
                 }
-                Err(e) => return Err(s.map_err(e)),
+                Err(e) => return Err(s.record_end_and_map(e)),
             }
         }
     }
@@ -1069,70 +541,5 @@ impl Client {
     /// The options of a node this client creates in `mode` (with the client's ACL).
     pub(crate) fn create_options(&self, mode: zk::CreateMode) -> zk::CreateOptions<'static> {
         mode.with_acls(self.acl().acls())
-    }
-}
-
-#[cfg(all(test, feature = "testing"))]
-mod socket_tests {
-    use super::*;
-    use crate::testing::{eventually, TestingServer};
-
-    fn socket_of(c: &Client) -> Option<i32> {
-        let s = c.inner.current.lock().clone()?;
-        s.io.socket()
-    }
-
-    fn peer_port(fd: i32) -> Option<u16> {
-        crate::sys::peer_of(fd).map(|a| a.port())
-    }
-
-    /// A waiting caller sleeps on its session's socket: the session must know which one it
-    /// is, at connect and again after a reconnect (a new socket).
-    #[test]
-    fn a_session_finds_its_socket_at_connect_and_after_the_server_restarts() {
-        let _serial = crate::runtime::tests::SERIAL.lock();
-        let mut server = TestingServer::start().unwrap();
-        let opts = Options::default().session_timeout(Duration::from_secs(30));
-        let c = Client::connect(&server.connect_string(), opts).unwrap();
-        let fd = socket_of(&c).expect("no socket found at connect");
-        assert_eq!(peer_port(fd), Some(server.port()));
-        server.restart().unwrap();
-        assert!(
-            eventually(Duration::from_secs(30), || {
-                c.state() == SessionState::Connected
-                    && socket_of(&c).and_then(peer_port) == Some(server.port())
-            }),
-            "after the restart: state {:?}, socket {:?}",
-            c.state(),
-            socket_of(&c)
-        );
-        // The same session, on its new socket, still answers.
-        let m = crate::recipes::Mutex::new(&c, "/socket-test").unwrap();
-        drop(m.lock().unwrap());
-    }
-
-    /// Sessions connecting at the same time never claim one socket between two of them.
-    #[test]
-    fn sessions_connecting_together_never_share_a_claimed_socket() {
-        let _serial = crate::runtime::tests::SERIAL.lock();
-        let server = TestingServer::shared();
-        let clients: Vec<Client> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..6)
-                .map(|_| {
-                    s.spawn(|| {
-                        Client::connect(&server.connect_string(), Options::default()).unwrap()
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        let mut seen: Vec<i32> = clients.iter().filter_map(socket_of).collect();
-        let found = seen.len();
-        seen.sort_unstable();
-        seen.dedup();
-        assert_eq!(seen.len(), found, "two sessions claim one socket");
-        for fd in seen {
-            assert_eq!(peer_port(fd), Some(server.port()));
-        }
     }
 }

@@ -1,16 +1,16 @@
 //! The session's event sink: the state every caller reads (the current session's), the
 //! listeners and the thread they run on, and threads for callbacks of our own. A session reports
-//! its state changes here; it holds no pointer back to its client.
+//! its state changes here as values; it holds no pointer back to its client, and this sink
+//! knows no session.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::state::{Session, SessionEvent, SessionState};
+use super::kinds::{SessionEvent, SessionState};
 
 pub(super) type Listener = Arc<dyn Fn(&SessionEvent) + Send + Sync>;
-pub(super) type LostCallback = (Weak<()>, Box<dyn FnOnce() + Send>);
 
 /// Runs callbacks on a thread of their own (never inside a poll of the runtime's tasks, which
 /// may be any caller's thread, nor under our locks).
@@ -61,41 +61,29 @@ impl Events {
         }
     }
 
-    /// `session` is the client's current session from now on; it is connected.
-    pub(super) fn current_is(&self, session: &Session) {
-        self.current.store(session.generation, Ordering::SeqCst);
-        self.publish(session, SessionState::Connected);
+    /// The session of `ev` is the client's current session from now on; `ev` says it is
+    /// connected.
+    pub(super) fn current_is(&self, ev: SessionEvent) {
+        self.current.store(ev.generation, Ordering::SeqCst);
+        self.publish(ev);
     }
 
-    /// A session changed state: record it, and tell the listeners if it is the current one (or
-    /// the client was closed).
-    pub(super) fn on_state(&self, session: &Session, s: SessionState) {
-        if !session.set_state(s) {
-            return;
-        }
-        match s {
-            SessionState::Expired => log::warn!(
-                "zklock session {:#x} expired: every lock it held is lost",
-                session.id
-            ),
-            _ => log::info!("zklock session {:#x}: {s:?}", session.id),
-        }
-        if self.current.load(Ordering::SeqCst) == session.generation || s == SessionState::Closed {
-            self.publish(session, s);
+    /// A session changed state: tell the listeners if it is the current one (or the client was
+    /// closed).
+    pub(super) fn report(&self, ev: SessionEvent) {
+        if self.current.load(Ordering::SeqCst) == ev.generation || ev.state == SessionState::Closed
+        {
+            self.publish(ev);
         }
     }
 
-    fn publish(&self, session: &Session, s: SessionState) {
+    /// `ev` is the client's state now: record it for whoever asks, and send it to the listeners.
+    fn publish(&self, ev: SessionEvent) {
         {
             let mut st = self.state.lock();
-            *st = (s, session.id, session.generation);
+            *st = (ev.state, ev.session_id, ev.generation);
             self.state_cv.notify_all();
         }
-        let ev = SessionEvent {
-            state: s,
-            session_id: session.id,
-            generation: session.generation,
-        };
         if let Some(tx) = self.sender.lock().as_ref() {
             let _ = tx.send(ev);
         }

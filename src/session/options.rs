@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use super::secure::{Sasl, Tls};
+use super::sasl::Sasl;
+use super::tls::Tls;
 use crate::node::Protocol;
 
 /// The ACL of the lock nodes and parents a client creates.

@@ -1,6 +1,6 @@
 //! One ZooKeeper session: its state machine (connected, suspended, expired, closed), its
 //! requests with their bounds and retries, and the one wait for a watch. Its lease is the
-//! `lease` module's; its state changes go to its event sink.
+//! `lease` module's; its state changes go to its event sink (`events`) as values.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -9,57 +9,16 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use zookeeper_client as zk;
 
-use super::events::{run_detached, Events, LostCallback};
-use super::lease::BootTime;
+use super::clock::BootTime;
+use super::events::{run_detached, Events};
+use super::kinds::{is_retriable, SessionEvent, SessionState};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::runtime;
 use crate::wait::{Outcome, Signal};
 
-/// The state of the client's session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionState {
-    /// Connected: locks held are held.
-    Connected,
-    /// Disconnected, the session may survive: holding is uncertain until it reconnects or expires.
-    Suspended,
-    /// The session expired: every lock it held is lost. A new session may follow.
-    Expired,
-    /// The client was closed.
-    Closed,
-}
-
-impl SessionState {
-    /// Expired or Closed: the session will never come back.
-    pub fn is_terminal(self) -> bool {
-        matches!(self, SessionState::Expired | SessionState::Closed)
-    }
-}
-
-/// A change of session state, as given to listeners.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SessionEvent {
-    /// The new state.
-    pub state: SessionState,
-    /// The session's id.
-    pub session_id: i64,
-    /// Which session of this client (0 for the first, +1 for each fresh session after expiry).
-    pub generation: u64,
-}
-
-/// A failure that says nothing about the server's state: the request may or may not have
-/// been applied, and asking again (on the same session) may succeed.
-pub(crate) fn is_retriable(e: &zk::Error) -> bool {
-    matches!(
-        e,
-        zk::Error::ConnectionLoss
-            | zk::Error::UnexpectedError(_)
-            | zk::Error::Timeout
-            // The connection's own failures ("no response from connection in ...").
-            | zk::Error::Custom(_)
-            | zk::Error::NoHosts
-    )
-}
+/// A callback of a hold that wants to hear when its session ends, alive while the hold is.
+pub(super) type LostCallback = (Weak<()>, Box<dyn FnOnce() + Send>);
 
 /// One ZooKeeper session (one `zookeeper-client` client). Locks keep the session they were
 /// taken in, so a lock of an expired session can never be taken for held in a newer one.
@@ -119,6 +78,30 @@ impl Session {
         run_detached("lost", fs);
     }
 
+    /// This session's event of state `s`, for listeners.
+    pub(super) fn event(&self, s: SessionState) -> SessionEvent {
+        SessionEvent {
+            state: s,
+            session_id: self.id,
+            generation: self.generation,
+        }
+    }
+
+    /// The session changed state: record it, and report it to the client's event sink.
+    pub(super) fn on_state(&self, s: SessionState) {
+        if !self.set_state(s) {
+            return;
+        }
+        match s {
+            SessionState::Expired => log::warn!(
+                "zklock session {:#x} expired: every lock it held is lost",
+                self.id
+            ),
+            _ => log::info!("zklock session {:#x}: {s:?}", self.id),
+        }
+        self.events.report(self.event(s));
+    }
+
     pub(super) fn set_state(&self, s: SessionState) -> bool {
         {
             let mut st = self.state.lock();
@@ -168,9 +151,9 @@ impl Session {
     /// One request, bounded by [`Session::cap`]; not retried (for requests that must not be
     /// sent twice, such as creates). A missed bound that is the caller's deadline `d`, on a
     /// connected session, is `zk::Error::Timeout` (the caller's time ran out: a timeout, not a
-    /// failure; [`Session::map_err`] makes it [`Error::Timeout`]); a missed session-timeout cap,
-    /// or a deadline missed while disconnected, is `ConnectionLoss`. Either way the request may
-    /// still be applied. (The crate itself returns `Timeout` only from a connect, never to a
+    /// failure; [`Session::record_end_and_map`] makes it [`Error::Timeout`]); a missed
+    /// session-timeout cap, or a deadline missed while disconnected, is `ConnectionLoss`. Either
+    /// way the request may still be applied. (The crate itself returns `Timeout` only from a connect, never to a
     /// request.) A deadline that is in effect the session cap (a try-once attempt's pinned
     /// instant) is the caller's too: without a reply for a session timeout the crate has
     /// dropped the connection, and the session is no longer connected.
@@ -183,7 +166,7 @@ impl Session {
     ) -> std::result::Result<T, zk::Error> {
         if self.forked().is_some() {
             // The parent's session: not a byte goes out (the request queued by the crate is
-            // never polled here), no wait; `map_err` makes it `Error::Forked`.
+            // never polled here), no wait; `record_end_and_map` makes it `Error::Forked`.
             return Err(zk::Error::ClientClosed);
         }
         let cap = self.cap(Deadline::Forever);
@@ -195,7 +178,7 @@ impl Session {
                     e,
                     zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed
                 ) {
-                    self.map_err(e.clone());
+                    self.record_end(&Error::from(e.clone()));
                 }
                 Err(e)
             }
@@ -245,7 +228,7 @@ impl Session {
         fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
         d: Deadline,
     ) -> Result<T> {
-        self.call(fut, d).map_err(|e| self.map_err(e))
+        self.call(fut, d).map_err(|e| self.record_end_and_map(e))
     }
 
     /// The error of a step that `d`'s passing cut short before a request went out:
@@ -271,7 +254,11 @@ impl Session {
         }
     }
 
-    pub(crate) fn map_err(&self, e: zk::Error) -> Error {
+    /// The crate's error `e` as ours, recording the session's end if `e` says it ended
+    /// ([`Session::record_end`]): a `NoAuth` names the identities the servers know this client
+    /// by, a missed caller's deadline is [`Error::Timeout`], and in a forked child every error
+    /// is [`Error::Forked`].
+    pub(crate) fn record_end_and_map(&self, e: zk::Error) -> Error {
         if let Some(forked) = self.forked() {
             // Nothing is recorded: the session is the parent's, alive or not.
             return forked;
@@ -297,16 +284,23 @@ impl Session {
             return Error::Timeout;
         }
         let e = Error::from(e);
-        if e.is_session_end() {
-            // The crate saw the end before our state task: record it now.
-            let s = if e == Error::Closed {
-                SessionState::Closed
-            } else {
-                SessionState::Expired
-            };
-            self.events.on_state(self, s);
-        }
+        self.record_end(&e);
         e
+    }
+
+    /// When `e` says the session ended (expired, closed), records the end now (the crate saw it
+    /// before our state task): the session's state changes, its loss callbacks run, and the
+    /// client's listeners hear of it. Nothing in a forked child: the session is the parent's.
+    pub(super) fn record_end(&self, e: &Error) {
+        if self.forked().is_some() || !e.is_session_end() {
+            return;
+        }
+        let s = if *e == Error::Closed {
+            SessionState::Closed
+        } else {
+            SessionState::Expired
+        };
+        self.on_state(s);
     }
 
     /// The identities the servers know this session by (`scheme:id`, ZooKeeper's `whoami`,

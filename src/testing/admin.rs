@@ -48,7 +48,7 @@ impl Admin {
                 Ok(v)
             }
             Err(zk::Error::NoNode) => Ok(Vec::new()),
-            Err(e) => Err(s.map_err(e)),
+            Err(e) => Err(s.record_end_and_map(e)),
         }
     }
 
@@ -62,7 +62,7 @@ impl Admin {
                 data,
             })),
             Err(zk::Error::NoNode) => Ok(None),
-            Err(e) => Err(s.map_err(e)),
+            Err(e) => Err(s.record_end_and_map(e)),
         }
     }
 
@@ -74,7 +74,7 @@ impl Admin {
         let s = self.client.session()?;
         match s.call(s.zk.delete(path, None), crate::Deadline::Forever) {
             Ok(()) | Err(zk::Error::NoNode) => Ok(()),
-            Err(e) => Err(s.map_err(e)),
+            Err(e) => Err(s.record_end_and_map(e)),
         }
     }
 
@@ -83,7 +83,7 @@ impl Admin {
         let s = self.client.session()?;
         match s.call(s.zk.delete(path, None), crate::Deadline::Forever) {
             Ok(()) | Err(zk::Error::NoNode) => Ok(()),
-            Err(e) => Err(s.map_err(e)),
+            Err(e) => Err(s.record_end_and_map(e)),
         }
     }
 

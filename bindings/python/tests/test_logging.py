@@ -82,3 +82,21 @@ def test_a_log_handler_that_blocks_never_stalls_zookeeper_io(zk_hosts, proxy, pa
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+
+
+# Which of the package's log threads run after `import zklock`, and after the first client.
+LOG_THREADS_BY_STEP = r"""
+import sys, threading, zklock
+def log_threads():
+    return sorted(t.name for t in threading.enumerate() if t.name == "zklock-log")
+print("import", log_threads())
+with zklock.Client(sys.argv[1], 5.0) as client:
+    print("client", log_threads())
+"""
+
+
+def test_log_delivery_starts_with_the_first_client_not_at_import(zk_hosts):
+    run = subprocess.run([sys.executable, "-c", LOG_THREADS_BY_STEP, zk_hosts],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["import []", "client ['zklock-log']"], run.stdout

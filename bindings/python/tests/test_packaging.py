@@ -24,6 +24,13 @@ IN_CHECKOUT = os.path.exists(os.path.join(REPO, "Cargo.toml"))
 LICENSES = ("LICENSE-MIT", "LICENSE-APACHE")
 
 
+def _package_files() -> list:
+    """The files of the checkout's package (src/zklock): its modules and py.typed."""
+    src = os.path.join(BINDING, "src", "zklock")
+    return sorted(n for n in os.listdir(src) if os.path.isfile(os.path.join(src, n))
+                  and not n.endswith((".pyc", ".so")))
+
+
 def _crate_version() -> str:
     with open(os.path.join(REPO, "Cargo.toml")) as f:
         return re.search(r'(?m)^version = "([^"]+)"', f.read()).group(1)
@@ -84,6 +91,8 @@ def test_the_build_script_makes_an_sdist_and_a_manylinux_wheel_a_fresh_venv_inst
                    "rust/LICENSE-MIT", "rust/LICENSE-APACHE",
                    "setup.py", "src/zklock/__init__.py"):
         assert top + needed in names, needed
+    for module in _package_files():
+        assert top + "src/zklock/" + module in names, "%s is not in the sdist" % module
     assert not any("/rust/src/bin/" in n for n in names), "the command is not carried"
     assert "\nVersion: %s\n" % version in pkg_info, pkg_info
     assert "\nLicense-Expression: MIT OR Apache-2.0\n" in pkg_info, pkg_info
@@ -102,6 +111,8 @@ def test_the_build_script_makes_an_sdist_and_a_manylinux_wheel_a_fresh_venv_inst
         names = z.namelist()
         libs = [n for n in names if n.startswith("zklock/_native") and ".so" in n]
         assert len(libs) == 1, names
+        for module in _package_files():
+            assert "zklock/" + module in names, "%s is not in the wheel" % module
         lib = z.read(libs[0])
         info = "pyzklock-%s.dist-info/" % version
         metadata = z.read(info + "METADATA").decode()

@@ -185,7 +185,7 @@ impl Leases {
                 protected::recover(session, &self.dir, prefix, true, d)?,
                 None,
             )),
-            Err(e) => Err(session.map_err(e)),
+            Err(e) => Err(session.record_end_and_map(e)),
         }
     }
 }

@@ -86,10 +86,10 @@ impl Leases {
                             break;
                         }
                         Err(zk::Error::NoNode) => continue,
-                        Err(e) => return Err(session.map_err(e)),
+                        Err(e) => return Err(session.record_end_and_map(e)),
                     }
                 }
-                Err(e) => return Err(session.map_err(e)),
+                Err(e) => return Err(session.record_end_and_map(e)),
             }
         }
         self.root_checked.store(true, Ordering::Release);

@@ -51,7 +51,7 @@ impl Leases {
             match session.retry(Deadline::Forever, || session.zk.list_children(&self.dir)) {
                 Ok(c) => c,
                 Err(zk::Error::NoNode) => return Ok(Vec::new()),
-                Err(e) => return Err(session.map_err(e)),
+                Err(e) => return Err(session.record_end_and_map(e)),
             };
         // kazoo keeps its count in P's data and its guard beside P; every child of the lease
         // directory is a lease.
@@ -121,6 +121,6 @@ pub(super) fn list_watch(
     match session.retry(d, || session.zk.list_and_watch_children(dir)) {
         Ok(x) => Ok(Some(x)),
         Err(zk::Error::NoNode) => Ok(None),
-        Err(e) => Err(session.map_err(e)),
+        Err(e) => Err(session.record_end_and_map(e)),
     }
 }
