@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::guard::Guard;
+use super::guard::{Guard, Guarded};
 use super::hold::HoldState;
 use super::lockable::Lockable;
 use super::participants::{Begin, Holds, Owner, Policy};
@@ -300,4 +300,8 @@ fn not_acquired_at_timeout<T>(r: Result<Option<T>>) -> Result<Option<T>> {
         Err(Error::Timeout) => Ok(None),
         r => r,
     }
+}
+
+impl<R: Recipe> Guarded for Lock<R> {
+    type GuardMarker = R::GuardMarker;
 }

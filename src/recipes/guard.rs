@@ -3,23 +3,17 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use super::front::Lock;
 use super::hold::HoldState;
 use super::lockable::Lockable;
-use super::raw::Recipe;
 use crate::error::{Error, Result};
 
 /// What a [`Guard`] needs of its lock: the answers about one hold, named by its fencing token
 /// (the `*_of` methods of [`Lockable`]), and whether the guard may go to another thread.
-/// Sealed: implemented by [`Lock`] and [`MultiLock`](crate::MultiLock) only.
+/// Sealed: implemented by [`Lock`](crate::Lock) and [`MultiLock`](crate::MultiLock) only.
 pub trait Guarded: Lockable {
     /// [`GuardSend`] if the guard may go to another thread, [`GuardNoSend`] if not.
     #[doc(hidden)]
     type GuardMarker;
-}
-
-impl<R: Recipe> Guarded for Lock<R> {
-    type GuardMarker = R::GuardMarker;
 }
 
 /// Marker of a lock whose guards may go to another thread (its participant is the handle), as
