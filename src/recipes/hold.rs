@@ -1,7 +1,7 @@
 //! The hold model (`docs/hold-model.md`), decided once for every recipe: a hold is a node one
 //! of the participant's own attempts made, with its fencing token, believed while its session's
 //! lease runs ([`HoldState`]); and every node that stops being wanted goes away through one
-//! path, [`Hold::release`] / [`remove_node`]. Who holds is the `holds` module's.
+//! path, [`Hold::release`] / [`remove_node`]. Who holds is the `participants` module's.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::session::{is_retriable, Session, SessionState};
 
@@ -237,7 +238,7 @@ fn remove_node_from(
         SessionState::Closed => {
             // Closing the client gave the lock up; still take the node away now rather than
             // when the last handle lets go of the session.
-            let _ = session.call(delete_once(session, node, &owner), crate::Deadline::TryOnce);
+            let _ = session.call(delete_once(session, node, &owner), Deadline::TryOnce);
             return if held { Err(Error::LockLost) } else { Ok(()) };
         }
         _ => {}
@@ -249,7 +250,7 @@ fn remove_node_from(
     let per_try = (t / 4).max(Duration::from_millis(200));
     let mut retried = false;
     loop {
-        let until = crate::Deadline::At((Instant::now() + per_try).min(budget));
+        let until = Deadline::At((Instant::now() + per_try).min(budget));
         let reply = match first.take() {
             Some(sent) => session.call(sent, until),
             // Every try carries its own proof (a lost try may still be applied, later).
@@ -439,8 +440,9 @@ async fn delete_until_gone(session: &Session, node: &str, owner: &Owned) {
 #[cfg(all(test, feature = "testing"))]
 mod tests {
     use super::*;
+    use crate::recipes::{Lockable, SimpleLock};
+    use crate::session::{Client, Options};
     use crate::testing::{eventually, Admin, TestingServer};
-    use crate::{Client, Lockable, Options, SimpleLock};
 
     /// The background delete of a simple-lock hold (handed over when a release could not finish
     /// in time) runs after the node may have changed hands: it must delete only the node of the
@@ -470,14 +472,14 @@ mod tests {
                 .expect("the hold's witness, made with its node")
         };
         let la = SimpleLock::new(&a, path).unwrap();
-        let token_a = la.acquire(crate::Deadline::Forever).unwrap().unwrap();
+        let token_a = la.acquire(Deadline::Forever).unwrap().unwrap();
         let witness_a = witness_of(token_a);
         // A's node goes with its witness (as after A's own delete whose reply was lost), B
         // takes the lock.
         admin.delete(path).unwrap();
         admin.delete(&witness_a).unwrap();
         let lb = SimpleLock::new(&b, path).unwrap();
-        let token_b = lb.acquire(crate::Deadline::TryOnce).unwrap().expect("free");
+        let token_b = lb.acquire(Deadline::TryOnce).unwrap().expect("free");
         assert!(token_b > token_a);
         let session = a.session().unwrap();
         background_delete(session, path.to_string(), Owned::Witness(witness_a));
@@ -488,7 +490,7 @@ mod tests {
         // And it does delete A's own node when it is still there.
         lb.release().unwrap();
         let lc = SimpleLock::new(&a, path).unwrap();
-        let token_c = lc.acquire(crate::Deadline::TryOnce).unwrap().expect("free");
+        let token_c = lc.acquire(Deadline::TryOnce).unwrap().expect("free");
         let witness_c = witness_of(token_c);
         background_delete(
             a.session().unwrap(),

@@ -1,14 +1,16 @@
-//! The lock recipes. This file is only their face: every public name, once. The front and the
-//! guard are `front`'s, the raw protocol trait `raw`'s, who holds `holds`'s, what a hold is and
-//! how a node goes away `hold`'s; the queue engine is `queue`; then one file (or folder) per
-//! recipe.
+//! The lock recipes. This file is only their face: every public name, once. The front is
+//! `front`'s, the guard `guard`'s, the "any lock" trait `lockable`'s, the raw protocol trait
+//! `raw`'s, who holds `participants`'s, what a hold is and how a node goes away `hold`'s; the
+//! queue engine is `queue`; then one file (or folder) per recipe.
 
 mod front;
+mod guard;
 mod hold;
-mod holds;
+mod lockable;
 mod multi_lock;
 mod mutex;
 mod owned;
+mod participants;
 mod protected;
 mod queue;
 mod raw;
@@ -17,8 +19,10 @@ mod rwlock;
 mod semaphore;
 mod simple_lock;
 
-pub use front::{Guard, Lock, Lockable};
+pub use front::Lock;
+pub use guard::Guard;
 pub use hold::HoldState;
+pub use lockable::Lockable;
 pub(crate) use multi_lock::same_path_conflict;
 #[allow(deprecated)]
 pub use multi_lock::RawMultiLock;

@@ -1,8 +1,9 @@
 //! The fair, herd-free mutex (Curator's `InterProcessMutex`, reentrant) and the same protocol
 //! with one participant per handle and no reentrancy (Curator's `InterProcessSemaphoreMutex`).
 
-use super::front::{Guard, Lock};
-use super::holds::{Owner, Policy};
+use super::front::Lock;
+use super::guard::Guard;
+use super::participants::{Owner, Policy};
 use super::queue::{Queue, QueueKind, Rules};
 use crate::error::Result;
 use crate::node::Protocol;

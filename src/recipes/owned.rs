@@ -16,9 +16,10 @@ use std::time::Duration;
 use futures::channel::oneshot;
 use parking_lot::Mutex;
 
-use super::front::{Lock, Lockable};
+use super::front::Lock;
 use super::hold::HoldState;
-use super::holds::{as_participant, new_task, Holds};
+use super::lockable::Lockable;
+use super::participants::{as_participant, new_task, Holds};
 use super::raw::Recipe;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -29,7 +30,7 @@ use crate::wait::AcquireScope;
 pub(crate) mod sealed {
     /// What the async front needs of a handle: its table of holds.
     pub trait Handle {
-        fn holds(&self) -> &std::sync::Arc<crate::recipes::holds::Holds>;
+        fn holds(&self) -> &std::sync::Arc<crate::recipes::participants::Holds>;
     }
 }
 

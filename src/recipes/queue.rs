@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use zookeeper_client as zk;
 
+use super::guard::GuardNoSend;
 use super::hold::{self, Hold};
 use super::protected;
 use super::raw::{read_node, Participant, Recipe};
@@ -273,7 +274,7 @@ impl<K> Queue<K> {
 }
 
 impl<K: QueueKind> Recipe for Queue<K> {
-    type GuardSend = *const ();
+    type GuardMarker = GuardNoSend;
     const NAME: &'static str = K::NAME;
 
     fn path(&self) -> &str {

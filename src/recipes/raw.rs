@@ -188,10 +188,14 @@ pub(crate) fn read_node(
 
 /// A lock protocol: the raw half of a [`Lock`](super::front::Lock).
 pub trait Recipe: Send + Sync {
-    /// Whether a guard of this recipe may go to another thread: `()` if its participant is the
-    /// handle whatever it was made with (the semaphore), `*const ()` if it may be the thread.
+    /// Whether a guard of this recipe may go to another thread: [`GuardSend`] if its
+    /// participant is the handle whatever it was made with (the semaphore), [`GuardNoSend`] if
+    /// it may be the thread.
+    ///
+    /// [`GuardSend`]: super::guard::GuardSend
+    /// [`GuardNoSend`]: super::guard::GuardNoSend
     #[doc(hidden)]
-    type GuardSend;
+    type GuardMarker;
 
     /// The front's type name, as `{:?}` shows it ("Mutex").
     #[doc(hidden)]

@@ -5,9 +5,11 @@
 
 use std::sync::{Arc, Weak};
 
-use super::front::{Guard, Lock, Lockable};
+use super::front::Lock;
+use super::guard::{Guard, GuardNoSend};
 use super::hold::{Hold, HoldState};
-use super::holds::{Holds, Owner, Policy};
+use super::lockable::Lockable;
+use super::participants::{Holds, Owner, Policy};
 use super::protected;
 use super::queue::{Queue, Reader, Writer};
 use super::raw::{Participant, Recipe};
@@ -200,7 +202,7 @@ impl ReadWriteLock {
 }
 
 impl Recipe for RawReadLock {
-    type GuardSend = *const ();
+    type GuardMarker = GuardNoSend;
     const NAME: &'static str = "ReadLock";
 
     fn path(&self) -> &str {
@@ -236,7 +238,7 @@ impl Recipe for RawReadLock {
 }
 
 impl Recipe for RawWriteLock {
-    type GuardSend = *const ();
+    type GuardMarker = GuardNoSend;
     const NAME: &'static str = "WriteLock";
 
     fn path(&self) -> &str {

@@ -4,9 +4,10 @@ use std::sync::Arc;
 
 use zookeeper_client as zk;
 
-use super::front::{Guard, Lock};
+use super::front::Lock;
+use super::guard::{Guard, GuardNoSend};
 use super::hold::{background_forget_witnessed, Hold};
-use super::holds::{Owner, Policy};
+use super::participants::{Owner, Policy};
 use super::protected::create_parents_of;
 use super::raw::{read_node, Participant, Recipe};
 use crate::deadline::Deadline;
@@ -223,7 +224,7 @@ impl RawSimpleLock {
 }
 
 impl Recipe for RawSimpleLock {
-    type GuardSend = *const ();
+    type GuardMarker = GuardNoSend;
     const NAME: &'static str = "SimpleLock";
 
     fn path(&self) -> &str {

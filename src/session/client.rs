@@ -18,7 +18,7 @@ use super::state::Session;
 use super::watch::ChildrenWatch;
 use crate::deadline::{saturating_after, Deadline};
 use crate::error::{Error, Result};
-use crate::node::Protocol;
+use crate::node::{LockKind, Protocol};
 use crate::runtime;
 use crate::wait::Signal;
 
@@ -400,12 +400,12 @@ impl Client {
     /// }
     /// # Ok::<(), zklock::Error>(())
     /// ```
-    pub fn lock_kind(&self, path: &str) -> Result<crate::LockKind> {
+    pub fn lock_kind(&self, path: &str) -> Result<LockKind> {
         crate::path::validate_path(path)?;
         let s = self.session()?;
         let (data, stat) = match s.retry(Deadline::Forever, || s.zk.get_data(path)) {
             Ok(x) => x,
-            Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
+            Err(zk::Error::NoNode) => return Ok(LockKind::Free),
             Err(e) => return Err(s.record_end_and_map(e)),
         };
         let ephemeral = stat.ephemeral_owner != 0;
@@ -414,7 +414,7 @@ impl Client {
         } else {
             match s.retry(Deadline::Forever, || s.zk.list_children(path)) {
                 Ok(c) => c,
-                Err(zk::Error::NoNode) => return Ok(crate::LockKind::Free),
+                Err(zk::Error::NoNode) => return Ok(LockKind::Free),
                 Err(e) => return Err(s.record_end_and_map(e)),
             }
         };
@@ -436,7 +436,7 @@ impl Client {
     pub fn add_auth(&self, scheme: &str, auth: &[u8]) -> Result<()> {
         check_auth_scheme(scheme)?;
         let s = self.session()?;
-        match s.call(s.zk.auth(scheme, auth), crate::Deadline::Forever) {
+        match s.call(s.zk.auth(scheme, auth), Deadline::Forever) {
             Ok(()) => {}
             Err(zk::Error::AuthFailed) => {
                 return Err(Error::AuthFailed(

@@ -364,7 +364,7 @@ mod socket_tests {
             socket_of(&c)
         );
         // The same session, on its new socket, still answers.
-        let m = crate::Mutex::new(&c, "/socket-test").unwrap();
+        let m = crate::recipes::Mutex::new(&c, "/socket-test").unwrap();
         drop(m.lock().unwrap());
     }
 

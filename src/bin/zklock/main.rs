@@ -13,8 +13,8 @@
 // The command's process rules (signals, the child's death with its parent, process groups) are
 // the OS-facing module's, the one file besides the C layer with `unsafe` in it: the command
 // compiles it in as its own, rather than the library making it public.
-#[path = "../../sys.rs"]
-#[allow(unsafe_code, dead_code)]
+#[path = "../../sys/mod.rs"]
+#[allow(unsafe_code, dead_code, unused_imports)]
 mod sys;
 
 mod argv;

@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::front::{Guard, Lock};
+use super::front::Lock;
+use super::guard::{Guard, GuardSend};
 use super::hold::Hold;
-use super::holds::{Owner, Policy};
+use super::participants::{Owner, Policy};
 use super::queue::{Exclusive, Queue};
 use super::raw::{Participant, Recipe};
 use crate::deadline::Deadline;
@@ -172,7 +173,7 @@ impl Lease<'_> {
 
 impl Recipe for RawSemaphore {
     /// A lease is the handle's, whatever thread took it.
-    type GuardSend = ();
+    type GuardMarker = GuardSend;
     const NAME: &'static str = "Semaphore";
 
     fn path(&self) -> &str {

@@ -1,16 +1,23 @@
-//! A ZooKeeper ensemble (quorum) on loopback.
+//! A ZooKeeper ensemble (quorum) on loopback.//!
+//! The ensemble (start, members, kill and restart) is here; its partitions are `partition`'s,
+//! the members' ports `ports`'.
+
+mod partition;
+mod ports;
 
 use std::collections::BTreeMap;
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use self::partition::Link;
+use self::ports::{bind_free, member_port};
 use super::link::{LinkMode, LinkProxy};
 use super::{
-    base_config, four_letter_via, free_port, parse_cons_sessions, wait_serving, ClientAuth,
-    ServerProcess, TestingCerts, TlsProbe, FOUR_LETTER_TIMEOUT,
+    base_config, four_letter_via, parse_cons_sessions, wait_serving, ClientAuth, ServerProcess,
+    TestingCerts, TlsProbe, FOUR_LETTER_TIMEOUT,
 };
 
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
@@ -21,79 +28,6 @@ struct Member {
     cfg: PathBuf,
     log: PathBuf,
     process: Option<ServerProcess>,
-}
-
-/// The proxied links from member `from` to member `to` (its quorum and its election port).
-struct Link {
-    from: usize,
-    to: usize,
-    quorum: LinkProxy,
-    election: LinkProxy,
-}
-
-impl Link {
-    /// Puts both proxies in `mode`. Leaving [`LinkMode::Drop`] closes their connections first
-    /// (bytes were lost mid-stream), so the members connect again.
-    fn set_mode(&self, mode: LinkMode) {
-        for p in [&self.quorum, &self.election] {
-            if p.mode() == LinkMode::Drop && mode != LinkMode::Drop {
-                p.cut_all();
-            }
-            p.set_mode(mode);
-        }
-    }
-}
-
-/// The kernel's range of ports for outgoing connections (`ip_local_port_range`).
-fn ephemeral_range() -> (u16, u16) {
-    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| {
-            let mut it = s.split_whitespace().filter_map(|v| v.parse().ok());
-            Some((it.next()?, it.next()?))
-        })
-        .unwrap_or((32768, 60999))
-}
-
-/// A free loopback port for a member to listen on, outside the range the kernel takes ports of
-/// outgoing connections from: a member that is killed and restarted binds its ports again, and
-/// meanwhile one of the many connections a test makes could otherwise have taken one (the
-/// restart then fails with "address in use"). Never handed out twice in this process.
-fn member_port() -> io::Result<u16> {
-    let (lo, hi) = ephemeral_range();
-    let below = 10_000u16..lo.max(10_000);
-    let above = hi.saturating_add(1).max(10_000)..u16::MAX;
-    let range = if below.len() >= above.len() {
-        below
-    } else {
-        above
-    };
-    if range.len() < 100 {
-        return free_port();
-    }
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0) as usize
-        ^ (std::process::id() as usize).wrapping_mul(2_654_435_761);
-    for k in 0..range.len() {
-        let port = range.start + ((seed + k * 7919) % range.len()) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_err() {
-            continue;
-        }
-        let mut used = super::USED_PORTS.lock().unwrap_or_else(|e| e.into_inner());
-        if used.insert(port) {
-            return Ok(port);
-        }
-    }
-    free_port()
-}
-
-/// A listener on a free loopback port, and the port.
-fn bind_free() -> io::Result<(TcpListener, u16)> {
-    let l = TcpListener::bind("127.0.0.1:0")?;
-    let port = l.local_addr()?.port();
-    Ok((l, port))
 }
 
 /// A ZooKeeper ensemble of real servers on `127.0.0.1` (usually three members), for tests of
@@ -321,98 +255,6 @@ impl TestingCluster {
             cluster.wait(i)?;
         }
         Ok(cluster)
-    }
-
-    /// Partitions member `i` from every other member, as a real network partition does: its
-    /// quorum and election links, in both directions, stop forwarding but keep every byte sent
-    /// (in order) and stay open, and connections made meanwhile are accepted and held too
-    /// (they reach their target at the heal). Clients' connections to member `i` are
-    /// untouched. [`TestingCluster::heal`] delivers what was held, so a request that member
-    /// `i` forwarded to the leader during the partition can still be applied after it: the
-    /// members' own timeouts (syncLimit × tickTime, 2.5 s here) decide whether anyone is still
-    /// listening by then.
-    ///
-    /// # Panics
-    /// If the cluster was not started by [`TestingCluster::start_partitionable`].
-    pub fn isolate(&self, i: usize) {
-        self.partition(i, LinkMode::Hold);
-    }
-
-    /// As [`TestingCluster::isolate`], but the links black-hole: bytes sent during the
-    /// partition are dropped (connections stay open; those made meanwhile are never
-    /// forwarded), and [`TestingCluster::heal`] closes the links' connections, so the members
-    /// connect again. Nothing sent during the partition arrives after it.
-    ///
-    /// # Panics
-    /// If the cluster was not started by [`TestingCluster::start_partitionable`].
-    pub fn isolate_dropping(&self, i: usize) {
-        self.partition(i, LinkMode::Drop);
-    }
-
-    fn partition(&self, i: usize, mode: LinkMode) {
-        assert!(
-            !self.links.is_empty() || self.members.len() == 1,
-            "isolate needs a cluster from TestingCluster::start_partitionable"
-        );
-        let mut isolated = self.isolated.lock().unwrap_or_else(|e| e.into_inner());
-        isolated.insert(i, mode);
-        self.apply_modes(&isolated);
-    }
-
-    /// Sets each link's mode from the members isolated now: a link with an end isolated by
-    /// [`TestingCluster::isolate_dropping`] drops, else one with an isolated end holds.
-    fn apply_modes(&self, isolated: &BTreeMap<usize, LinkMode>) {
-        for l in &self.links {
-            let ends = [isolated.get(&l.from), isolated.get(&l.to)];
-            let mode = if ends.contains(&Some(&LinkMode::Drop)) {
-                LinkMode::Drop
-            } else if ends.iter().any(|e| e.is_some()) {
-                LinkMode::Hold
-            } else {
-                LinkMode::Open
-            };
-            l.set_mode(mode);
-        }
-    }
-
-    /// Ends the partition of member `i`. After [`TestingCluster::isolate`] its links deliver
-    /// everything they held, in order, then forward as before (a connection whose end closed
-    /// meanwhile gets what that end sent before closing, then the close). After
-    /// [`TestingCluster::isolate_dropping`] their connections are closed, so the members
-    /// connect again. A link to another member that is still isolated stays partitioned.
-    pub fn heal(&self, i: usize) {
-        let mut isolated = self.isolated.lock().unwrap_or_else(|e| e.into_inner());
-        isolated.remove(&i);
-        self.apply_modes(&isolated);
-    }
-
-    /// The members isolated now.
-    pub fn isolated(&self) -> Vec<usize> {
-        self.isolated
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .copied()
-            .collect()
-    }
-
-    /// Bytes that member `i` sent to other members (quorum and election traffic) and that
-    /// its partition holds now: e.g. a request it forwarded to the leader during
-    /// [`TestingCluster::isolate`]. 0 when the cluster is not partitionable.
-    pub fn held_from(&self, i: usize) -> usize {
-        self.links
-            .iter()
-            .map(|l| {
-                let p = [&l.quorum, &l.election];
-                if l.from == i {
-                    p.iter().map(|p| p.held_bytes(true)).sum()
-                } else if l.to == i {
-                    p.iter().map(|p| p.held_bytes(false)).sum()
-                } else {
-                    0
-                }
-            })
-            .sum()
     }
 
     /// Whether member `i` runs and serves requests (`srvr` answers with a `Mode:`; a member
