@@ -64,6 +64,36 @@ def test_ctrl_c_during_a_blocking_acquire_interrupts_at_once_and_leaves_no_node(
         holder.release()
 
 
+CHILD_SIGNALLED_ELSEWHERE = r"""
+import signal, sys, threading, time, zklock
+c = zklock.Client(sys.argv[1], 10.0)
+m = c.mutex(sys.argv[2])
+
+def ctrl_c_on_this_thread():
+    time.sleep(0.5)
+    # As the kernel may do with a Ctrl-C: delivered to a thread that is not the main one.
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+threading.Thread(target=ctrl_c_on_this_thread, daemon=True).start()
+t = time.monotonic()
+try:
+    m.acquire()
+    print("ACQUIRED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED %.2f" % (time.monotonic() - t), flush=True)
+"""
+
+
+def test_ctrl_c_delivered_to_another_thread_still_interrupts_a_blocking_acquire(zk_hosts, path):
+    with zklock.Client(zk_hosts, 5.0) as a:
+        holder = a.mutex(path)
+        assert holder.acquire(2.0)
+        run = subprocess.run([sys.executable, "-c", CHILD_SIGNALLED_ELSEWHERE, zk_hosts, path],
+                             capture_output=True, text=True, timeout=60)
+        holder.release()
+    assert run.stdout.split()[:1] == ["INTERRUPTED"], (run.stdout, run.stderr[-2000:])
+
+
 def _contended(zk_hosts, path):
     a, b, c = (zklock.Client(zk_hosts, 5.0) for _ in range(3))
     holder = a.mutex(path)

@@ -176,7 +176,10 @@ class Lock(_Managed):
         exception goes on."""
         attempt = _Attempt(self, millis)
         try:
-            attempt.done.wait()
+            # In slices: a Ctrl-C the kernel delivers to another thread (any of the library's)
+            # only flags the signal, and a wait without a timeout would never look at it.
+            while not attempt.done.wait(0.05):
+                pass
         except BaseException:
             mine = _through_interrupts(attempt.give_up)
             while not attempt.done.is_set():
