@@ -38,12 +38,20 @@ def _wait_for(pred, what, timeout=10.0):
         time.sleep(0.02)
 
 
+def _ctrl_c_as_at_a_terminal():
+    """In the child before it runs Python: SIGINT at its default, as in a terminal's program. A
+    shell's background job (scripts/test.sh runs these tests in one) ignores SIGINT, and Python
+    started with SIGINT ignored keeps ignoring it: no KeyboardInterrupt ever comes."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_a_blocking_acquire_interrupts_at_once_and_leaves_no_node(zk_hosts, path):
     with zklock.Client(zk_hosts, 5.0) as a:
         holder = a.mutex(path)
         assert holder.acquire(2.0)
         child = subprocess.Popen([sys.executable, "-c", CHILD, zk_hosts, path],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=_ctrl_c_as_at_a_terminal)
         try:
             assert child.stdout.readline().strip() == "WAITING"
             _wait_for(lambda: len(holder.participants()) == 2, "the child queued")
@@ -89,7 +97,8 @@ def test_ctrl_c_delivered_to_another_thread_still_interrupts_a_blocking_acquire(
         holder = a.mutex(path)
         assert holder.acquire(2.0)
         run = subprocess.run([sys.executable, "-c", CHILD_SIGNALLED_ELSEWHERE, zk_hosts, path],
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=60,
+                             preexec_fn=_ctrl_c_as_at_a_terminal)
         holder.release()
     assert run.stdout.split()[:1] == ["INTERRUPTED"], (run.stdout, run.stderr[-2000:])
 
