@@ -12,7 +12,7 @@ use zookeeper_client as zk;
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::session::{is_retriable, Session, SessionState};
+use crate::session::{is_retriable, LeaseUse, Session, SessionState};
 
 /// What a participant may believe about its hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,8 @@ pub struct Hold {
     pub(crate) acquired: Instant,
     /// Alive while any copy of this hold exists: lock-lost callbacks of released holds lapse.
     alive: Arc<()>,
+    /// The hold's need of its session's lease: renewed while some hold of the session exists.
+    _lease: Arc<LeaseUse>,
     /// Whether its attempt had to wait for another holder (the semaphore's short way is only
     /// for an acquirer that found its guarding mutex free).
     pub(crate) waited: bool,
@@ -60,6 +62,7 @@ impl std::fmt::Debug for Hold {
 impl Hold {
     pub(crate) fn new(session: Arc<Session>, node: String, token: i64) -> Hold {
         Hold {
+            _lease: Arc::new(session.lease_use()),
             session,
             node,
             token,
@@ -340,6 +343,22 @@ async fn pause() {
     async_io::Timer::after(Duration::from_millis(100)).await;
 }
 
+/// `request`'s answer, or `ConnectionLoss` when none came within one session timeout: a request
+/// whose bytes were lost while its connection lived on is never answered, and a background
+/// removal waiting for it would wait for as long as the session lives (a retry sends it again).
+async fn answered_within<T>(
+    session: &Session,
+    request: impl Future<Output = std::result::Result<T, zk::Error>>,
+) -> std::result::Result<T, zk::Error> {
+    use futures::future::{select, Either};
+    let request = std::pin::pin!(request);
+    let bound = async_io::Timer::after(session.zk.session_timeout());
+    match select(request, bound).await {
+        Either::Left((r, _)) => r,
+        Either::Right(_) => Err(zk::Error::ConnectionLoss),
+    }
+}
+
 /// A create whose outcome could not be learned in time: in the background, until done or the
 /// session ends, find the node it may have made and delete it. `needle` is the attempt's unique
 /// id, in the name of a child of `dir`. A create whose reply was lost is not dead (sent through
@@ -353,9 +372,9 @@ pub(crate) fn background_forget(session: &Arc<Session>, dir: String, needle: Str
         loop {
             // Read what the leader has confirmed: a follower behind it may not show the node
             // yet.
-            let looked = match sync(&session, &dir).await {
+            let looked = match answered_within(&session, sync(&session, &dir)).await {
                 Err(e) => Err(e),
-                Ok(()) => session.zk.list_and_watch_children(&dir).await,
+                Ok(()) => answered_within(&session, session.zk.list_and_watch_children(&dir)).await,
             };
             match looked {
                 Ok((children, watcher)) => {
@@ -400,9 +419,11 @@ pub(crate) fn background_forget_witnessed(session: &Arc<Session>, node: String, 
     session.clone().spawn(async move {
         let owner = Owned::Witness(witness.clone());
         loop {
-            let looked = match sync(&session, &witness).await {
+            let looked = match answered_within(&session, sync(&session, &witness)).await {
                 Err(e) => Err(e),
-                Ok(()) => session.zk.check_and_watch_stat(&witness).await,
+                Ok(()) => {
+                    answered_within(&session, session.zk.check_and_watch_stat(&witness)).await
+                }
             };
             match looked {
                 Ok((Some(_), _)) => return delete_until_gone(&session, &node, &owner).await,
@@ -430,7 +451,7 @@ async fn sync(session: &Session, path: &str) -> std::result::Result<(), zk::Erro
 /// Deletes `node` (as `owner` proves it ours) until it is gone or the session ends.
 async fn delete_until_gone(session: &Session, node: &str, owner: &Owned) {
     loop {
-        match delete_once(session, node, owner).await {
+        match answered_within(session, delete_once(session, node, owner)).await {
             Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
             _ => return,
         }
