@@ -135,7 +135,12 @@ impl<R: Recipe> Lock<R> {
                         let _ = hold.release();
                         Err(e)
                     }
-                    None => Ok(Some(ticket.complete(hold))),
+                    None => {
+                        // Held from the first look: a session that held nothing for longer
+                        // than its lease proves it again first (two round trips).
+                        hold.session.confirm_lease(d, signal);
+                        Ok(Some(ticket.complete(hold)))
+                    }
                 },
                 None => Ok(None),
             },

@@ -12,34 +12,142 @@ pub(super) fn boot_now() -> BootTime {
     crate::sys::boot_time()
 }
 
-/// The latest instant at which the leader has provably heard of the session, from the renewals
-/// answered (send and answer times, oldest first; every one was answered before the newest was
-/// sent, and its answer is the one that asks): the send time of a renewal `j` such that a later
-/// renewal `k` was sent at least `gap` after `j`'s answer.
-///
-/// Why (`docs/hold-model.md`): the leader pings each follower at least every `gap`, so it sent
-/// one after `j` touched the session at the follower and before it answered `k`'s sync; the
-/// follower answers pings in order with the sessions touched since its last answer, so it sent
-/// that touch before it passed on `k`'s answer, hence before it forwarded the newest renewal,
-/// whose answer proves the leader had read everything the follower wrote before it. A reconnect
-/// in between proves it too: a session moves to another server only after the leader
-/// revalidated (touched) it.
-pub(super) fn confirmed(
-    answered: &std::collections::VecDeque<(BootTime, BootTime)>,
-    gap: Duration,
-) -> Option<BootTime> {
-    let newest = answered.len().checked_sub(1)?;
-    let mut anchor = None;
-    for (j, &(sent_j, answered_j)) in answered.iter().enumerate().take(newest) {
-        // k is neither j nor the newest renewal (whose answer proves k's ping answer arrived).
-        if answered
-            .range(j + 1..newest)
-            .any(|&(sent_k, _)| sent_k >= answered_j + gap)
-        {
-            anchor = Some(sent_j);
+/// The session's recent requests that a server answered (send and answer times), any kind: each
+/// touched the session at the server that answered it (`docs/hold-model.md`, fact 2), so each may
+/// be the *j* of a confirmation. Kept a quarter of the ping gap apart at least (the newest is
+/// replaced by a newer one until then), so that a busy session's few entries still reach back
+/// more than a gap.
+#[derive(Debug, Default)]
+pub(super) struct Touches {
+    recent: std::collections::VecDeque<(BootTime, BootTime)>,
+}
+
+impl Touches {
+    const KEPT: usize = 12;
+
+    /// A request sent at `sent` was answered by a server at `answered`.
+    pub(super) fn record(&mut self, sent: BootTime, answered: BootTime, gap: Duration) {
+        let n = self.recent.len();
+        if n >= 2 && self.recent[n - 1].1 < self.recent[n - 2].1 + gap / 4 {
+            let newest = &mut self.recent[n - 1];
+            if sent >= newest.0 {
+                *newest = (sent, answered);
+            }
+            return;
+        }
+        self.recent.push_back((sent, answered));
+        if self.recent.len() > Self::KEPT {
+            self.recent.pop_front();
         }
     }
+
+    /// The send time of the latest touch answered at least `gap` before `k_sent` (the send time
+    /// of a `sync`): what a confirmation through that `sync` anchors the lease at.
+    pub(super) fn before(&self, k_sent: BootTime, gap: Duration) -> Option<BootTime> {
+        self.recent
+            .iter()
+            .filter(|&&(_, answered)| answered + gap <= k_sent)
+            .map(|&(sent, _)| sent)
+            .max()
+    }
+
+    /// When the newest touch was answered.
+    pub(super) fn newest_answered(&self) -> Option<BootTime> {
+        self.recent.iter().map(|&(_, answered)| answered).max()
+    }
+
+    /// When the newest touch was sent.
+    pub(super) fn newest_sent(&self) -> Option<BootTime> {
+        self.recent.iter().map(|&(sent, _)| sent).max()
+    }
+}
+
+/// The latest instant at which the leader has provably heard of the session, from the renewals
+/// answered (`syncs`: send and answer times, oldest first; every one was answered before the
+/// next was sent, and the newest answer is the one that asks) and the session's other answered
+/// requests (`touches`): the send time of a request `j` (a renewal or a touch) such that a
+/// renewal `k`, older than the newest, was sent at least `gap` after `j`'s answer.
+///
+/// Why (`docs/hold-model.md`): `j` touched the session at its server; the leader pings each
+/// follower at least every `gap`, so it sent one after that touch and before it answered `k`'s
+/// sync; the follower answers pings in order with the sessions touched since its last answer,
+/// so it sent that touch before it passed on `k`'s answer, hence before it forwarded the newest
+/// renewal, whose answer proves the leader had read everything the follower wrote before it. A
+/// reconnect in between proves it too: a session moves to another server only after the leader
+/// revalidated (touched) it.
+pub(super) fn confirmed(
+    syncs: &std::collections::VecDeque<(BootTime, BootTime)>,
+    touches: &Touches,
+    gap: Duration,
+) -> Option<BootTime> {
+    let newest = syncs.len().checked_sub(1)?;
+    let mut anchor = None;
+    // k is not the newest renewal (whose answer proves k's ping answer arrived).
+    for (k, &(sent_k, _)) in syncs.iter().enumerate().take(newest) {
+        let by_sync = syncs
+            .range(..k)
+            .filter(|&&(_, answered_j)| answered_j + gap <= sent_k)
+            .map(|&(sent_j, _)| sent_j)
+            .max();
+        anchor = anchor.max(by_sync).max(touches.before(sent_k, gap));
+    }
     anchor
+}
+
+/// How often a lease is renewed while something is held, for a session timeout `t` and ping
+/// gap `gap`: the longest period `P` whose lag (a renewal is anchored only once a later one,
+/// sent a gap after its answer, and one after that are answered: about ⌈(gap + slack)/P⌉ + 2
+/// periods behind at worst) leaves a tenth of `t` (at least 250 ms) of the lease's 0.9·`t`, among `t`/5 (where
+/// the gap allows it) and (gap + slack)/m; if none does, the one with the least lag. With
+/// `t` = 10 s and a 2 s tick, 2 s (30 renewals a minute); `t` = 4 s: 800 ms; `t` = 30 s: 6 s.
+pub(super) fn renewal_period(t: Duration, gap: Duration) -> Duration {
+    let reach = gap + Duration::from_millis(50);
+    let lag = |p: Duration| {
+        let steps = reach.as_secs_f64() / p.as_secs_f64();
+        p.mul_f64((steps - 1e-6).ceil() + 2.0)
+    };
+    let candidates = std::iter::once(t / 5)
+        .chain((1..=6).map(|m| reach / m))
+        .filter(|p| *p >= Duration::from_millis(10));
+    // Of the lease's 0.9·t, a tenth of t (at least 250 ms) is kept for a renewal that is late.
+    let within = t
+        .mul_f64(0.9)
+        .saturating_sub((t / 10).max(Duration::from_millis(250)));
+    let mut best: Option<Duration> = None;
+    for p in candidates.clone() {
+        if lag(p) <= within + Duration::from_millis(1) && best.map_or(true, |b| p > b) {
+            best = Some(p);
+        }
+    }
+    best.or_else(|| candidates.min_by_key(|&p| lag(p)))
+        .unwrap_or(Duration::from_millis(10))
+}
+
+/// The connection timeout the session's client is given for a session timeout `t` (and the
+/// caller's connect timeout): three fifths of `t`, the most for which zookeeper-client 0.11
+/// still reckons its ticks from it. Its client pings after three of those ticks of silence
+/// ([`idle_touch_period`]), like ZooKeeper's Java client (after about `t`/3 less a second), and
+/// gives a connection up after eight ticks (`t` · 3/5; the Java client: `t` · 2/3).
+pub(super) fn connection_timeout(t: Duration, connect_timeout: Duration) -> Duration {
+    (t * 3 / 5)
+        .min(connect_timeout)
+        .max(Duration::from_millis(1))
+}
+
+/// How often an idle session (nothing held) sends a request it times itself (`Touches`), for a
+/// granted session timeout `t` and the client's connection timeout `ct`: a little within the
+/// silence after which zookeeper-client 0.11 sends a ping of its own (`Session::reset_timeout`
+/// there: three ticks of `ct`/8, or of `t`/20 when `ct` is over 3/5 of `t`; at most 10 s), so
+/// that it never needs to: the session sends what a plain client sends, and has a touch the
+/// lease can be confirmed with when something is held again.
+pub(super) fn idle_touch_period(t: Duration, ct: Duration) -> Duration {
+    let tick = if ct.is_zero() || ct > t * 3 / 5 {
+        t / 20
+    } else {
+        ct / 8
+    };
+    let ping = (tick * 3).min(Duration::from_secs(10));
+    ping.saturating_sub(tick / 4).max(Duration::from_millis(10))
 }
 
 /// How long before the leader could expire the session a hold stops being believed: a tenth of
@@ -86,19 +194,96 @@ mod clock_tests {
     #[test]
     fn the_lease_runs_from_a_renewal_the_leader_provably_heard_of() {
         let gap = ms(300);
+        let none = Touches::default();
         let mut answered = std::collections::VecDeque::new();
         answered.push_back((ms(0), ms(1)));
-        assert_eq!(confirmed(&answered, gap), None);
+        assert_eq!(confirmed(&answered, &none, gap), None);
         answered.push_back((ms(200), ms(201)));
-        assert_eq!(confirmed(&answered, gap), None, "k sent within the gap");
+        assert_eq!(
+            confirmed(&answered, &none, gap),
+            None,
+            "k sent within the gap"
+        );
         answered.push_back((ms(400), ms(401)));
-        assert_eq!(confirmed(&answered, gap), None, "k is the newest renewal");
+        assert_eq!(
+            confirmed(&answered, &none, gap),
+            None,
+            "k is the newest renewal"
+        );
         answered.push_back((ms(600), ms(601)));
         // j = 0 (answered at 1), k = 2 (sent at 400 >= 301), newest = 3.
-        assert_eq!(confirmed(&answered, gap), Some(ms(0)));
+        assert_eq!(confirmed(&answered, &none, gap), Some(ms(0)));
         answered.push_back((ms(800), ms(801)));
         // j = 1 (answered at 201), k = 3 (sent at 600 >= 501).
-        assert_eq!(confirmed(&answered, gap), Some(ms(200)));
+        assert_eq!(confirmed(&answered, &none, gap), Some(ms(200)));
+    }
+
+    /// Any request a server answered may be the `j` of a confirmation (it touched the session),
+    /// so a lease that was idle is confirmed by two renewals in a row once a touch is a gap old;
+    /// a renewal or a touch answered less than a gap before `k` was sent proves nothing.
+    #[test]
+    fn a_touch_a_gap_before_two_renewals_anchors_the_lease() {
+        let gap = ms(300);
+        let mut touches = Touches::default();
+        touches.record(ms(100), ms(101), gap);
+        touches.record(ms(700), ms(702), gap);
+        let mut answered = std::collections::VecDeque::new();
+        answered.push_back((ms(900), ms(901)));
+        assert_eq!(
+            confirmed(&answered, &touches, gap),
+            None,
+            "k is the newest renewal"
+        );
+        answered.push_back((ms(902), ms(903)));
+        // k = the renewal sent at 900: the touch answered at 101 is a gap older, 702 is not.
+        assert_eq!(confirmed(&answered, &touches, gap), Some(ms(100)));
+        answered.push_back((ms(1010), ms(1011)));
+        // The renewal sent at 1010 (>= 702 + 300) is the newest: not yet a k.
+        assert_eq!(confirmed(&answered, &touches, gap), Some(ms(100)));
+        answered.push_back((ms(1012), ms(1013)));
+        assert_eq!(confirmed(&answered, &touches, gap), Some(ms(700)));
+    }
+
+    /// Touches a quarter gap apart are kept; closer ones replace the newest.
+    #[test]
+    fn touches_keep_the_older_ones_a_busy_session_would_push_out() {
+        let gap = ms(400);
+        let mut touches = Touches::default();
+        for i in 0..1000 {
+            touches.record(ms(i), ms(i + 1), gap);
+        }
+        // The newest is kept, and one answered at least a gap before the end.
+        assert_eq!(touches.newest_sent(), Some(ms(999)));
+        let j = touches.before(ms(1000), gap).expect("a touch a gap old");
+        assert!(j >= ms(1000 - 400 - 100 - 1), "{j:?}");
+    }
+
+    #[test]
+    fn renewals_keep_the_lease_with_a_third_of_it_to_spare() {
+        let tick = DEFAULT_TICK;
+        assert_eq!(renewal_period(ms(10_000), ping_gap(tick)), ms(2000));
+        assert_eq!(renewal_period(ms(30_000), ping_gap(tick)), ms(6000));
+        assert_eq!(renewal_period(ms(4_000), ping_gap(tick)), ms(800));
+        // T = 3 s with a 2 s tick: (1260 + 50) / 3 ms, lag 5 periods = 2.18 s < 2.4 s.
+        let p = renewal_period(ms(3_000), ping_gap(tick));
+        assert!(p > ms(430) && p < ms(440), "{p:?}");
+        // The test servers: T = 1 s, a 500 ms tick.
+        let p = renewal_period(ms(1_000), ping_gap(ms(500)));
+        assert!(p >= ms(100) && p <= ms(200), "{p:?}");
+    }
+
+    #[test]
+    fn an_idle_session_touches_just_within_the_clients_ping() {
+        let t = ms(10_000);
+        let ct = connection_timeout(t, ms(10_000));
+        assert_eq!(ct, ms(6000));
+        // The client's tick is 750 ms, its ping after 2,250 ms of silence.
+        assert_eq!(
+            idle_touch_period(t, ct),
+            ms(2250) - ms(187) - Duration::from_micros(500)
+        );
+        // A server that grants less than asked: the client reckons with t/20.
+        assert_eq!(idle_touch_period(ms(4000), ct), ms(600) - ms(50));
     }
 
     #[test]

@@ -9,7 +9,9 @@ use parking_lot::{Condvar, Mutex};
 use zookeeper_client as zk;
 
 use super::client::Client;
-use super::clock::{boot_now, gap_fits, ping_gap, DEFAULT_TICK};
+use super::clock::{
+    boot_now, connection_timeout, gap_fits, idle_touch_period, ping_gap, DEFAULT_TICK,
+};
 use super::events::run_detached;
 use super::hosts::{
     all_refused, certificate_trouble, connect_failure, diagnose, HostList, Refused,
@@ -97,7 +99,10 @@ impl Client {
         let opts = &self.inner.options;
         let mut connector = zk::Client::connector()
             .with_session_timeout(opts.session_timeout)
-            .with_connection_timeout(opts.session_timeout.min(opts.connect_timeout));
+            .with_connection_timeout(connection_timeout(
+                opts.session_timeout,
+                opts.connect_timeout,
+            ));
         for (scheme, auth) in opts.auth.iter().chain(self.inner.added_auth.lock().iter()) {
             connector = connector.with_auth(scheme, auth);
         }
@@ -261,6 +266,13 @@ impl Client {
             lost_callbacks: Mutex::new(Vec::new()),
             lease_anchor: Mutex::new(asked),
             lapsed: std::sync::atomic::AtomicBool::new(false),
+            touches: Mutex::new(Default::default()),
+            lease_users: Default::default(),
+            lease_wake: Default::default(),
+            idle_touch: idle_touch_period(
+                granted,
+                connection_timeout(opts.session_timeout, opts.connect_timeout),
+            ),
             pid: self.inner.pid,
             root: chroot.as_ref().map(|_| zk.clone()),
             zk: match chroot {

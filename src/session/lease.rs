@@ -7,42 +7,108 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-use super::clock::{boot_now, confirmed, lease_margin, BootTime};
+use super::clock::{boot_now, confirmed, lease_margin, renewal_period, BootTime};
 use super::kinds::is_retriable;
-use super::state::Session;
+use super::state::{answered_by_a_server, Session};
+use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::runtime;
+use crate::wait::{Outcome, Signal};
 
-/// Keeps the session's lease running (`docs/hold-model.md`, "The lease"): every so often a
-/// `sync`, which the server we talk to answers only after the leader has; each answer may prove
-/// that the leader heard of the session at a later instant, and the lease runs from there. When
-/// no answer comes before the lease ends, the lease lapses (holds turn Uncertain, loss callbacks
-/// run). A renewal that fails for another reason is reported and tried again: the renewals stop
-/// only when the session ends. Holds only a weak reference: it never keeps a session open.
+/// Keeps the session's lease running (`docs/hold-model.md`, "The lease") while a hold needs it:
+/// every so often a `sync`, which the server we talk to answers only after the leader has; each
+/// answer may prove that the leader heard of the session at a later instant, and the lease runs
+/// from there. When no answer comes before the lease ends, the lease lapses (holds turn
+/// Uncertain, loss callbacks run). A renewal that fails for another reason is reported and
+/// tried again: the renewals stop only when the session ends.
+///
+/// While nothing is held the task sends no `sync`: it only times a cheap read (`check_stat` of the
+/// root) when the session has sent nothing for a little less than the silence after which the
+/// client would ping (`clock::idle_touch_period`), so that the session sends what a plain
+/// client sends, and the next hold finds a touch to confirm its lease with
+/// ([`Session::confirm_lease`]). Holds only a weak reference: it never keeps a session open.
 pub(super) fn renew_lease(session: &Arc<Session>) {
     use futures::future::{select, Either};
     let weak = Arc::downgrade(session);
     let gap = session.ping_gap;
-    let every = (gap / 2).max(session.zk.session_timeout() / 10);
+    let every = renewal_period(session.zk.session_timeout(), gap);
     runtime::spawn(async move {
         // The renewals answered so far (send time, answer time), oldest first.
         let mut answered: std::collections::VecDeque<(BootTime, BootTime)> = Default::default();
+        // Renewing (some hold needs the lease), and whether the lease ran meanwhile.
+        let (mut renewing, mut believed) = (false, false);
+        // The next renewal follows the answer at once (the second of two in a row).
+        let mut quick = false;
         loop {
-            let (renewal, left, sent) = {
-                let Some(s) = weak.upgrade() else { return };
-                if s.state().is_terminal() {
-                    return;
+            let Some(s) = weak.upgrade() else { return };
+            if s.state().is_terminal() {
+                return;
+            }
+            if s.lease_users.load(Ordering::SeqCst) == 0 {
+                (renewing, believed) = (false, false);
+                let newest = s.touches.lock().newest_sent();
+                let due = newest.map_or(Duration::ZERO, |n| {
+                    (n + s.idle_touch).saturating_sub(boot_now())
+                });
+                if !due.is_zero() {
+                    drop(s);
+                    let needed = std::pin::pin!(lease_needed(weak.clone()));
+                    let _ = select(async_io::Timer::after(due), needed).await;
+                    continue;
                 }
+                let zk = s.zk.clone();
+                let (pause, patience) = (
+                    s.idle_touch.min(Duration::from_millis(250)),
+                    s.zk.session_timeout(),
+                );
+                drop(s);
+                let sent = boot_now();
+                // Waited for a session timeout at most: a request whose bytes were lost while
+                // its connection lived on is never answered.
+                let touch = std::pin::pin!(zk.check_stat("/"));
+                let r = match select(touch, async_io::Timer::after(patience)).await {
+                    Either::Left((r, _)) => r,
+                    Either::Right(_) => Err(zk::Error::ConnectionLoss),
+                };
+                let Some(s) = weak.upgrade() else { return };
+                if answered_by_a_server(&r) {
+                    s.touched(sent, boot_now());
+                } else if let Err(e) = r {
+                    if !is_retriable(&e) && Error::from(e.clone()).is_session_end() {
+                        s.record_end(&Error::from(e));
+                        return;
+                    }
+                    // No connection (or refused): try again a little later.
+                    drop(s);
+                    async_io::Timer::after(pause).await;
+                }
+                continue;
+            }
+            if !renewing {
+                // A hold needs the lease again: if it is short, prove it again soon with two
+                // renewals in a row (a touch of the idle spell is their `j`), else renew in a
+                // period; a hold released by then costs no renewal.
+                renewing = true;
+                let left = s.lease_remaining();
+                quick = left < every * 3;
+                let first = if quick { (gap / 4).min(every) } else { every };
+                drop(s);
+                async_io::Timer::after(first).await;
+                continue;
+            }
+            let (renewal, left, sent) = {
                 let sent = boot_now();
                 let zk = s.zk.clone();
                 (async move { zk.sync("/").await }, s.lease_remaining(), sent)
             };
+            believed |= !left.is_zero();
+            drop(s);
             let mut renewal = std::pin::pin!(renewal);
             // Wait for the answer; if the lease ends first, say so and keep waiting.
             let reply = match select(renewal.as_mut(), async_io::Timer::after(left)).await {
                 Either::Left((r, _)) => r,
                 Either::Right(_) => {
-                    if let Some(s) = weak.upgrade() {
+                    if let Some(s) = weak.upgrade().filter(|_| believed) {
                         s.lapse();
                     }
                     renewal.await
@@ -51,12 +117,20 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             match reply {
                 // A chroot that does not exist still syncs the server.
                 Ok(()) | Err(zk::Error::NoNode) => {
-                    answered.push_back((sent, boot_now()));
+                    let back = boot_now();
+                    answered.push_back((sent, back));
                     if answered.len() > 16 {
                         answered.pop_front();
                     }
-                    if let (Some(s), Some(anchor)) = (weak.upgrade(), confirmed(&answered, gap)) {
-                        s.renewed(anchor);
+                    if let Some(s) = weak.upgrade() {
+                        s.touched(sent, back);
+                        let anchor = confirmed(&answered, &s.touches.lock(), gap);
+                        if let Some(anchor) = anchor {
+                            s.renewed(anchor);
+                        }
+                    }
+                    if std::mem::take(&mut quick) {
+                        continue;
                     }
                     async_io::Timer::after(every).await;
                 }
@@ -64,7 +138,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                     // No answer (the crate may fail requests at once while it has no
                     // connection): the lease may have run out meanwhile.
                     if let Some(s) = weak.upgrade() {
-                        if s.lease_remaining().is_zero() {
+                        if believed && s.lease_remaining().is_zero() {
                             s.lapse();
                         }
                     }
@@ -84,7 +158,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                             "zklock session {:#x}: lease renewal refused: {e}; trying again",
                             s.id
                         );
-                        if s.lease_remaining().is_zero() {
+                        if believed && s.lease_remaining().is_zero() {
                             s.lapse();
                         }
                     }
@@ -93,6 +167,31 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             }
         }
     });
+}
+
+/// Ready when a hold needs the session's lease (or the session is gone or ended).
+fn lease_needed(weak: std::sync::Weak<Session>) -> impl std::future::Future<Output = ()> {
+    futures::future::poll_fn(move |cx| {
+        let Some(s) = weak.upgrade() else {
+            return std::task::Poll::Ready(());
+        };
+        s.lease_wake.register(cx.waker());
+        if s.lease_users.load(Ordering::SeqCst) > 0 || s.state().is_terminal() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+}
+
+/// A hold's need of its session's lease: the lease is renewed while one exists
+/// ([`Session::lease_use`]).
+pub(crate) struct LeaseUse(Arc<Session>);
+
+impl Drop for LeaseUse {
+    fn drop(&mut self) {
+        self.0.lease_users.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The longest `tickTime` the servers at `servers` report to the `conf` four-letter word, asked
@@ -165,6 +264,83 @@ pub(super) fn parse_tick(conf: &str) -> Option<Duration> {
 }
 
 impl Session {
+    /// Says that a hold needs this session's lease, for as long as the value lives: the lease
+    /// is renewed from now on (wakes the lease's task if it was idle).
+    pub(crate) fn lease_use(self: &Arc<Self>) -> LeaseUse {
+        if self.lease_users.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.lease_wake.wake();
+        }
+        LeaseUse(self.clone())
+    }
+
+    /// Makes the lease of a hold just taken provable, if it is not (the session held nothing
+    /// for longer than its lease): two `sync`s in a row, the first sent a ping gap after a
+    /// touch of the session (`Touches`; an idle session times one every
+    /// `clock::idle_touch_period`), anchor the lease at that touch (`confirmed`). Waits for a
+    /// touch to be a gap old if none is. Returns when the lease runs, or with the lease still
+    /// out when `d` (at most one session timeout) passes, `signal` is cancelled, or the session
+    /// is not connected: the hold is then Uncertain until the lease's task renews it.
+    pub(crate) fn confirm_lease(&self, d: Deadline, signal: &Signal) {
+        let until = self.cap(d);
+        let gap = self.ping_gap;
+        let length = {
+            let t = self.zk.session_timeout();
+            t - lease_margin(t)
+        };
+        // Waits `t` (to `until` at most); false if cancelled meanwhile.
+        let pause = |t: Duration| {
+            let wake = Instant::now() + t.min(until.saturating_duration_since(Instant::now()));
+            let waited = runtime::block_on(
+                futures::future::pending::<()>(),
+                Some(wake),
+                Some(signal),
+                Some(&self.io),
+            );
+            !matches!(waited, Outcome::Cancelled)
+        };
+        loop {
+            if self.lease_live()
+                || self.state() != super::SessionState::Connected
+                || signal.is_cancelled()
+                || Instant::now() >= until
+            {
+                return;
+            }
+            let now = boot_now();
+            let usable = self
+                .touches
+                .lock()
+                .before(now, gap)
+                .filter(|&j| j + length > now + Duration::from_millis(20));
+            if usable.is_none() {
+                // Wait until the newest touch is a gap old; with none recent enough, make one.
+                let wait = match self.touches.lock().newest_answered() {
+                    Some(r) if r + gap > now => r + gap - now,
+                    _ if answered_by_a_server(&self.call(self.zk.sync("/"), d)) => continue,
+                    // Refused (throttled, say) or unanswered: a little later.
+                    _ => Duration::from_millis(50),
+                };
+                if !pause(wait) {
+                    return;
+                }
+                continue;
+            }
+            let sent_k = boot_now();
+            let k = self.call(self.zk.sync("/"), d);
+            let m = answered_by_a_server(&k).then(|| self.call(self.zk.sync("/"), d));
+            if !m.as_ref().is_some_and(answered_by_a_server) {
+                if !pause(Duration::from_millis(50)) {
+                    return;
+                }
+                continue;
+            }
+            let anchor = self.touches.lock().before(sent_k, gap);
+            if let Some(anchor) = anchor {
+                self.renewed(anchor);
+            }
+        }
+    }
+
     /// When the lease ends (CLOCK_BOOTTIME): the latest instant the leader provably heard of
     /// the session, plus the session timeout the server granted, less the margin.
     pub(super) fn lease_end(&self) -> BootTime {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use zookeeper_client as zk;
 
-use super::clock::BootTime;
+use super::clock::{boot_now, BootTime, Touches};
 use super::events::{run_detached, Events};
 use super::kinds::{is_retriable, SessionEvent, SessionState};
 use crate::deadline::Deadline;
@@ -47,6 +47,15 @@ pub(crate) struct Session {
     pub(super) ping_gap: Duration,
     /// The lease ran out (under the state lock's condvar); cleared when it is renewed.
     pub(super) lapsed: std::sync::atomic::AtomicBool,
+    /// The session's recent requests a server answered: touches a lease can be confirmed with.
+    pub(super) touches: Mutex<Touches>,
+    /// How many holds (and copies of one) need the lease: it is renewed only while some do.
+    pub(super) lease_users: std::sync::atomic::AtomicUsize,
+    /// Wakes the lease's task when a hold needs the lease again.
+    pub(super) lease_wake: futures::task::AtomicWaker,
+    /// How often the lease's task touches the session while nothing is held
+    /// (`clock::idle_touch_period`).
+    pub(super) idle_touch: Duration,
     /// The process that opened the session. In a forked child the session is the parent's:
     /// there it is `Closed`, every request fails at once ([`Error::Forked`]) and nothing is
     /// sent, so dropping or releasing what the child inherited touches nothing of the parent's.
@@ -171,7 +180,14 @@ impl Session {
         }
         let cap = self.cap(Deadline::Forever);
         let bound = d.instant().map_or(cap, |i| i.min(cap));
-        match runtime::block_on(fut, Some(bound), None, Some(&self.io)) {
+        let sent = boot_now();
+        let outcome = runtime::block_on(fut, Some(bound), None, Some(&self.io));
+        if let Outcome::Ready(r) = &outcome {
+            if answered_by_a_server(r) {
+                self.touched(sent, boot_now());
+            }
+        }
+        match outcome {
             Outcome::Ready(Ok(v)) => Ok(v),
             Outcome::Ready(Err(e)) => {
                 if matches!(
@@ -220,6 +236,12 @@ impl Session {
                 r => return r,
             }
         }
+    }
+
+    /// A request sent at `sent` was answered by a server at `answered`: it touched the session
+    /// there (`Touches`).
+    pub(super) fn touched(&self, sent: BootTime, answered: BootTime) {
+        self.touches.lock().record(sent, answered, self.ping_gap);
     }
 
     /// The error of a step that `d`'s passing cut short before a request went out:
@@ -380,4 +402,19 @@ impl Session {
     pub(crate) fn pause(&self, d: Duration) {
         runtime::sleep(d)
     }
+}
+
+/// Whether a request's result is a server's answer (so the request touched the session there):
+/// success, or one of the answers a server gives about nodes. Errors the client makes up itself
+/// (connection loss, a closed client, a bad argument) are not.
+pub(super) fn answered_by_a_server<T>(r: &std::result::Result<T, zk::Error>) -> bool {
+    matches!(
+        r,
+        Ok(_)
+            | Err(zk::Error::NoNode
+                | zk::Error::NodeExists
+                | zk::Error::BadVersion
+                | zk::Error::NotEmpty
+                | zk::Error::NoChildrenForEphemerals)
+    )
 }
