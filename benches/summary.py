@@ -218,7 +218,8 @@ if any(key(r) == ZKC for r in main_rows):
             label, better, len(xs), fmt(med(p.values()), 0), fmt(med(z.values()), 0), fmt(m),
             "–" if ahead is None else ("yes" if ahead else "**no**")))
     print("\n(zkclient-lock's release is `drop(LockClient)`: the delete is sent by a background task and not "
-          "awaited, so its W1 cycle and W3 handoff do not include the release round trip.)\n")
+          "awaited, so its W1 cycle does not wait for the delete's reply; W3's t0 is taken just before the drop, "
+          "so its handoff includes the delete.)\n")
 
 # ---------------------------------------------------------------- W1 C ABI (not run with BENCH_ONLY_CORE=1)
 if any(r["workload"] == "W1" for r in extra_rows):
