@@ -174,6 +174,12 @@ def report(d):
         rows.append(("W6 handoff p50 growth, %s → %s waiters (×)" % (fmt(a), fmt(z)), g, 2,
                      "zklock ≤ 3.00" if (a, z) == (10, 3000) else "", None))
     for n in sizes:
+        raw = w6v(n, "handoff_p50_us").get("raw-java")
+        if raw:
+            v = {i: x / raw for i, x in w6v(n, "handoff_p50_us").items() if x is not None and i != "raw-java"}
+            rows.append(("W6 handoff p50 ÷ the raw floor's (raw-java %s µs), %s waiters" % (fmt(raw), fmt(n)), v, 2,
+                         "zklock ≤ 0.40" if n == 1000 else "", None))
+    for n in sizes:
         v = w6v(n, "queued_server_cpu_pct")
         rows.append(("W6 server CPU %% of a core, %s waiters queued (standing)" % fmt(n), v, 1,
                      "÷ Curator ≤ 1.00" if n == 3000 else "", (lambda x: x <= 1.0) if n == 3000 else None))

@@ -25,7 +25,8 @@
 #      (300; quick 100), and the server's load: CPU (utime+stime of the ZooKeeper JVM,
 #      /proc/<pid>/stat, in % of one core) and mntr zk_packets_received per second, while the
 #      formed queue stands still for BENCH_W6_QUIET_S (10 s; quick 5; the holder holds: what N
-#      queued sessions cost the server) and during the handoffs.
+#      queued sessions cost the server) and during the handoffs. At SCALE_W6_FLOOR (1000; quick 100)
+#      waiters the raw floor (benches/peers/raw-java) runs too: zklock's p50 ÷ the floor's.
 # Then it prints one table (benches/scale.py report): every measure per impl, zklock ÷ Curator and
 # issue 30's "Done when" goal where one applies.
 #
@@ -35,7 +36,7 @@
 #
 # Environment: BENCH_SCALE_QUICK=1 (a ~5 min smoke: T = 10 s only, shorter windows, fewer sizes),
 # SCALE_IMPLS ("zklock curator kazoo zkclient-lock"), SCALE_TS, BENCH_WINDOW_S, SCALE_W6_SIZES,
-# SCALE_LOCKS, SCALE_SESSIONS, BENCH_DURATION, BENCH_W6_HANDOFFS, BENCH_W6_QUIET_S, ZK_PORT,
+# SCALE_W6_FLOOR, SCALE_LOCKS, SCALE_SESSIONS, BENCH_DURATION, BENCH_W6_HANDOFFS, BENCH_W6_QUIET_S, ZK_PORT,
 # BENCH_SKIP_BUILD=1. A full run takes about 20-25 min on 2 cores (W6 at 3,000 waiters is most of it).
 #   scripts/bench-scale.sh                  # full
 #   BENCH_SCALE_QUICK=1 scripts/bench-scale.sh
@@ -49,6 +50,7 @@ TS=(${SCALE_TS:-$(q "4 10 30" "10")})
 WINDOW=${BENCH_WINDOW_S:-$(q 60 20)}
 SETTLE=${SCALE_SETTLE_S:-3}
 W6_SIZES=(${SCALE_W6_SIZES:-$(q "10 100 1000 3000" "10 100")})
+W6_FLOOR=${SCALE_W6_FLOOR:-$(q 1000 100)}
 NLOCKS=${SCALE_LOCKS:-$(q 1000 200)}
 NSESS=${SCALE_SESSIONS:-$(q 101 21)}
 DURATION=${BENCH_DURATION:-$(q 10 3)}
@@ -162,7 +164,11 @@ sleep 12   # the killed processes' sessions expire (T = 10 s) before the W6 rows
 
 # ---------------------------------------------------------------- b. W6 handoff and server load
 for n in "${W6_SIZES[@]}"; do
-  for impl in "${IMPLS[@]}"; do
+  W6_IMPLS=("${IMPLS[@]}")
+  # the raw floor (raw-java: the recipe of the ZooKeeper docs on the bare Java client) at the size
+  # of issue 30's "W6 at 1,000 waiters at most 0.40x the raw floor"
+  for f in $W6_FLOOR; do [ "$f" != "$n" ] || W6_IMPLS+=(raw-java); done
+  for impl in "${W6_IMPLS[@]}"; do
     say "W6 $impl, $n waiters (one session each), T = 10 s  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)"
     jo=-Xmx1g; [ "$n" -lt 1000 ] || jo=-Xmx3g
     BENCH_SESSION_MS=10000 BENCH_JAVA_OPTS=$jo timeout 900 "$(bench_of "$impl")" W6 "$n" \
