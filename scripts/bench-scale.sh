@@ -66,6 +66,7 @@ export ZK_BASE=${TMPDIR:-/tmp}/peerbench-scale ZK_TICK=2000
 export ZK_CONNECT=127.0.0.1:$ZK_PORT
 say() { echo "bench-scale: $*" >&2; }
 T0=$(date +%s)
+REV=$(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && [ -z "$(git status --porcelain -- benches scripts src 2>/dev/null)" ] || echo ' (uncommitted changes)')
 
 # ---------------------------------------------------------------- build
 TD=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -189,7 +190,7 @@ done
   echo
   echo "Command: \`$([ "$QUICK" != 1 ] || echo 'BENCH_SCALE_QUICK=1 ')scripts/bench-scale.sh\`. One ZooKeeper"
   echo "$(echo srvr | nc -q1 127.0.0.1 "$ZK_PORT" 2>/dev/null | awk -F': ' '/version/{print $2}' | cut -d- -f1) standalone (tickTime 2 s, forceSync=no) on $ZK_CONNECT;"
-  echo "$(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); zklock at $(cd "$ROOT" && git rev-parse --short HEAD)."
+  echo "$(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg); zklock at $REV (when the run started)."
   [ -z "$W6_SKIP" ] || echo "W6 not run: $W6_SKIP (SCALE_W6_SKIP: kazoo's connects time out past ~1,400 sessions in one process)."
   echo "Windows: requests ${WINDOW} s per T (T = ${TS[*]} s); W8 ${DURATION} s; W6 ${BENCH_W6_HANDOFFS} handoffs, the standing queue ${BENCH_W6_QUIET_S} s."
   echo
