@@ -192,6 +192,35 @@ print("| client RSS per waiting acquire, 1,000 waiters on one client (thread inc
 print("| C ABI W1 p50 ÷ Rust API W1 p50 | %s (n=%d) | ≤ 1.05 | %s |" % (fmt(abi), nabi, verdict(abi, lambda x: x <= 1.05)))
 print("\n(\"no worse\" allows 10 % for the noise of a shared 2-core VM.)\n")
 
+# ---------------------------------------------------------------- zklock vs zookeeper-client's own recipe
+ZKC = "zkclient-lock:lock"
+VS_ZKC = (  # workload, clients, metric, label, which way is better
+    ("W1", None, "cycle_p50_us", "W1 uncontended: cycle p50 µs", "lower"),
+    ("W1", None, "cycle_p99_us", "W1 uncontended: cycle p99 µs", "lower"),
+    ("W2", 2, "acq_per_s", "W2 2 clients: acq/s", "higher"),
+    ("W2", 8, "acq_per_s", "W2 8 clients: acq/s", "higher"),
+    ("W2", 32, "acq_per_s", "W2 32 clients: acq/s", "higher"),
+    ("W3", None, "handoff_p50_us", "W3 handoff p50 µs", "lower"),
+    ("W3", None, "handoff_p99_us", "W3 handoff p99 µs", "lower"),
+)
+if any(key(r) == ZKC for r in main_rows):
+    print("### zklock vs `zookeeper-client`'s own recipe (`Client::lock`, `LockPrefix::new_curator`; "
+          "zklock ÷ zkclient-lock within each repeat, median over repeats)\n")
+    print("| workload: metric | better | n | zkclient-lock | zklock | zklock ÷ zkclient-lock | zklock ahead |")
+    print("|---|---|---|---|---|---|---|")
+    for w, c, metric, label, better in VS_ZKC:
+        z = {k: statistics.mean(v) for k, v in per_rep(main_rows, w, "zklock:lock", metric, c).items()}
+        p = {k: statistics.mean(v) for k, v in per_rep(main_rows, w, ZKC, metric, c).items()}
+        xs = [z[k] / p[k] for k in z if k in p and p[k]]
+        m = med(xs)
+        ahead = None if m is None else (m < 1 if better == "lower" else m > 1)
+        print("| %s | %s | %d | %s | %s | %s | %s |" % (
+            label, better, len(xs), fmt(med(p.values()), 0), fmt(med(z.values()), 0), fmt(m),
+            "–" if ahead is None else ("yes" if ahead else "**no**")))
+    print("\n(zkclient-lock's release is `drop(LockClient)`: the delete is sent by a background task and not "
+          "awaited, so its W1 cycle does not wait for the delete's reply; W3's t0 is taken just before the drop, "
+          "so its handoff includes the delete.)\n")
+
 # ---------------------------------------------------------------- W1 C ABI (not run with BENCH_ONLY_CORE=1)
 if any(r["workload"] == "W1" for r in extra_rows):
     print("\n### W1 through the C ABI, and `Semaphore(1)`, vs the Rust API's mutex (same process image, alternated ABBA in each repeat)\n")

@@ -9,12 +9,14 @@
 //! `ReadWriteLock` (both halves for W5), `ffi` = `Mutex` through the C ABI (W1–W3).
 //!
 //! ```text
-//! peerbench <W1|W2|W3|W4|W5|W6|RT|TLS> [clients]
+//! peerbench <W1|W2|W3|W4|W5|W6|W7|W8|RT|TLS> [clients]
 //! env: ZK_CONNECT (127.0.0.1:2182), BENCH_RECIPE (lock | semaphore | lease | simple | rw | ffi),
 //!      BENCH_RUN_ID, BENCH_ITERS BENCH_WARMUP BENCH_DURATION BENCH_SAMPLES BENCH_W3_WARMUP
 //!      BENCH_QUEUE_WAIT_MS BENCH_WAITERS BENCH_RELEASES BENCH_SETTLE_S BENCH_READ_FRACTION,
 //!      W6: BENCH_W6_HANDOFFS (300) BENCH_W6_WARMUP (20) BENCH_W6_STACK_KIB (64)
-//!          BENCH_W6_SESSIONS (per-waiter | shared)
+//!          BENCH_W6_SESSIONS (per-waiter | shared) BENCH_W6_QUIET_S (0: the server's load
+//!          while the formed queue stands still that long; needs BENCH_ZK_PID for its CPU)
+//!      W7: BENCH_W7_LOCKS (0) BENCH_W7_HOLD_S (60); every session: BENCH_SESSION_MS (10000)
 //!      TLS: BENCH_TLS_ROUNDS (2) BENCH_TLS_CONNECTS (20) BENCH_TLS_FIRST (plain | tls)
 //! ```
 //!
@@ -65,6 +67,11 @@ fn env_num<T: std::str::FromStr>(k: &str, d: T) -> T {
 
 fn connect_string() -> String {
     env_str("ZK_CONNECT", "127.0.0.1:2182")
+}
+
+/// The session timeout every session asks for: `BENCH_SESSION_MS` (10 s by default).
+fn session_timeout() -> Duration {
+    Duration::from_millis(env_num("BENCH_SESSION_MS", 10_000))
 }
 
 fn now_ns() -> u64 {
@@ -318,6 +325,63 @@ fn wait_queue_formed(limit: Duration) -> i64 {
     prev
 }
 
+/// mntr `zk_packets_received`: every packet the server has read from its clients.
+fn server_packets_received() -> i64 {
+    mntr_lines()
+        .iter()
+        .find(|(k, _)| k == "zk_packets_received")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(-1)
+}
+
+/// One sample of the server's load: (now_ns, CPU seconds of the server process `BENCH_ZK_PID`
+/// (utime + stime), if given and readable, mntr `zk_packets_received`).
+type LoadSample = (u64, Option<f64>, i64);
+
+fn server_load_sample() -> LoadSample {
+    let cpu = std::env::var("BENCH_ZK_PID").ok().and_then(|pid| {
+        let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let f: Vec<&str> = st.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+        // /proc counts in USER_HZ clock ticks, 100 a second on Linux
+        Some(ticks / 100.0)
+    });
+    (now_ns(), cpu, server_packets_received())
+}
+
+/// The server's load between two samples, into `m`: `<prefix>_server_cpu_pct` (% of one core),
+/// `<prefix>_server_pkts_per_s` and `<prefix>_s` (the window).
+fn server_load(a: LoadSample, b: LoadSample, prefix: &str, m: &mut Obj) {
+    let dt = b.0.saturating_sub(a.0) as f64 / 1e9;
+    let cpu = match (a.1, b.1) {
+        (Some(x), Some(y)) if dt > 0.0 => J::Num(r1(100.0 * (y - x) / dt)),
+        _ => J::Null,
+    };
+    m.put(&format!("{prefix}_server_cpu_pct"), cpu);
+    m.put(
+        &format!("{prefix}_server_pkts_per_s"),
+        if dt > 0.0 {
+            J::Num(r1((b.2 - a.2) as f64 / dt))
+        } else {
+            J::Null
+        },
+    );
+    m.num(&format!("{prefix}_s"), r2(dt));
+}
+
+/// (VmRSS KiB, Threads) of this process.
+fn proc_status() -> (i64, i64) {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        s.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1)
+    };
+    (field("VmRSS:"), field("Threads:"))
+}
+
 /// Resident memory of this process, bytes (VmRSS).
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -412,12 +476,13 @@ struct Bench {
 }
 
 impl Bench {
-    /// The harness's bench: sessions to `ZK_CONNECT` with a 10 s session timeout.
+    /// The harness's bench: sessions to `ZK_CONNECT` with the session timeout `BENCH_SESSION_MS`
+    /// (10 s by default).
     fn new(recipe: Recipe) -> Bench {
         Bench {
             recipe,
             hosts: connect_string(),
-            options: Options::default().session_timeout(Duration::from_secs(10)),
+            options: Options::default().session_timeout(session_timeout()),
             tags: Vec::new(),
         }
     }
@@ -962,6 +1027,10 @@ struct Round {
     rss_queued: u64,
     armed: i64,
     form_ns: u64,
+    /// The server's load while the queue stood still (`BENCH_W6_QUIET_S`), then from the
+    /// holder's release to the last recorded handoff.
+    queued_load: Option<(LoadSample, LoadSample)>,
+    run_load: Option<(LoadSample, LoadSample)>,
 }
 
 /// One W6 round: the holder holds, `ms.len()` waiter threads queue, the holder releases and
@@ -1046,6 +1115,14 @@ fn w6_round(
         r.armed = wait_armed(watches0 + n as i64, Duration::from_secs(300)) - watches0;
         r.form_ns = now_ns() - t_spawn;
         r.rss_queued = rss_bytes();
+        // the queue stands still: what N queued sessions cost the server
+        let quiet: f64 = env_num("BENCH_W6_QUIET_S", 0.0);
+        let q0 = server_load_sample();
+        if quiet > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(quiet));
+            r.queued_load = Some((q0, server_load_sample()));
+        }
+        let q1 = server_load_sample();
         last_release.store(now_ns(), Ordering::SeqCst);
         must(hm.release(), "holder release");
         r.completed = {
@@ -1056,6 +1133,7 @@ fn w6_round(
                 .unwrap();
             *g
         };
+        r.run_load = Some((q1, server_load_sample()));
         stop.store(true, Ordering::SeqCst);
         // Cancel whatever still waits; an acquire that starts after a cancel is not affected,
         // so repeat until every thread is out.
@@ -1185,8 +1263,14 @@ fn w6(b: &Bench, n: usize) {
     .num("rss_before_mib", r1(rss1 as f64 / 1048576.0))
     .num("rss_queued_mib", r1(first.rss_queued as f64 / 1048576.0))
     .int("thread_stack_kib", stack_kib)
-    .num("queue_form_s", r2(first.form_ns as f64 / 1e9))
-    .put(
+    .num("queue_form_s", r2(first.form_ns as f64 / 1e9));
+    if let Some((a, z)) = first.queued_load {
+        server_load(a, z, "queued", &mut met);
+    }
+    if let Some((a, z)) = first.run_load {
+        server_load(a, z, "run", &mut met);
+    }
+    met.put(
         "sessions",
         J::Str(if shared {
             "shared".into()
@@ -1207,6 +1291,107 @@ fn w6(b: &Bench, n: usize) {
         b.close(c);
     }
     b.close(holder);
+}
+
+// ------------------------------------------------------------------ W7 hold open, W8 threads
+
+/// W7 hold open: `sessions` sessions, each holding `BENCH_W7_LOCKS` (0 = idle) locks on
+/// distinct paths, kept open `BENCH_W7_HOLD_S` (60) seconds and measured from outside
+/// (scripts/bench-scale.sh: the server's `cons` per connection, /proc/<pid>/status). Logs
+/// "W7 READY pid=<pid>" on stderr once everything is held; the row comes at the end.
+fn w7(b: &Bench, sessions: usize) {
+    let locks: usize = env_num("BENCH_W7_LOCKS", 0);
+    let hold: f64 = env_num("BENCH_W7_HOLD_S", 60.0);
+    let path = b.base_path("W7");
+    let t = Instant::now();
+    let cs: Vec<Session> = (0..sessions).map(|_| b.new_client()).collect();
+    let mut held = Vec::with_capacity(sessions * locks);
+    for (i, c) in cs.iter().enumerate() {
+        for j in 0..locks {
+            let m = b.lock(c, &format!("{path}/s{i}-l{j}"));
+            must(m.acquire(), "W7 acquire");
+            held.push(m);
+        }
+    }
+    let setup = t.elapsed().as_secs_f64();
+    log!("W7 READY pid={}", std::process::id());
+    std::thread::sleep(Duration::from_secs_f64(hold));
+    let (rss, threads) = proc_status();
+    let met = Obj::new()
+        .num("setup_s", r2(setup))
+        .int("rss_kib", rss)
+        .int("threads", threads)
+        .take();
+    let params = Obj::new()
+        .int("sessions", sessions)
+        .int("locks", locks)
+        .num("hold_s", hold)
+        .take();
+    emit(b.recipe.name(), "W7", params, met);
+    for m in &held {
+        let _ = m.release();
+    }
+    drop(held);
+    for c in cs {
+        b.close(c);
+    }
+}
+
+/// W8 many threads, one session: `threads` threads share ONE session, each loops acquire →
+/// release on its own lock path for `BENCH_DURATION` seconds. Metric: acquisitions per second.
+fn w8(b: &Bench, threads: usize) {
+    let dur: f64 = env_num("BENCH_DURATION", 10.0);
+    let path = b.base_path("W8");
+    let c = b.new_client();
+    let ms: Vec<Box<dyn Lock>> = (0..threads)
+        .map(|i| b.lock(&c, &format!("{path}/t{i}")))
+        .collect();
+    for m in &ms {
+        // the parents are created outside the timed loop
+        must(m.acquire(), "W8 acquire");
+        must(m.release(), "W8 release");
+    }
+    let go = std::sync::Barrier::new(threads + 1);
+    let end = AtomicU64::new(u64::MAX);
+    let mut t0 = 0;
+    let counts: Vec<u64> = std::thread::scope(|s| {
+        let hs: Vec<_> = ms
+            .iter()
+            .map(|m| {
+                let (go, end) = (&go, &end);
+                s.spawn(move || {
+                    go.wait();
+                    let end = end.load(Ordering::SeqCst);
+                    let mut k = 0u64;
+                    while now_ns() < end {
+                        must(m.acquire(), "W8 acquire");
+                        must(m.release(), "W8 release");
+                        k += 1;
+                    }
+                    k
+                })
+            })
+            .collect();
+        t0 = now_ns();
+        end.store(t0 + (dur * 1e9) as u64, Ordering::SeqCst);
+        go.wait();
+        hs.into_iter().map(|h| h.join().unwrap_or(0)).collect()
+    });
+    let secs = (now_ns() - t0) as f64 / 1e9;
+    let tot: u64 = counts.iter().sum();
+    let met = Obj::new()
+        .num("acq_per_s", r1(tot as f64 / secs))
+        .int("total_acq", tot)
+        .int("fair_min", counts.iter().copied().min().unwrap_or(0))
+        .int("fair_max", counts.iter().copied().max().unwrap_or(0))
+        .take();
+    let params = Obj::new()
+        .int("threads", threads)
+        .num("duration_s", dur)
+        .take();
+    emit(b.recipe.name(), "W8", params, met);
+    drop(ms);
+    b.close(c);
 }
 
 // ------------------------------------------------------------------ TLS beside plaintext
@@ -1499,7 +1684,9 @@ mod ffi {
             let hosts = CString::new(hosts).map_err(|e| e.to_string())?;
             let mut out: *mut zkl_client = std::ptr::null_mut();
             // SAFETY: hosts is NUL-terminated; out is valid for writing.
-            let st = unsafe { zkl_client_connect(hosts.as_ptr(), 10_000, &mut out) };
+            let ms = super::session_timeout().as_millis() as _;
+            // SAFETY: as above.
+            let st = unsafe { zkl_client_connect(hosts.as_ptr(), ms, &mut out) };
             check(st).map_err(|e| e.to_string())?;
             Ok(FfiClient(out))
         }
@@ -1574,7 +1761,7 @@ fn main() {
     };
     let b = Bench::new(recipe);
     let w = args[0].to_uppercase();
-    if recipe == Recipe::Ffi && !matches!(w.as_str(), "W1" | "W2" | "W3") {
+    if recipe == Recipe::Ffi && !matches!(w.as_str(), "W1" | "W2" | "W3" | "W7" | "W8") {
         log!(
             "the C ABI variant runs W1 to W3 (W4 counts watch events, W5 needs the read-write \
              lock, W6 the Rust API)"
@@ -1593,6 +1780,8 @@ fn main() {
         "W3" => w3(&b),
         "W4" => w4(&b),
         "W5" => w5(&b, n.unwrap_or(8)),
+        "W7" => w7(&b, n.unwrap_or(1)),
+        "W8" => w8(&b, n.unwrap_or(1)),
         "W6" => match n {
             Some(n) => w6(&b, n),
             None => {
