@@ -31,7 +31,9 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
     use futures::future::{select, Either};
     let weak = Arc::downgrade(session);
     let gap = session.ping_gap;
-    let every = renewal_period(session.zk.session_timeout(), gap);
+    // No longer than the client's own silence before a ping: a renewal then stands in for the
+    // ping, and costs nothing the session would not send anyway.
+    let every = renewal_period(session.zk.session_timeout(), gap).min(session.idle_touch);
     runtime::spawn(async move {
         // The renewals answered so far (send time, answer time), oldest first.
         let mut answered: std::collections::VecDeque<(BootTime, BootTime)> = Default::default();
