@@ -364,18 +364,6 @@ fn the_servers_tick_is_given_read_or_zookeepers_default() {
     m.release().unwrap();
 }
 
-/// Runs each task a plain zookeeper-client session spawns (its I/O) on a thread of its own.
-struct ThreadSpawner;
-
-impl spawns_core::Spawn for ThreadSpawner {
-    fn spawn(&self, task: spawns_core::Task) {
-        std::thread::spawn(move || {
-            let _scope = spawns_core::enter(&ThreadSpawner);
-            futures::executor::block_on(Box::into_pin(task.future));
-        });
-    }
-}
-
 /// What the server received on each session's connection (`cons`: `recved=`), by session id.
 fn received(zk: &TestingServer, sessions: &[i64]) -> Vec<u64> {
     let cons = zk.four_letter("cons").expect("cons");

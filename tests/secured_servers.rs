@@ -3,22 +3,13 @@
 //! certificates, a SASL DIGEST-MD5 server, a three-member ensemble with TLS client ports, and
 //! the certificates they use. Each test starts its own JVMs (about a second each).
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::ThreadSpawner;
 use zklock::testing::{eventually, ClientAuth, TestingCerts, TestingCluster, TestingServer};
 use zookeeper_client as zk;
-
-/// Runs each task zookeeper-client spawns (the session's I/O) on a thread of its own.
-struct ThreadSpawner;
-
-impl spawns_core::Spawn for ThreadSpawner {
-    fn spawn(&self, task: spawns_core::Task) {
-        std::thread::spawn(move || {
-            let _scope = spawns_core::enter(&ThreadSpawner);
-            futures::executor::block_on(Box::into_pin(task.future));
-        });
-    }
-}
 
 /// How long a refused connect may take: the refusals must come well within it.
 const FAIL_WITHIN: Duration = Duration::from_secs(15);

@@ -238,3 +238,16 @@ pub fn tiny_deadlines_are_timeouts_never_errors(
         ephemerals_under(&admin, root)
     );
 }
+
+/// Runs each task a raw zookeeper-client session spawns (its I/O) on a thread of its own: for
+/// tests that open a plain session of the crate, beside zklock's.
+pub struct ThreadSpawner;
+
+impl spawns_core::Spawn for ThreadSpawner {
+    fn spawn(&self, task: spawns_core::Task) {
+        std::thread::spawn(move || {
+            let _scope = spawns_core::enter(&ThreadSpawner);
+            futures::executor::block_on(Box::into_pin(task.future));
+        });
+    }
+}
