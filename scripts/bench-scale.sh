@@ -35,7 +35,7 @@
 # git): rate.jsonl (a), mem.jsonl (d), w6.jsonl (b), w8.jsonl (c), run.log, table.md; each
 # process's stderr under logs/.
 #
-# Environment: BENCH_SCALE_QUICK=1 (a ~5 min smoke: T = 10 s only, shorter windows, fewer sizes),
+# Environment: SCALE_PARTS (cadb: which of c, a, d, b run), BENCH_SCALE_QUICK=1 (a ~5 min smoke: T = 10 s only, shorter windows, fewer sizes),
 # SCALE_IMPLS ("zklock curator kazoo zkclient-lock"), SCALE_TS, BENCH_WINDOW_S, SCALE_W6_SIZES,
 # SCALE_W6_FLOOR, SCALE_W6_SKIP, SCALE_LOCKS, SCALE_SESSIONS, BENCH_DURATION, BENCH_W6_HANDOFFS, BENCH_W6_QUIET_S, ZK_PORT,
 # BENCH_SKIP_BUILD=1. A full run takes about 20-25 min on 2 cores (W6 at 3,000 waiters is most of it).
@@ -57,6 +57,9 @@ W6_FLOOR=${SCALE_W6_FLOOR:-$(q 1000 100)}
 # spins (a load average in the hundreds on 2 cores). Set SCALE_W6_SKIP="" to try anyway.
 W6_SKIP=${SCALE_W6_SKIP-kazoo:3000}
 NLOCKS=${SCALE_LOCKS:-$(q 1000 200)}
+# Which parts run (letters as below: c W8, a requests, d memory, b W6), e.g. SCALE_PARTS=b.
+PARTS=${SCALE_PARTS:-cadb}
+part() { [[ $PARTS == *$1* ]]; }
 NSESS=${SCALE_SESSIONS:-$(q 101 21)}
 DURATION=${BENCH_DURATION:-$(q 10 3)}
 export BENCH_W6_HANDOFFS=${BENCH_W6_HANDOFFS:-$(q 300 100)}
@@ -132,7 +135,7 @@ stop_all() {
 }
 
 # ---------------------------------------------------------------- c. W8
-for t in 1 8; do
+for t in $(part c && echo 1 8); do
   for impl in "${IMPLS[@]}"; do
     say "W8 $impl, $t thread(s) on one session, ${DURATION} s  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)"
     BENCH_DURATION=$DURATION BENCH_SESSION_MS=10000 timeout 300 "$(bench_of "$impl")" W8 "$t" \
@@ -141,7 +144,8 @@ for t in 1 8; do
 done
 
 # ---------------------------------------------------------------- a. requests per session per minute
-for T in "${TS[@]}"; do
+part a || TS=()
+for T in ${TS[@]+"${TS[@]}"}; do
   say "requests per session per minute at T = $T s: ${#IMPLS[@]} impls x idle/hold at once, window $WINDOW s  $(date +%T)"
   for impl in "${IMPLS[@]}"; do
     w7 "$impl/idle" "$impl" 1 0 $((WINDOW + 400)) BENCH_SESSION_MS=$((T * 1000))
@@ -154,6 +158,7 @@ for T in "${TS[@]}"; do
 done
 
 # ---------------------------------------------------------------- d. memory and threads
+if part d; then
 say "memory and threads: 1 lock vs $NLOCKS locks on one session, 1 vs $NSESS idle sessions, T = 10 s  $(date +%T)"
 for impl in "${IMPLS[@]}"; do
   w7 "$impl/1lock" "$impl" 1 1 400 BENCH_SESSION_MS=10000
@@ -167,9 +172,11 @@ SCALE_TAGS="{\"T\": 10, \"locks\": $NLOCKS, \"sessions\": $NSESS}" \
   python3 "$ROOT/benches/scale.py" window 5 "$ZK_CONNECT" "${ARGS[@]}" >> "$RES/mem.jsonl"
 stop_all
 sleep 12   # the killed processes' sessions expire (T = 10 s) before the W6 rows measure the server
+fi
 
 # ---------------------------------------------------------------- b. W6 handoff and server load
-for n in "${W6_SIZES[@]}"; do
+part b || W6_SIZES=()
+for n in ${W6_SIZES[@]+"${W6_SIZES[@]}"}; do
   W6_IMPLS=("${IMPLS[@]}")
   # the raw floor (raw-java: the recipe of the ZooKeeper docs on the bare Java client) at the size
   # of issue 30's "W6 at 1,000 waiters at most 0.40x the raw floor"
