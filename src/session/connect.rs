@@ -269,6 +269,7 @@ impl Client {
             touches: Mutex::new(Default::default()),
             lease_users: Default::default(),
             lease_wake: Default::default(),
+            proof_wanted: Default::default(),
             idle_touch: idle_touch_period(
                 granted,
                 connection_timeout(opts.session_timeout, opts.connect_timeout),

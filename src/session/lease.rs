@@ -46,7 +46,11 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             if s.state().is_terminal() {
                 return;
             }
-            if s.lease_users.load(Ordering::SeqCst) == 0 {
+            let users = s.lease_users.load(Ordering::SeqCst);
+            // Nothing held, and a waiter asked for the lease to be proven (`prove_lease_soon`):
+            // two renewals in a row, then back to idle.
+            let proving = users == 0 && s.proof_wanted.load(Ordering::SeqCst);
+            if users == 0 && !proving {
                 (renewing, believed) = (false, false);
                 let newest = s.touches.lock().newest_sent();
                 let due = newest.map_or(Duration::ZERO, |n| {
@@ -92,8 +96,15 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 // period; a hold released by then costs no renewal.
                 renewing = true;
                 let left = s.lease_remaining();
-                quick = left < every * 3;
-                let first = if quick { (gap / 4).min(every) } else { every };
+                quick = proving || left < every * 3;
+                let first = if proving {
+                    // For a waiter: now, while it waits.
+                    Duration::ZERO
+                } else if quick {
+                    (gap / 4).min(every)
+                } else {
+                    every
+                };
                 drop(s);
                 async_io::Timer::after(first).await;
                 continue;
@@ -132,6 +143,13 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                         }
                     }
                     if std::mem::take(&mut quick) {
+                        continue;
+                    }
+                    if proving {
+                        // The pair is done: whatever it proved, the waiter's request is met.
+                        if let Some(s) = weak.upgrade() {
+                            s.proof_wanted.store(false, Ordering::SeqCst);
+                        }
                         continue;
                     }
                     async_io::Timer::after(every).await;
@@ -178,7 +196,10 @@ fn lease_needed(weak: std::sync::Weak<Session>) -> impl std::future::Future<Outp
             return std::task::Poll::Ready(());
         };
         s.lease_wake.register(cx.waker());
-        if s.lease_users.load(Ordering::SeqCst) > 0 || s.state().is_terminal() {
+        if s.lease_users.load(Ordering::SeqCst) > 0
+            || s.proof_wanted.load(Ordering::SeqCst)
+            || s.state().is_terminal()
+        {
             std::task::Poll::Ready(())
         } else {
             std::task::Poll::Pending
@@ -273,6 +294,20 @@ impl Session {
             self.lease_wake.wake();
         }
         LeaseUse(self.clone())
+    }
+
+    /// Asks the lease's task to prove the lease once, in the background, if less than half a
+    /// session timeout of it is left (a waiter, about to wait for its turn: the hold it gets
+    /// then finds the lease running, and its acquire returns without proving it, if the wait is
+    /// shorter than that). Two `sync`s per wait at most, none while the lease runs long.
+    pub(crate) fn prove_lease_soon(&self) {
+        // Half a session timeout or more left: the wait is likely over before it runs out.
+        if self.lease_remaining() >= self.zk.session_timeout() / 2
+            || self.proof_wanted.swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        self.lease_wake.wake();
     }
 
     /// Makes the lease of a hold just taken provable, if it is not (the session held nothing

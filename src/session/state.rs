@@ -53,6 +53,8 @@ pub(crate) struct Session {
     pub(super) lease_users: std::sync::atomic::AtomicUsize,
     /// Wakes the lease's task when a hold needs the lease again.
     pub(super) lease_wake: futures::task::AtomicWaker,
+    /// A waiter wants the lease proven once (`Session::prove_lease_soon`).
+    pub(super) proof_wanted: std::sync::atomic::AtomicBool,
     /// How often the lease's task touches the session while nothing is held
     /// (`clock::idle_touch_period`).
     pub(super) idle_touch: Duration,
@@ -338,6 +340,8 @@ impl Session {
         deadline: Option<Instant>,
         signal: &Arc<Signal>,
     ) -> Result<Option<zk::EventType>> {
+        // The hold this wait leads to should find its lease running.
+        self.prove_lease_soon();
         match self.wait_watch_raw(watcher, deadline, signal) {
             Outcome::Ready(ev)
                 if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() =>
