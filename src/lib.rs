@@ -41,6 +41,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+// A lock guard in a `match`/`if let` scrutinee lives through every arm: a call in an arm that
+// takes the same lock deadlocks (the soak found one in `Session::confirm_lease`).
+#![warn(clippy::significant_drop_in_scrutinee)]
 
 // The executor waits on eventfd and ppoll, the lease clock is CLOCK_BOOTTIME, and the command
 // reads /proc: Linux only, said at build time rather than found at run time.

@@ -235,7 +235,8 @@ impl Runtime {
             loop {
                 self.dirty.store(false, Ordering::SeqCst);
                 let mut batch = std::mem::take(&mut *self.ready.lock());
-                for task in std::mem::take(&mut *self.incoming.lock()) {
+                let incoming = std::mem::take(&mut *self.incoming.lock());
+                for task in incoming {
                     batch.push(task.wake.id);
                     tasks.insert(task.wake.id, task);
                 }

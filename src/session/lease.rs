@@ -351,7 +351,9 @@ impl Session {
                 .filter(|&j| j + length > now + Duration::from_millis(20));
             if usable.is_none() {
                 // Wait until the newest touch is a gap old; with none recent enough, make one.
-                let wait = match self.touches.lock().newest_answered() {
+                // (Not matched on the lock's guard: `call` below records its touch under it.)
+                let newest = self.touches.lock().newest_answered();
+                let wait = match newest {
                     Some(r) if r + gap > now => r + gap - now,
                     _ if answered_by_a_server(&self.call(self.zk.sync("/"), d)) => continue,
                     // Refused (throttled, say) or unanswered: a little later.

@@ -172,7 +172,8 @@ impl Shared {
     }
 
     fn forget(&self, id: u64) {
-        if let Some(c) = self.conns().remove(&id) {
+        let c = self.conns().remove(&id);
+        if let Some(c) = c {
             c.close();
         }
     }

@@ -204,7 +204,9 @@ impl MultiLock<'_> {
             l.on_lost_of(
                 token,
                 Box::new(move || {
-                    if let Some(f) = once.lock().take() {
+                    // Taken out first: the callback runs with no lock held.
+                    let f = once.lock().take();
+                    if let Some(f) = f {
                         f()
                     }
                 }),
