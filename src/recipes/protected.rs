@@ -66,6 +66,14 @@ pub(crate) fn create_ephemeral(
                 if let Some(x) = recover(session, dir, name, sequential, d)? {
                     return Ok(x);
                 }
+                if sequential {
+                    // Not applied yet, but not dead: held in a partition, it may be applied
+                    // later, and a second create with this id would make a second node of the
+                    // attempt. This one is removed when it appears; the caller tries again
+                    // with a fresh id.
+                    background_forget(session, dir.to_string(), name.to_string());
+                    return Err(session.unanswered(&e, format!("whether {full} was made")));
+                }
             }
             Err(e) => return Err(session.record_end_and_map(e)),
         }

@@ -40,15 +40,22 @@ impl Leases {
         try_once: bool,
         signal: &Arc<Signal>,
     ) -> Result<Option<Hold>> {
-        let prefix = lease_prefix();
+        let mut prefix = lease_prefix();
         let data = self.client.holder_id().as_bytes();
         // First try: create our lease node and list the leases in one round trip.
         let (mut made, mut listed) =
             self.create_and_list(session, &prefix, data, d, try_once, None)?;
+        if made.is_none() {
+            // Not made, or not known to be (a create held in a partition may be applied
+            // later; its node is removed when it appears): the next create gets a fresh id.
+            prefix = lease_prefix();
+        }
         loop {
             let (name, token) = match &made {
                 Some(m) => m.clone(),
                 None => {
+                    // (A create whose outcome stays unknown fails the attempt; its node is
+                    // removed in the background if it appears.)
                     let m =
                         create_ephemeral(&self.client, session, &self.dir, &prefix, data, true, d)?;
                     made = Some(m.clone());
@@ -181,10 +188,20 @@ impl Leases {
             Ok((stat, seq)) => Ok((Some((format!("{prefix}{seq}"), stat.czxid)), listed)),
             // The parents are missing: the protected create makes them.
             Err(zk::Error::NoNode) => Ok((None, None)),
-            Err(e) if crate::session::is_retriable(&e) => Ok((
-                protected::recover(session, &self.dir, prefix, true, d)?,
-                None,
-            )),
+            Err(e) if crate::session::is_retriable(&e) => {
+                let found = protected::recover(session, &self.dir, prefix, true, d)?;
+                if found.is_none() {
+                    // Not applied yet, but not dead: held in a partition, it may be applied
+                    // later; a node with this id is removed when it appears (the caller's
+                    // next create gets a fresh one).
+                    crate::recipes::hold::background_forget(
+                        session,
+                        self.dir.clone(),
+                        prefix.to_string(),
+                    );
+                }
+                Ok((found, None))
+            }
             Err(e) => Err(session.record_end_and_map(e)),
         }
     }
