@@ -343,22 +343,6 @@ async fn pause() {
     async_io::Timer::after(Duration::from_millis(100)).await;
 }
 
-/// `request`'s answer, or `ConnectionLoss` when none came within one session timeout: a request
-/// whose bytes were lost while its connection lived on is never answered, and a background
-/// removal waiting for it would wait for as long as the session lives (a retry sends it again).
-async fn answered_within<T>(
-    session: &Session,
-    request: impl Future<Output = std::result::Result<T, zk::Error>>,
-) -> std::result::Result<T, zk::Error> {
-    use futures::future::{select, Either};
-    let request = std::pin::pin!(request);
-    let bound = async_io::Timer::after(session.zk.session_timeout());
-    match select(request, bound).await {
-        Either::Left((r, _)) => r,
-        Either::Right(_) => Err(zk::Error::ConnectionLoss),
-    }
-}
-
 /// A create whose outcome could not be learned in time: in the background, until done or the
 /// session ends, find the node it may have made and delete it. `needle` is the attempt's unique
 /// id, in the name of a child of `dir`. A create whose reply was lost is not dead (sent through
@@ -372,9 +356,13 @@ pub(crate) fn background_forget(session: &Arc<Session>, dir: String, needle: Str
         loop {
             // Read what the leader has confirmed: a follower behind it may not show the node
             // yet.
-            let looked = match answered_within(&session, sync(&session, &dir)).await {
+            let looked = match session.answered_within(sync(&session, &dir)).await {
                 Err(e) => Err(e),
-                Ok(()) => answered_within(&session, session.zk.list_and_watch_children(&dir)).await,
+                Ok(()) => {
+                    session
+                        .answered_within(session.zk.list_and_watch_children(&dir))
+                        .await
+                }
             };
             match looked {
                 Ok((children, watcher)) => {
@@ -419,10 +407,12 @@ pub(crate) fn background_forget_witnessed(session: &Arc<Session>, node: String, 
     session.clone().spawn(async move {
         let owner = Owned::Witness(witness.clone());
         loop {
-            let looked = match answered_within(&session, sync(&session, &witness)).await {
+            let looked = match session.answered_within(sync(&session, &witness)).await {
                 Err(e) => Err(e),
                 Ok(()) => {
-                    answered_within(&session, session.zk.check_and_watch_stat(&witness)).await
+                    session
+                        .answered_within(session.zk.check_and_watch_stat(&witness))
+                        .await
                 }
             };
             match looked {
@@ -451,7 +441,10 @@ async fn sync(session: &Session, path: &str) -> std::result::Result<(), zk::Erro
 /// Deletes `node` (as `owner` proves it ours) until it is gone or the session ends.
 async fn delete_until_gone(session: &Session, node: &str, owner: &Owned) {
     loop {
-        match answered_within(session, delete_once(session, node, owner)).await {
+        match session
+            .answered_within(delete_once(session, node, owner))
+            .await
+        {
             Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
             _ => return,
         }

@@ -9,7 +9,7 @@ use zookeeper_client as zk;
 
 use super::clock::{boot_now, confirmed, lease_margin, renewal_period, BootTime};
 use super::kinds::is_retriable;
-use super::state::{answered_by_a_server, Session};
+use super::state::{answered_by_a_server, answered_within, Session};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::runtime;
@@ -69,13 +69,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 );
                 drop(s);
                 let sent = boot_now();
-                // Waited for a session timeout at most: a request whose bytes were lost while
-                // its connection lived on is never answered.
-                let touch = std::pin::pin!(zk.check_stat("/"));
-                let r = match select(touch, async_io::Timer::after(patience)).await {
-                    Either::Left((r, _)) => r,
-                    Either::Right(_) => Err(zk::Error::ConnectionLoss),
-                };
+                let r = answered_within(patience, zk.check_stat("/")).await;
                 let Some(s) = weak.upgrade() else { return };
                 if answered_by_a_server(&r) {
                     s.touched(sent, boot_now());

@@ -240,6 +240,17 @@ impl Session {
         }
     }
 
+    /// `request`'s answer, or `ConnectionLoss` when none came within one session timeout: a
+    /// request whose bytes were lost while its connection lived on is never answered, and a
+    /// background task waiting for it would wait for as long as the session lives (a retry
+    /// sends it again).
+    pub(crate) async fn answered_within<T>(
+        &self,
+        request: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
+    ) -> std::result::Result<T, zk::Error> {
+        answered_within(self.zk.session_timeout(), request).await
+    }
+
     /// A request sent at `sent` was answered by a server at `answered`: it touched the session
     /// there (`Touches`).
     pub(super) fn touched(&self, sent: BootTime, answered: BootTime) {
@@ -421,4 +432,18 @@ pub(super) fn answered_by_a_server<T>(r: &std::result::Result<T, zk::Error>) -> 
                 | zk::Error::NotEmpty
                 | zk::Error::NoChildrenForEphemerals)
     )
+}
+
+/// `request`'s answer, or `ConnectionLoss` when none came within `bound`
+/// ([`Session::answered_within`], for a task that holds no strong reference to its session).
+pub(super) async fn answered_within<T>(
+    bound: Duration,
+    request: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
+) -> std::result::Result<T, zk::Error> {
+    use futures::future::{select, Either};
+    let request = std::pin::pin!(request);
+    match select(request, async_io::Timer::after(bound)).await {
+        Either::Left((r, _)) => r,
+        Either::Right(_) => Err(zk::Error::ConnectionLoss),
+    }
 }
