@@ -3,8 +3,6 @@
 //! lease runs ([`HoldState`]); and every node that stops being wanted goes away through one
 //! path, [`Hold::release`] / [`remove_node`]. Who holds is the `participants` module's.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,9 +43,6 @@ pub struct Hold {
     alive: Arc<()>,
     /// The hold's need of its session's lease: renewed while some hold of the session exists.
     _lease: Arc<LeaseUse>,
-    /// Whether its attempt had to wait for another holder (the semaphore's short way is only
-    /// for an acquirer that found its guarding mutex free).
-    pub(crate) waited: bool,
 }
 
 impl std::fmt::Debug for Hold {
@@ -69,7 +64,6 @@ impl Hold {
             witness: None,
             acquired: Instant::now(),
             alive: Arc::new(()),
-            waited: false,
         }
     }
 
@@ -119,21 +113,42 @@ impl Hold {
     /// [`Hold::release`], waited for until `bound` at most (a try-once attempt's pinned
     /// instant): past it the delete goes on in the background.
     pub(crate) fn release_by(self, bound: Option<Instant>) -> Result<()> {
-        let r = remove_node_from(&self.session, &self.node, true, None, self.owner(), bound);
+        let r = remove_node_from(&self.session, &self.node, true, self.owner(), bound);
         self.log_release(&r);
         r
     }
 
-    /// [`Hold::release`] in two steps, so that the delete can go out in one round trip with
-    /// other requests: the delete is sent now (a session's requests are applied in the order
-    /// they are sent), and [`SentRelease::finish`] takes its reply, retrying as `release` does.
-    /// A witnessed hold's delete is sent by `finish`.
-    pub(crate) fn release_sent(self) -> SentRelease {
-        let first: Option<SentDelete> = match self.witness {
-            None => Some(Box::pin(self.session.zk.delete(&self.node, None))),
-            Some(_) => None,
+    /// [`Hold::release`] that nobody waits for: the delete is sent now (so it is applied before
+    /// any later request of the session), and its reply is taken on the executor; a lost one is
+    /// deleted again there, as [`background_delete`] does, until gone or the session ends. For
+    /// a hold whose end matters to others only: the semaphore's guarding mutex, once the lease
+    /// it guarded is counted.
+    pub(crate) fn release_unwaited(self) {
+        let owner = self.owner();
+        let sent = match owner {
+            Owned::ByName => Some(self.session.zk.delete(&self.node, None)),
+            // A witnessed hold's delete is a `multi`, sent by the task.
+            Owned::Witness(_) => None,
         };
-        SentRelease(Some((self, first)))
+        let session = self.session.clone();
+        session.clone().spawn(async move {
+            let reply = match sent {
+                Some(sent) => session.answered_within(sent).await,
+                None => {
+                    session
+                        .answered_within(delete_once(&session, &self.node, &owner))
+                        .await
+                }
+            };
+            match reply {
+                Ok(()) => self.log_release(&Ok(())),
+                Err(e) if is_retriable(&e) && !session.state().is_terminal() => {
+                    delete_until_gone(&session, &self.node, &owner).await
+                }
+                // Gone: the session ended, or someone removed it.
+                Err(e) => log::debug!("releasing {}: {e}", self.node),
+            }
+        });
     }
 
     fn log_release(&self, r: &Result<()>) {
@@ -173,7 +188,7 @@ pub(crate) fn remove_node(
     held: bool,
     bound: Option<Instant>,
 ) -> Result<()> {
-    remove_node_from(session, node, held, None, Owned::ByName, bound)
+    remove_node_from(session, node, held, Owned::ByName, bound)
 }
 
 /// What a delete carries to take only the node it means, whenever the server applies it (a
@@ -221,16 +236,12 @@ async fn delete_once(
     }
 }
 
-/// A delete already sent: its reply is awaited by [`SentRelease::finish`].
-type SentDelete = Pin<Box<dyn Future<Output = std::result::Result<(), zk::Error>> + Send>>;
-
-/// [`remove_node`], whose first delete may have been sent already (`first`): its reply is taken
-/// as the first try's. `bound`: waited for until then at most, else for one session timeout.
+/// [`remove_node`] of a node whose deletes must prove `owner`. `bound`: waited for until then at
+/// most, else for one session timeout.
 fn remove_node_from(
     session: &Arc<Session>,
     node: &str,
     held: bool,
-    mut first: Option<SentDelete>,
     owner: Owned,
     bound: Option<Instant>,
 ) -> Result<()> {
@@ -254,11 +265,8 @@ fn remove_node_from(
     let mut retried = false;
     loop {
         let until = Deadline::At((Instant::now() + per_try).min(budget));
-        let reply = match first.take() {
-            Some(sent) => session.call(sent, until),
-            // Every try carries its own proof (a lost try may still be applied, later).
-            None => session.call(delete_once(session, node, &owner), until),
-        };
+        // Every try carries its own proof (a lost try may still be applied, later).
+        let reply = session.call(delete_once(session, node, &owner), until);
         match reply {
             Ok(()) => return Ok(()),
             // Gone before our first delete: someone else removed it (or the server did). After
@@ -298,35 +306,6 @@ fn remove_node_from(
                 });
             }
         }
-    }
-}
-
-/// A release whose delete was sent ([`Hold::release_sent`]); [`SentRelease::finish`] (or drop)
-/// completes it through the one release path.
-#[must_use = "finish() takes the delete's reply (dropping does it too)"]
-pub(crate) struct SentRelease(Option<(Hold, Option<SentDelete>)>);
-
-impl SentRelease {
-    /// Takes the sent delete's reply; on connection loss deletes again as [`Hold::release`] does,
-    /// waited for until `bound` at most (as [`Hold::release_by`]).
-    pub(crate) fn finish(mut self, bound: Option<Instant>) -> Result<()> {
-        self.complete(bound)
-    }
-
-    fn complete(&mut self, bound: Option<Instant>) -> Result<()> {
-        let Some((hold, first)) = self.0.take() else {
-            return Ok(());
-        };
-        let owner = hold.owner();
-        let r = remove_node_from(&hold.session, &hold.node, true, first, owner, bound);
-        hold.log_release(&r);
-        r
-    }
-}
-
-impl Drop for SentRelease {
-    fn drop(&mut self) {
-        let _ = self.complete(None);
     }
 }
 

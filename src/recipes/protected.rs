@@ -170,6 +170,18 @@ pub(crate) fn create_parents(
     d: Deadline,
     protocol: Protocol,
 ) -> Result<()> {
+    create_parents_all(client, session, &[path], d, protocol)
+}
+
+/// [`create_parents`] of each of `paths`, all in the one round trip (a semaphore's guarding
+/// mutex and lease directory).
+pub(crate) fn create_parents_all(
+    client: &Client,
+    session: &Session,
+    paths: &[&str],
+    d: Deadline,
+    protocol: Protocol,
+) -> Result<()> {
     let mode = match protocol {
         Protocol::Curator => zk::CreateMode::Container,
         Protocol::Kazoo => zk::CreateMode::Persistent,
@@ -189,7 +201,12 @@ pub(crate) fn create_parents(
         Some(_) => prefixes(session.zk.path()),
         None => Vec::new(),
     };
-    let own = prefixes(path);
+    let mut own: Vec<String> = Vec::new();
+    for p in paths.iter().flat_map(|p| prefixes(p)) {
+        if !own.contains(&p) {
+            own.push(p);
+        }
+    }
     let mut pending = Vec::new();
     if let Some(root) = session.root() {
         // A missing chroot node is created too (Curator does the same for its namespace).

@@ -140,6 +140,19 @@ impl<K> Clone for Queue<K> {
     }
 }
 
+/// What one create of a participant's node and the listing of its queue came to
+/// ([`Queue::enter_with`]).
+pub(crate) enum Entry {
+    /// Our node (name, czxid), and the queue as listed after its create (`None`: the listing
+    /// was lost, take it again).
+    Made(String, i64, Option<Vec<String>>),
+    /// The queue's parents are missing: nothing was made.
+    NoParents,
+    /// The create's reply was lost and no node of it was found: a node with its id is removed
+    /// when it appears, and the next create needs a fresh id.
+    Unknown,
+}
+
 impl<K> Queue<K> {
     pub(crate) fn new(client: &Client, path: &str, protocol: Protocol) -> Result<Queue<K>> {
         crate::path::validate_path(path)?;
@@ -151,7 +164,7 @@ impl<K> Queue<K> {
         })
     }
 
-    fn child(&self, name: &str) -> String {
+    pub(crate) fn child(&self, name: &str) -> String {
         format!("{}/{}", self.path, name)
     }
 
@@ -164,64 +177,86 @@ impl<K> Queue<K> {
         d: Deadline,
         bound: Option<Instant>,
     ) -> Result<(String, i64, Vec<String>)> {
-        // The attempt's id, fresh for every create whose earlier try may still be applied.
-        let mut prefix = AttemptId::new().prefix(self.protocol, kind);
-        let data = self.client.holder_id().as_bytes();
-        let opts = self
-            .client
-            .create_options(zk::CreateMode::EphemeralSequential);
         // Parents are made again when the servers' container reaper removed an emptied one
         // between their create and ours (`PARENT_TRIES` times at most).
         let mut parents_made = 0;
         loop {
-            let full_prefix = self.child(&prefix);
-            let create = session.zk.create(&full_prefix, data, &opts);
-            let list = session.zk.list_children(&self.path);
-            // Replies come in request order: wait for the listing's first, and the create's is
-            // then already in (this thread is woken once per round trip, not twice).
-            let listed = session.call(list, d);
-            let (name, czxid) = match session.call(create, d) {
-                Ok((stat, seq)) => {
-                    let name = format!("{prefix}{seq}");
-                    if let Ok(children) = listed {
-                        return Ok((name, stat.czxid, children));
-                    }
-                    (name, stat.czxid)
-                }
-                Err(zk::Error::NoNode) if parents_made < crate::recipes::PARENT_TRIES => {
-                    protected::create_parents(&self.client, session, &self.path, d, self.protocol)?;
-                    parents_made += 1;
-                    continue;
-                }
-                Err(e) if crate::session::is_retriable(&e) => {
-                    // The create may have been applied although its reply was lost: find our node
-                    // by its unique id before creating again (never two nodes for one attempt).
-                    match protected::recover(session, &self.path, &prefix, true, d)? {
-                        Some(found) => found,
-                        None => {
-                            // Not applied yet, but not dead: held in a partition, it may be
-                            // applied later, beside the node of the next create. That one
-                            // gets a fresh id, and a node with this one is removed when it
-                            // appears.
-                            hold::background_forget(session, self.path.clone(), prefix);
-                            prefix = AttemptId::new().prefix(self.protocol, kind);
-                            continue;
+            let (entry, ()) = self.enter_with(session, kind, d, || ());
+            match entry? {
+                Entry::Made(name, czxid, Some(children)) => return Ok((name, czxid, children)),
+                Entry::Made(name, czxid, None) => {
+                    return match self.list(session, d) {
+                        Ok(children) => Ok((name, czxid, children)),
+                        Err(e) => {
+                            self.cleanup(session, &name, bound);
+                            Err(e)
                         }
                     }
                 }
-                Err(e) => return Err(session.record_end_and_map(e)),
-            };
-            return match self.list(session, d) {
-                Ok(children) => Ok((name, czxid, children)),
-                Err(e) => {
-                    self.cleanup(session, &name, bound);
-                    Err(e)
+                Entry::NoParents if parents_made < crate::recipes::PARENT_TRIES => {
+                    protected::create_parents(&self.client, session, &self.path, d, self.protocol)?;
+                    parents_made += 1;
                 }
-            };
+                Entry::NoParents => return Err(session.record_end_and_map(zk::Error::NoNode)),
+                // The next create gets a fresh id.
+                Entry::Unknown => {}
+            }
         }
     }
 
-    fn list(&self, session: &Session, d: Deadline) -> Result<Vec<String>> {
+    /// One try of [`Queue::create_and_list`], with more requests riding in its round trip:
+    /// `ride` sends them right after our create and listing (a session's requests are applied
+    /// in the order they are sent: after ours), and what it returns takes their replies once
+    /// ours are in.
+    pub(crate) fn enter_with<R>(
+        &self,
+        session: &Arc<Session>,
+        kind: Kind,
+        d: Deadline,
+        ride: impl FnOnce() -> R,
+    ) -> (Result<Entry>, R) {
+        // The attempt's id, fresh for every create whose earlier try may still be applied.
+        let prefix = AttemptId::new().prefix(self.protocol, kind);
+        let data = self.client.holder_id().as_bytes();
+        let opts = self
+            .client
+            .create_options(zk::CreateMode::EphemeralSequential);
+        let full_prefix = self.child(&prefix);
+        let create = session.zk.create(&full_prefix, data, &opts);
+        let list = session.zk.list_children(&self.path);
+        let riding = ride();
+        // Replies come in request order: wait for the listing's first, and the create's is
+        // then already in (this thread is woken once per round trip, not twice).
+        let listed = session.call(list, d);
+        let created = session.call(create, d);
+        let entry = match created {
+            Ok((stat, seq)) => Ok(Entry::Made(
+                format!("{prefix}{seq}"),
+                stat.czxid,
+                listed.ok(),
+            )),
+            Err(zk::Error::NoNode) => Ok(Entry::NoParents),
+            Err(e) if crate::session::is_retriable(&e) => {
+                // The create may have been applied although its reply was lost: find our node
+                // by its unique id before creating again (never two nodes for one attempt).
+                match protected::recover(session, &self.path, &prefix, true, d) {
+                    Ok(Some((name, czxid))) => Ok(Entry::Made(name, czxid, None)),
+                    Ok(None) => {
+                        // Not applied yet, but not dead: held in a partition, it may be
+                        // applied later, beside the node of the next create. That one gets a
+                        // fresh id, and a node with this one is removed when it appears.
+                        hold::background_forget(session, self.path.clone(), prefix);
+                        Ok(Entry::Unknown)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(session.record_end_and_map(e)),
+        };
+        (entry, riding)
+    }
+
+    pub(crate) fn list(&self, session: &Session, d: Deadline) -> Result<Vec<String>> {
         match session.retry(d, || session.zk.list_children(&self.path)) {
             Ok(c) => Ok(c),
             Err(zk::Error::NoNode) => Ok(Vec::new()),
@@ -231,7 +266,7 @@ impl<K> Queue<K> {
 
     /// Deletes our node of a failed attempt: now if possible, else in the background; waited
     /// for until `bound` at most (a try-once attempt's pinned instant).
-    fn cleanup(&self, session: &Arc<Session>, name: &str, bound: Option<Instant>) {
+    pub(crate) fn cleanup(&self, session: &Arc<Session>, name: &str, bound: Option<Instant>) {
         let _ = hold::remove_node(session, &self.child(name), false, bound);
     }
 
@@ -286,8 +321,7 @@ impl<K: QueueKind> Recipe for Queue<K> {
     }
 
     /// The acquire loop: create our node, list, watch the one node that blocks us (by the
-    /// kind's rules), wait, look again. The hold says whether the attempt had to wait for
-    /// another holder.
+    /// kind's rules), wait, look again.
     fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>> {
         self.attempt_within(d, None, signal)
     }
@@ -318,18 +352,33 @@ impl<K: QueueKind> Queue<K> {
         // The first round trip runs to its answer even past a short deadline: a lock found
         // free in it is held (`Deadline::first_round`).
         let first = d.first_round(self.client.session_timeout());
-        let (mut name, mut token, mut children) =
-            self.create_and_list(&session, rules.kind, first, bound)?;
-        let mut waited = false;
+        let entered = self.create_and_list(&session, rules.kind, first, bound)?;
+        self.queue_from(&session, entered, try_once, d, bound, signal)
+    }
+
+    /// The rest of an attempt whose node is made and whose queue was listed after it
+    /// (`entered`: our node's name, its czxid, the queue): held if nothing blocks it, else
+    /// watch the one node that blocks it, wait, look again. `try_once` and `d` as
+    /// [`Deadline::pinned`] gives them; the node, if the attempt fails, is removed by `bound`.
+    pub(crate) fn queue_from(
+        &self,
+        session: &Arc<Session>,
+        entered: (String, i64, Vec<String>),
+        try_once: bool,
+        d: Deadline,
+        bound: Option<Instant>,
+        signal: &Arc<Signal>,
+    ) -> Result<Option<Hold>> {
+        let rules = &K::RULES;
+        let (mut name, mut token, mut children) = entered;
+        let session = session.clone();
         // Held, unless a cancel came meanwhile (then the node goes: cancel works at any time).
-        let held = |name: &str, token: i64, waited: bool| {
+        let held = |name: &str, token: i64| {
             if signal.is_cancelled() {
                 self.cleanup(&session, name, bound);
                 return Err(session.ended_error().unwrap_or(Error::Cancelled));
             }
-            let mut hold = Hold::new(session.clone(), self.child(name), token);
-            hold.waited = waited;
-            Ok(Some(hold))
+            Ok(Some(Hold::new(session.clone(), self.child(name), token)))
         };
         loop {
             let queue = node::contenders(children);
@@ -343,7 +392,7 @@ impl<K: QueueKind> Queue<K> {
                 continue;
             };
             let Some((w, sole)) = (rules.blocker)(&queue, idx) else {
-                return held(&name, token, waited);
+                return held(&name, token);
             };
             if try_once {
                 self.cleanup(&session, &name, bound);
@@ -374,9 +423,7 @@ impl<K: QueueKind> Queue<K> {
             };
             if let Some(watcher) = watched {
                 match session.wait_watch(watcher, d.instant(), signal) {
-                    Ok(Some(zk::EventType::NodeDeleted)) if fast => {
-                        return held(&name, token, true)
-                    }
+                    Ok(Some(zk::EventType::NodeDeleted)) if fast => return held(&name, token),
                     Ok(Some(_)) => {}
                     Ok(None) => {
                         self.cleanup(&session, &name, bound);
@@ -391,7 +438,6 @@ impl<K: QueueKind> Queue<K> {
                 self.cleanup(&session, &name, bound);
                 return Ok(None);
             }
-            waited = true;
             children = match self.list(&session, d) {
                 Ok(c) => c,
                 Err(e) => {

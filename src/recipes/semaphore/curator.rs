@@ -1,10 +1,11 @@
 //! The semaphore in Curator's layout (`InterProcessSemaphoreV2`): `P/locks/` is a fair mutex
 //! guarding the count, leases are ephemeral-sequential `P/leases/_c_<uuid>-lease-<seq>`; the
 //! mutex holder creates its lease node, then holds the lease once the number of lease nodes is
-//! <= N (watching `P/leases` until it is). An acquirer that found the mutex free sends its lease
-//! create, the listing and the mutex's delete in one round trip (3 a cycle with the release, not
-//! 4); if the count is then over N it removes its lease node and queues for the mutex again, to
-//! wait holding it as Curator does.
+//! <= N (watching `P/leases` until it is). An acquire's first round trip carries the mutex's
+//! create and listing and the lease's create and listing: when the mutex turns out free, the
+//! lease was made and counted while it was ours, and the mutex is given back without waiting
+//! (2 round trips a cycle with the release, as the mutex's); when it was not free, the lease
+//! node goes away again and the acquirer waits for the mutex the ordinary way.
 
 use std::sync::Arc;
 
@@ -12,39 +13,48 @@ use zookeeper_client as zk;
 
 use super::leases::{bound, list_watch, wait, Leases};
 use crate::deadline::Deadline;
-use crate::error::{Error, Result};
-use crate::node::lease_prefix;
+use crate::error::Result;
+use crate::node::{self, lease_prefix, Kind};
 use crate::recipes::hold::Hold;
 use crate::recipes::protected::{self, create_ephemeral};
+use crate::recipes::queue::{Entry, Exclusive, Queue};
 use crate::session::Session;
 use crate::wait::Signal;
 
-/// What [`RawSemaphore::take_curator_at_once`] came to.
-pub(super) enum AtOnce {
-    /// The lease is ours.
+/// What the first round trip of an acquire ([`Leases::take_curator_first`]) came to.
+pub(super) enum First {
+    /// The lease is ours (the guarding mutex is being given back).
     Held(Hold),
-    /// Every lease was taken (our node is gone again, and so is our hold of the mutex).
-    Full,
-    /// Not learned (parents missing, or the listing lost in an acquire that may wait: a
-    /// try-once attempt's lost listing is its error); nothing of ours is left.
+    /// The guarding mutex is ours and the lease is still to take: our lease node (made while
+    /// the mutex was ours, so counted as Curator counts it), if one was made.
+    Guarded(Hold, Option<(String, i64)>),
+    /// Queued for the guarding mutex behind another holder (our node in it, its czxid, the
+    /// queue as listed); our lease node is gone again.
+    Queued(String, i64, Vec<String>),
+    /// Nothing of ours is left: take the ordinary way.
     Again,
 }
 
 impl Leases {
-    /// Curator: create our lease node, then hold once there are at most N lease nodes (a
-    /// try-once attempt, `try_once`, never waits for that: its `d` is its pinned instant).
+    /// Curator, holding the guarding mutex: create our lease node (or take `start`, made while
+    /// it was ours), then hold once there are at most N lease nodes (a try-once attempt,
+    /// `try_once`, never waits for that: its `d` is its pinned instant).
     pub(super) fn take_curator(
         &self,
         session: &Arc<Session>,
         d: Deadline,
         try_once: bool,
         signal: &Arc<Signal>,
+        start: Option<(String, i64)>,
     ) -> Result<Option<Hold>> {
         let mut prefix = lease_prefix();
         let data = self.client.holder_id().as_bytes();
-        // First try: create our lease node and list the leases in one round trip.
-        let (mut made, mut listed) =
-            self.create_and_list(session, &prefix, data, d, try_once, None)?;
+        // First try: our lease node made while holding the mutex (`start`, then listed again
+        // with a watch), or create it and list the leases in one round trip.
+        let (mut made, mut listed) = match start {
+            Some(m) => (Some(m), None),
+            None => self.create_and_list(session, &prefix, data, d)?,
+        };
         if made.is_none() {
             // Not made, or not known to be (a create held in a partition may be applied
             // later; its node is removed when it appears): the next create gets a fresh id.
@@ -105,60 +115,128 @@ impl Leases {
         }
     }
 
-    /// Curator, while a lease is mostly free: create our lease node, list the leases and release
-    /// the guarding mutex in one round trip (a session's requests are applied in order, so the
-    /// node is made and counted while the mutex is still ours). With at most N lease nodes the
-    /// lease is held; otherwise the node goes away again (`Full`): a lease waiter must keep the
-    /// mutex while it waits (waiters that counted each other's nodes without it could wait for
-    /// ever), so the caller takes the mutex again and waits the ordinary way. The count alone
-    /// keeps leases apart: at most N nodes existed when ours was counted.
-    pub(super) fn take_curator_at_once(
+    /// The first round trip of an acquire: the guarding mutex's create and listing, then our
+    /// lease node's create and the leases' listing, all sent before any reply is awaited. A
+    /// session's requests are applied in order, so when the mutex listing shows our node first,
+    /// the mutex was ours from then on, and our lease node was made and counted while it was:
+    /// Curator's count rule. With at most N lease nodes the lease is held and the mutex given
+    /// back without waiting; with more, the mutex is kept and the caller waits for a lease with
+    /// it. When the mutex was not free, our lease node (made without it) is removed before we
+    /// wait for the mutex: counted meanwhile by the mutex's holder, it could only make it wait,
+    /// never let one lease too many through. Missing parents of both are made in one round trip.
+    pub(super) fn take_curator_first(
         &self,
+        guard: &Queue<Exclusive>,
         session: &Arc<Session>,
-        guard: Hold,
         d: Deadline,
         try_once: bool,
-    ) -> Result<AtOnce> {
-        let prefix = lease_prefix();
+    ) -> Result<First> {
         let data = self.client.holder_id().as_bytes();
-        let (made, listed) =
-            self.create_and_list(session, &prefix, data, d, try_once, Some(guard))?;
-        // The parents are missing (the ordinary way makes them).
-        let Some((name, token)) = made else {
-            return Ok(AtOnce::Again);
-        };
-        match listed {
-            Some(children)
-                if children.contains(&name) && children.len() <= self.max_leases as usize =>
-            {
-                Ok(AtOnce::Held(Hold::new(
-                    session.clone(),
-                    self.child(&name),
-                    token,
-                )))
-            }
-            listed => {
-                // Through the one release path, waited for as every give-back (a try-once
-                // attempt never past its instant: its listing may have been lost at it).
-                self.remove_lease(session, &name, try_once, d);
-                match listed {
-                    Some(c) if c.contains(&name) => Ok(AtOnce::Full),
-                    // The listing was lost: a try does not start over (its instant is near, or
-                    // gone, and the connection with it).
-                    None if try_once => Err(session.ended_error().unwrap_or_else(|| {
-                        Error::ConnectionLoss("no reply from ZooKeeper to the lease listing".into())
-                    })),
-                    _ => Ok(AtOnce::Again),
+        let opts = self
+            .client
+            .create_options(zk::CreateMode::EphemeralSequential);
+        // The first round trip runs to its answer even past a short deadline, as the mutex's.
+        let first = d.first_round(self.client.session_timeout());
+        let mut parents_made = 0;
+        loop {
+            let prefix = lease_prefix();
+            let full = self.child(&prefix);
+            let (entry, (create, list)) = guard.enter_with(session, Kind::Lock, first, || {
+                (
+                    session.zk.create(&full, data, &opts),
+                    session.zk.list_children(&self.dir),
+                )
+            });
+            let listed = session.call(list, first);
+            let created = session.call(create, first);
+            // Nothing of ours is left behind when either fails.
+            let (entry, lease) = match (entry, self.lease_made(session, &prefix, created, d)) {
+                (Ok(entry), Ok(lease)) => (entry, lease),
+                (Ok(Entry::Made(name, ..)), Err(e)) => {
+                    guard.cleanup(session, &name, bound(try_once, d));
+                    return Err(e);
+                }
+                (Err(e), Ok(lease)) => {
+                    self.give_back(session, &lease, try_once, d);
+                    return Err(e);
+                }
+                (Ok(_), Err(e)) | (Err(e), Err(_)) => return Err(e),
+            };
+            match entry {
+                Entry::Made(name, czxid, Some(queue)) => {
+                    let ours = node::contenders(queue.clone())
+                        .first()
+                        .is_some_and(|c| c.name == name);
+                    if !ours {
+                        self.give_back(session, &lease, try_once, d);
+                        return Ok(First::Queued(name, czxid, queue));
+                    }
+                    let guard_hold = Hold::new(session.clone(), guard.child(&name), czxid);
+                    let Some((lease_name, token)) = lease else {
+                        // Not made (parents missing, or its reply lost): made the ordinary way.
+                        return Ok(First::Guarded(guard_hold, None));
+                    };
+                    return Ok(match listed {
+                        Ok(c) if c.contains(&lease_name) && c.len() <= self.max_leases as usize => {
+                            guard_hold.release_unwaited();
+                            First::Held(Hold::new(session.clone(), self.child(&lease_name), token))
+                        }
+                        // Over N (or the listing lost): wait with the mutex, as Curator does.
+                        Ok(c) if c.contains(&lease_name) => {
+                            First::Guarded(guard_hold, Some((lease_name, token)))
+                        }
+                        Err(_) => First::Guarded(guard_hold, Some((lease_name, token))),
+                        // Our node vanished: a fresh one.
+                        Ok(_) => First::Guarded(guard_hold, None),
+                    });
+                }
+                Entry::Made(name, czxid, None) => {
+                    // The mutex's listing was lost: ours or not is learned the ordinary way.
+                    self.give_back(session, &lease, try_once, d);
+                    let queue = match guard.list(session, d) {
+                        Ok(q) => q,
+                        Err(e) => {
+                            guard.cleanup(session, &name, bound(try_once, d));
+                            return Err(e);
+                        }
+                    };
+                    return Ok(First::Queued(name, czxid, queue));
+                }
+                Entry::NoParents if parents_made < crate::recipes::PARENT_TRIES => {
+                    self.give_back(session, &lease, try_once, d);
+                    protected::create_parents_all(
+                        &self.client,
+                        session,
+                        &[&guard.path, &self.dir],
+                        d,
+                        self.protocol,
+                    )?;
+                    parents_made += 1;
+                }
+                Entry::NoParents | Entry::Unknown => {
+                    self.give_back(session, &lease, try_once, d);
+                    return Ok(First::Again);
                 }
             }
         }
     }
 
-    /// Creates the lease node `prefix<seq>` and lists the leases, pipelined: one round trip;
-    /// `release` (the guarding mutex's hold) is released in that same round trip, after both.
+    /// Removes the lease node of a first round trip that did not count it (`lease`, if made).
+    fn give_back(
+        &self,
+        session: &Arc<Session>,
+        lease: &Option<(String, i64)>,
+        try_once: bool,
+        d: Deadline,
+    ) {
+        if let Some((name, _)) = lease {
+            self.remove_lease(session, name, try_once, d);
+        }
+    }
+
+    /// Creates the lease node `prefix<seq>` and lists the leases, pipelined: one round trip.
     /// Returns the node (None if the create must be retried the protected way) and the listing
-    /// (None if it must be taken again). A create whose reply was lost is looked up by its
-    /// attempt id, never sent twice.
+    /// (None if it must be taken again).
     #[allow(clippy::type_complexity)]
     fn create_and_list(
         &self,
@@ -166,8 +244,6 @@ impl Leases {
         prefix: &str,
         data: &[u8],
         d: Deadline,
-        try_once: bool,
-        release: Option<Hold>,
     ) -> Result<(Option<(String, i64)>, Option<Vec<String>>)> {
         let opts = self
             .client
@@ -177,30 +253,42 @@ impl Leases {
         // No watch yet: mostly there is a lease free, and a watch set and dropped unfired
         // costs the server one more request (the crate removes it); a wait lists again with one.
         let list = session.zk.list_children(&self.dir);
-        let released = release.map(Hold::release_sent);
-        // Replies come in request order: the listing's after the create's, the delete's last.
+        // Replies come in request order: the listing's after the create's.
         let listed = session.call(list, d).ok();
         let created = session.call(create, d);
-        if let Some(Err(e)) = released.map(|r| r.finish(bound(try_once, d))) {
-            log::warn!("releasing the mutex of the semaphore {}: {e}", self.path);
-        }
+        let made = self.lease_made(session, prefix, created, d)?;
+        let listed = listed.filter(|_| made.is_some());
+        Ok((made, listed))
+    }
+
+    /// What the reply to our lease node's create (`prefix<seq>`) says of it: the node, or
+    /// None when it must be made again (its parents are missing; or its reply was lost and no
+    /// node of it was found, and a node with its id is removed when it appears: the next
+    /// create needs a fresh id). A create whose reply was lost is looked up by its attempt id,
+    /// never sent twice.
+    fn lease_made(
+        &self,
+        session: &Arc<Session>,
+        prefix: &str,
+        created: std::result::Result<(zk::Stat, zk::CreateSequence), zk::Error>,
+        d: Deadline,
+    ) -> Result<Option<(String, i64)>> {
         match created {
-            Ok((stat, seq)) => Ok((Some((format!("{prefix}{seq}"), stat.czxid)), listed)),
+            Ok((stat, seq)) => Ok(Some((format!("{prefix}{seq}"), stat.czxid))),
             // The parents are missing: the protected create makes them.
-            Err(zk::Error::NoNode) => Ok((None, None)),
+            Err(zk::Error::NoNode) => Ok(None),
             Err(e) if crate::session::is_retriable(&e) => {
                 let found = protected::recover(session, &self.dir, prefix, true, d)?;
                 if found.is_none() {
                     // Not applied yet, but not dead: held in a partition, it may be applied
-                    // later; a node with this id is removed when it appears (the caller's
-                    // next create gets a fresh one).
+                    // later; a node with this id is removed when it appears.
                     crate::recipes::hold::background_forget(
                         session,
                         self.dir.clone(),
                         prefix.to_string(),
                     );
                 }
-                Ok((found, None))
+                Ok(found)
             }
             Err(e) => Err(session.record_end_and_map(e)),
         }

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::node::{self, Protocol};
 use crate::session::Client;
 use crate::wait::Signal;
-use curator::AtOnce;
+use curator::First;
 use leases::Leases;
 
 /// How long a try-once acquire may wait for the mutex that guards the lease count (it never
@@ -205,39 +205,55 @@ impl Recipe for RawSemaphore {
         } else {
             d
         };
-        let mut at_once = self.leases.protocol == Protocol::Curator;
-        let guard = loop {
-            let Some(guard) = self.guard.attempt_within(guard_d, bound, signal)? else {
-                return Ok(None);
-            };
-            // Only an acquirer that found the mutex free tries the short way: one that queued
-            // for it has company, and would mostly find the leases taken too.
-            if !at_once || guard.waited || signal.is_cancelled() {
-                break guard;
-            }
-            at_once = false;
+        // Curator's layout: the first round trip tries for the mutex and a lease at once.
+        let mut start = None;
+        let mut queued = None;
+        if self.leases.protocol == Protocol::Curator && !signal.is_cancelled() {
             match self
                 .leases
-                .take_curator_at_once(&guard.session.clone(), guard, d, try_once)?
+                .take_curator_first(&self.guard, &session, d, try_once)?
             {
-                AtOnce::Held(hold) if signal.is_cancelled() => {
+                First::Held(hold) if signal.is_cancelled() => {
                     // Cancel works at any time: what was taken is given back.
                     let _ = hold.release();
                     return Err(Error::Cancelled);
                 }
-                AtOnce::Held(hold) => return Ok(Some(hold)),
-                // Every lease is taken (a try ends here; an acquire queues for the mutex again).
-                AtOnce::Full if try_once => return Ok(None),
-                AtOnce::Full | AtOnce::Again => {}
+                First::Held(hold) => return Ok(Some(hold)),
+                First::Guarded(guard, made) => start = Some((guard, made)),
+                First::Queued(name, czxid, queue) => queued = Some((name, czxid, queue)),
+                First::Again => {}
+            }
+        }
+        let (guard, made) = match start {
+            Some(s) => s,
+            None => {
+                let guard = match queued {
+                    // The guard's own pinned instant (a try waits for it `TRY_GUARD_WAIT`).
+                    Some(entered) => {
+                        let (guard_try, guard_d) =
+                            guard_d.pinned(self.leases.client.session_timeout());
+                        self.guard
+                            .queue_from(&session, entered, guard_try, guard_d, bound, signal)?
+                    }
+                    None => self.guard.attempt_within(guard_d, bound, signal)?,
+                };
+                let Some(guard) = guard else {
+                    return Ok(None);
+                };
+                (guard, None)
             }
         };
         let r = if signal.is_cancelled() {
+            if let Some((name, _)) = &made {
+                self.leases.remove_lease(&guard.session, name, try_once, d);
+            }
             Err(Error::Cancelled)
         } else {
             match self.leases.protocol {
-                Protocol::Curator => self
-                    .leases
-                    .take_curator(&guard.session, d, try_once, signal),
+                Protocol::Curator => {
+                    self.leases
+                        .take_curator(&guard.session, d, try_once, signal, made)
+                }
                 Protocol::Kazoo => self.leases.take_kazoo(&guard.session, d, try_once, signal),
             }
         };
