@@ -436,6 +436,80 @@ fn one_lease_taken_at_once_or_after_waiting_never_has_two_holders_curator() {
     );
 }
 
+/// The first round trip of an acquire sends its lease node's create with the guarding mutex's,
+/// before it knows whether the mutex is free. One lease, held by A; B takes the mutex and waits
+/// for the lease holding it (its lease node counted, as Curator's waiter's is); C finds the
+/// mutex taken: its lease node, made without the mutex, must go again while C waits, or the
+/// leases would count one contender too many (and a holder counting them wait for nothing).
+/// Then the lease passes A, B, C in turn, one holder at a time, and nothing is left.
+#[test]
+fn an_acquirer_that_finds_the_mutex_taken_leaves_no_lease_node_while_it_waits_curator() {
+    let hosts = hosts();
+    let path = unique_path("sem-first-round");
+    let admin = admin(&hosts);
+    let (a, b, c) = (
+        connect(&hosts, Protocol::Curator),
+        connect(&hosts, Protocol::Curator),
+        connect(&hosts, Protocol::Curator),
+    );
+    let sem_a = Semaphore::new(&a, &path, 1).unwrap();
+    let lease_a = sem_a.lock().unwrap();
+    let (leases_dir, locks_dir) = (format!("{path}/leases"), format!("{path}/locks"));
+    let count = |dir: &str| admin.children(dir).unwrap_or_default().len();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let waiter = |client: zklock::Client, name: &'static str| {
+        let (path, inside) = (path.clone(), inside.clone());
+        std::thread::spawn(move || {
+            let sem = Semaphore::new(&client, &path, 1).unwrap();
+            let lease = sem.lock().unwrap();
+            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+            assert_eq!(now, 1, "{name}: {now} holders of a 1-lease semaphore");
+            std::thread::sleep(Duration::from_millis(50));
+            inside.fetch_sub(1, Ordering::SeqCst);
+            lease.unlock().unwrap();
+        })
+    };
+    let b_waits = waiter(b, "B");
+    assert!(
+        eventually(Duration::from_secs(10), || count(&locks_dir) == 1
+            && count(&leases_dir) == 2),
+        "B did not come to wait with the mutex: locks {:?}, leases {:?}",
+        admin.children(&locks_dir),
+        admin.children(&leases_dir)
+    );
+    let c_waits = waiter(c, "C");
+    assert!(
+        eventually(Duration::from_secs(10), || count(&locks_dir) == 2),
+        "C did not queue for the mutex: {:?}",
+        admin.children(&locks_dir)
+    );
+    // C's first round trip is over once its mutex node is listed and its lease node removed;
+    // from then on the leases are A's and B's alone, for as long as A holds.
+    assert!(
+        eventually(Duration::from_secs(10), || count(&leases_dir) == 2),
+        "C's lease node stayed while C waits for the mutex: {:?}",
+        admin.children(&leases_dir)
+    );
+    for _ in 0..10 {
+        assert_eq!(
+            count(&leases_dir),
+            2,
+            "a lease node of C's while it waits for the mutex: {:?}",
+            admin.children(&leases_dir)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(inside.load(Ordering::SeqCst), 0, "a holder beside A");
+    lease_a.unlock().unwrap();
+    b_waits.join().unwrap();
+    c_waits.join().unwrap();
+    assert_eq!(
+        nodes(&admin, &path, Protocol::Curator),
+        vec![leases_dir, locks_dir],
+        "nodes left behind"
+    );
+}
+
 /// The network drops the connection right after the lease node's create reached the server
 /// (the guarding mutex's create went through): the acquire still ends with exactly one lease
 /// node, its own, and no node of the guarding mutex; nobody else gets a lease meanwhile.
