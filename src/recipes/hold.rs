@@ -10,7 +10,7 @@ use zookeeper_client as zk;
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::session::{is_retriable, LeaseUse, Session, SessionState};
+use crate::session::{is_retriable, LeaseUse, SendTime, Session, SessionState, Via};
 
 /// What a participant may believe about its hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,7 +266,12 @@ fn remove_node_from(
     loop {
         let until = Deadline::At((Instant::now() + per_try).min(budget));
         // Every try carries its own proof (a lost try may still be applied, later).
-        let reply = session.call(delete_once(session, node, &owner), until);
+        let reply = session.call_sent(
+            SendTime::now(),
+            Via::Leader,
+            delete_once(session, node, &owner),
+            until,
+        );
         match reply {
             Ok(()) => return Ok(()),
             // Gone before our first delete: someone else removed it (or the server did). After

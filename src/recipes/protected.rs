@@ -10,7 +10,7 @@ use super::hold::background_forget;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::Protocol;
-use crate::session::{is_retriable, Client, Session};
+use crate::session::{is_retriable, Client, SendTime, Session, Via};
 
 /// Creates the ephemeral node `dir/name` (sequential: the server appends the number), creating
 /// missing parents. `name` must hold a fresh unique id of this attempt: after a lost reply the
@@ -39,7 +39,8 @@ pub(crate) fn create_ephemeral(
         if let Some(e) = session.ended_error() {
             return Err(e);
         }
-        match session.call(session.zk.create(&full, data, &opts), d) {
+        let sent = SendTime::now();
+        match session.call_sent(sent, Via::Leader, session.zk.create(&full, data, &opts), d) {
             Ok((stat, seq)) => {
                 let made = if sequential {
                     format!("{name}{seq}")

@@ -16,7 +16,7 @@ use super::raw::{read_node, Participant, Recipe};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Contender, Kind, Protocol};
-use crate::session::{Client, Session};
+use crate::session::{Client, SendTime, Session, Via};
 use crate::wait::Signal;
 
 /// The earlier contender a participant must wait for, if any, and whether it is the only
@@ -222,13 +222,14 @@ impl<K> Queue<K> {
             .client
             .create_options(zk::CreateMode::EphemeralSequential);
         let full_prefix = self.child(&prefix);
+        let sent = SendTime::now();
         let create = session.zk.create(&full_prefix, data, &opts);
         let list = session.zk.list_children(&self.path);
         let riding = ride();
         // Replies come in request order: wait for the listing's first, and the create's is
         // then already in (this thread is woken once per round trip, not twice).
-        let listed = session.call(list, d);
-        let created = session.call(create, d);
+        let listed = session.call_sent(sent, Via::Server, list, d);
+        let created = session.call_sent(sent, Via::Leader, create, d);
         let entry = match created {
             Ok((stat, seq)) => Ok(Entry::Made(
                 format!("{prefix}{seq}"),

@@ -62,34 +62,63 @@ impl Touches {
     }
 }
 
-/// The latest instant at which the leader has provably heard of the session, from the renewals
-/// answered (`syncs`: send and answer times, oldest first; every one was answered before the
-/// next was sent, and the newest answer is the one that asks) and the session's other answered
-/// requests (`touches`): the send time of a request `j` (a renewal or a touch) such that a
-/// renewal `k`, older than the newest, was sent at least `gap` after `j`'s answer.
+/// The session's recent requests the leader answered before a server answered us (send and
+/// answer times, in the order they were answered): its renewals (`sync`s) and its writes that
+/// succeeded (a follower applies and answers a write only once the leader committed it,
+/// `docs/hold-model.md`, fact 4). The newest [`LeaderAnswers::KEPT`].
+#[derive(Debug, Default)]
+pub(super) struct LeaderAnswers {
+    recent: std::collections::VecDeque<(BootTime, BootTime)>,
+}
+
+impl LeaderAnswers {
+    const KEPT: usize = 16;
+
+    /// A request sent at `sent` went through the leader and was answered at `answered`.
+    pub(super) fn record(&mut self, sent: BootTime, answered: BootTime) {
+        self.recent.push_back((sent, answered));
+        if self.recent.len() > Self::KEPT {
+            self.recent.pop_front();
+        }
+    }
+
+    /// When the newest of them was sent.
+    pub(super) fn newest_sent(&self) -> Option<BootTime> {
+        self.recent.iter().map(|&(sent, _)| sent).max()
+    }
+}
+
+/// The latest instant at which the leader has provably heard of the session, from the requests
+/// the leader answered (`leader`: renewals and writes) and the session's other answered requests
+/// (`touches`): the send time of a request `j` (any of them) such that a request `k` the leader
+/// answered was sent at least `gap` after `j`'s answer, and another one, `m`, was sent after
+/// `k`'s answer (and answered).
 ///
 /// Why (`docs/hold-model.md`): `j` touched the session at its server; the leader pings each
-/// follower at least every `gap`, so it sent one after that touch and before it answered `k`'s
-/// sync; the follower answers pings in order with the sessions touched since its last answer,
-/// so it sent that touch before it passed on `k`'s answer, hence before it forwarded the newest
-/// renewal, whose answer proves the leader had read everything the follower wrote before it. A
-/// reconnect in between proves it too: a session moves to another server only after the leader
-/// revalidated (touched) it.
+/// follower at least every `gap`, so it sent one after that touch and before it answered `k`;
+/// the follower answers pings in order with the sessions touched since its last answer, so it
+/// sent that touch before it passed on `k`'s answer, hence before it forwarded `m`, whose answer
+/// proves the leader had read everything the follower wrote before it. A reconnect in between
+/// proves it too: a session moves to another server only after the leader revalidated
+/// (touched) it.
 pub(super) fn confirmed(
-    syncs: &std::collections::VecDeque<(BootTime, BootTime)>,
+    leader: &LeaderAnswers,
     touches: &Touches,
     gap: Duration,
 ) -> Option<BootTime> {
-    let newest = syncs.len().checked_sub(1)?;
+    let recent = &leader.recent;
     let mut anchor = None;
-    // k is not the newest renewal (whose answer proves k's ping answer arrived).
-    for (k, &(sent_k, _)) in syncs.iter().enumerate().take(newest) {
-        let by_sync = syncs
-            .range(..k)
+    for &(sent_k, answered_k) in recent {
+        // k proves nothing until a request sent after its answer came back through the leader.
+        if !recent.iter().any(|&(sent_m, _)| sent_m >= answered_k) {
+            continue;
+        }
+        let by_leader = recent
+            .iter()
             .filter(|&&(_, answered_j)| answered_j + gap <= sent_k)
             .map(|&(sent_j, _)| sent_j)
             .max();
-        anchor = anchor.max(by_sync).max(touches.before(sent_k, gap));
+        anchor = anchor.max(by_leader).max(touches.before(sent_k, gap));
     }
     anchor
 }
@@ -195,25 +224,25 @@ mod clock_tests {
     fn the_lease_runs_from_a_renewal_the_leader_provably_heard_of() {
         let gap = ms(300);
         let none = Touches::default();
-        let mut answered = std::collections::VecDeque::new();
-        answered.push_back((ms(0), ms(1)));
+        let mut answered = LeaderAnswers::default();
+        answered.record(ms(0), ms(1));
         assert_eq!(confirmed(&answered, &none, gap), None);
-        answered.push_back((ms(200), ms(201)));
+        answered.record(ms(200), ms(201));
         assert_eq!(
             confirmed(&answered, &none, gap),
             None,
             "k sent within the gap"
         );
-        answered.push_back((ms(400), ms(401)));
+        answered.record(ms(400), ms(401));
         assert_eq!(
             confirmed(&answered, &none, gap),
             None,
             "k is the newest renewal"
         );
-        answered.push_back((ms(600), ms(601)));
+        answered.record(ms(600), ms(601));
         // j = 0 (answered at 1), k = 2 (sent at 400 >= 301), newest = 3.
         assert_eq!(confirmed(&answered, &none, gap), Some(ms(0)));
-        answered.push_back((ms(800), ms(801)));
+        answered.record(ms(800), ms(801));
         // j = 1 (answered at 201), k = 3 (sent at 600 >= 501).
         assert_eq!(confirmed(&answered, &none, gap), Some(ms(200)));
     }
@@ -227,20 +256,20 @@ mod clock_tests {
         let mut touches = Touches::default();
         touches.record(ms(100), ms(101), gap);
         touches.record(ms(700), ms(702), gap);
-        let mut answered = std::collections::VecDeque::new();
-        answered.push_back((ms(900), ms(901)));
+        let mut answered = LeaderAnswers::default();
+        answered.record(ms(900), ms(901));
         assert_eq!(
             confirmed(&answered, &touches, gap),
             None,
             "k is the newest renewal"
         );
-        answered.push_back((ms(902), ms(903)));
+        answered.record(ms(902), ms(903));
         // k = the renewal sent at 900: the touch answered at 101 is a gap older, 702 is not.
         assert_eq!(confirmed(&answered, &touches, gap), Some(ms(100)));
-        answered.push_back((ms(1010), ms(1011)));
+        answered.record(ms(1010), ms(1011));
         // The renewal sent at 1010 (>= 702 + 300) is the newest: not yet a k.
         assert_eq!(confirmed(&answered, &touches, gap), Some(ms(100)));
-        answered.push_back((ms(1012), ms(1013)));
+        answered.record(ms(1012), ms(1013));
         assert_eq!(confirmed(&answered, &touches, gap), Some(ms(700)));
     }
 
@@ -297,5 +326,42 @@ mod clock_tests {
         assert!(!gap_fits(ping_gap(DEFAULT_TICK), ms(1000)));
         assert!(!gap_fits(ping_gap(ms(6000)), ms(1000)));
         assert!(gap_fits(ping_gap(DEFAULT_TICK), ms(4000)));
+    }
+
+    /// A write the server answered with success went through the leader, as a renewal does:
+    /// a lock taken and released in a loop proves its lease with its own creates and deletes.
+    /// Requests in flight together prove nothing of each other: `m` must be sent after `k`'s
+    /// answer (pipelined in one round trip, or from other threads, it is not).
+    #[test]
+    fn writes_confirm_the_lease_only_when_one_is_sent_after_the_others_answer() {
+        let gap = ms(300);
+        let mut touches = Touches::default();
+        touches.record(ms(100), ms(102), gap);
+        let mut leader = LeaderAnswers::default();
+        // k (sent at 500, a gap after the touch's answer) and m sent together: m was on its
+        // way before k's answer.
+        leader.record(ms(500), ms(502));
+        leader.record(ms(501), ms(503));
+        assert_eq!(
+            confirmed(&leader, &touches, gap),
+            None,
+            "m sent before k's answer"
+        );
+        // A write sent after k's answer (an acquire's create after the release's delete).
+        leader.record(ms(502), ms(505));
+        assert_eq!(confirmed(&leader, &touches, gap), Some(ms(100)));
+        // Answered out of the order they were sent in (two threads): the m of a k may come
+        // back first.
+        let mut leader = LeaderAnswers::default();
+        leader.record(ms(900), ms(950));
+        leader.record(ms(500), ms(960));
+        assert_eq!(
+            confirmed(&leader, &touches, gap),
+            None,
+            "900 was sent before 960"
+        );
+        leader.record(ms(961), ms(962));
+        // k = 500 (or 900): j = the touch answered at 102.
+        assert_eq!(confirmed(&leader, &touches, gap), Some(ms(100)));
     }
 }

@@ -267,6 +267,7 @@ impl Client {
             lease_anchor: Mutex::new(asked),
             lapsed: std::sync::atomic::AtomicBool::new(false),
             touches: Mutex::new(Default::default()),
+            leader: Mutex::new(Default::default()),
             lease_users: Default::default(),
             lease_wake: Default::default(),
             proof_wanted: Default::default(),

@@ -9,7 +9,7 @@ use zookeeper_client as zk;
 
 use super::clock::{boot_now, confirmed, lease_margin, renewal_period, BootTime};
 use super::kinds::is_retriable;
-use super::state::{answered_by_a_server, answered_within, Session};
+use super::state::{answered_by_a_server, answered_within, SendTime, Session, Via};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::runtime;
@@ -35,8 +35,6 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
     // ping, and costs nothing the session would not send anyway.
     let every = renewal_period(session.zk.session_timeout(), gap).min(session.idle_touch);
     runtime::spawn(async move {
-        // The renewals answered so far (send time, answer time), oldest first.
-        let mut answered: std::collections::VecDeque<(BootTime, BootTime)> = Default::default();
         // Renewing (some hold needs the lease), and whether the lease ran meanwhile.
         let (mut renewing, mut believed) = (false, false);
         // The next renewal follows the answer at once (the second of two in a row).
@@ -90,7 +88,13 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 // period; a hold released by then costs no renewal.
                 renewing = true;
                 let left = s.lease_remaining();
-                quick = proving || left < every * 3;
+                // (The session's writes confirm the lease while they go on: below.)
+                let writing = s
+                    .leader
+                    .lock()
+                    .newest_sent()
+                    .is_some_and(|n| n + every > boot_now());
+                quick = proving || (left < every * 3 && !writing);
                 let first = if proving {
                     // For a waiter: now, while it waits.
                     Duration::ZERO
@@ -103,10 +107,20 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 async_io::Timer::after(first).await;
                 continue;
             }
+            if !quick && !proving {
+                // The session's own writes went through the leader lately: they renew the lease
+                // as a `sync` would (`Session::call_sent`), so none is sent while they do.
+                let newest = s.leader.lock().newest_sent();
+                let due = newest.map_or(Duration::ZERO, |n| (n + every).saturating_sub(boot_now()));
+                if !due.is_zero() {
+                    drop(s);
+                    async_io::Timer::after(due).await;
+                    continue;
+                }
+            }
             let (renewal, left, sent) = {
                 let sent = boot_now();
-                let zk = s.zk.clone();
-                (async move { zk.sync("/").await }, s.lease_remaining(), sent)
+                (synced(s.zk.clone()), s.lease_remaining(), sent)
             };
             believed |= !left.is_zero();
             drop(s);
@@ -122,19 +136,11 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 }
             };
             match reply {
-                // A chroot that does not exist still syncs the server.
-                Ok(()) | Err(zk::Error::NoNode) => {
+                Ok(()) => {
                     let back = boot_now();
-                    answered.push_back((sent, back));
-                    if answered.len() > 16 {
-                        answered.pop_front();
-                    }
                     if let Some(s) = weak.upgrade() {
                         s.touched(sent, back);
-                        let anchor = confirmed(&answered, &s.touches.lock(), gap);
-                        if let Some(anchor) = anchor {
-                            s.renewed(anchor);
-                        }
+                        s.leader_answered(sent, back);
                     }
                     if std::mem::take(&mut quick) {
                         continue;
@@ -181,6 +187,15 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             }
         }
     });
+}
+
+/// A `sync` of the session's root: answered by the server only after the leader answered it. A
+/// chroot that does not exist still syncs the server (`NoNode` is its answer, and counts).
+async fn synced(zk: zk::Client) -> Result<(), zk::Error> {
+    match zk.sync("/").await {
+        Err(zk::Error::NoNode) => Ok(()),
+        r => r,
+    }
 }
 
 /// Ready when a hold needs the session's lease (or the session is gone or ended).
@@ -358,18 +373,14 @@ impl Session {
                 }
                 continue;
             }
-            let sent_k = boot_now();
-            let k = self.call(self.zk.sync("/"), d);
-            let m = answered_by_a_server(&k).then(|| self.call(self.zk.sync("/"), d));
-            if !m.as_ref().is_some_and(answered_by_a_server) {
-                if !pause(Duration::from_millis(50)) {
-                    return;
-                }
-                continue;
-            }
-            let anchor = self.touches.lock().before(sent_k, gap);
-            if let Some(anchor) = anchor {
-                self.renewed(anchor);
+            // k and m: their answers confirm the lease as they come (`leader_answered`).
+            let k = self.call_sent(SendTime::now(), Via::Leader, synced(self.zk.clone()), d);
+            let m = k
+                .is_ok()
+                .then(|| self.call_sent(SendTime::now(), Via::Leader, synced(self.zk.clone()), d));
+            let proven = m.is_some_and(|m| m.is_ok()) && self.lease_live();
+            if !proven && !pause(Duration::from_millis(50)) {
+                return;
             }
         }
     }
@@ -392,6 +403,20 @@ impl Session {
             return Duration::ZERO;
         }
         self.lease_end().saturating_sub(boot_now())
+    }
+
+    /// A request sent at `sent` went through the leader and was answered at `answered` (a
+    /// renewal, or a write that succeeded): the lease runs from what the leader's answers now
+    /// prove (`clock::confirmed`).
+    pub(super) fn leader_answered(&self, sent: BootTime, answered: BootTime) {
+        let anchor = {
+            let mut leader = self.leader.lock();
+            leader.record(sent, answered);
+            confirmed(&leader, &self.touches.lock(), self.ping_gap)
+        };
+        if let Some(anchor) = anchor {
+            self.renewed(anchor);
+        }
     }
 
     /// The leader provably heard of the session at `at`: the lease runs from there.

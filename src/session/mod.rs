@@ -33,4 +33,4 @@ pub use watch::ChildrenWatch;
 pub(crate) use events::run_detached;
 pub(crate) use kinds::is_retriable;
 pub(crate) use lease::LeaseUse;
-pub(crate) use state::{waiting_caller, Session};
+pub(crate) use state::{waiting_caller, SendTime, Session, Via};

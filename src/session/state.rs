@@ -9,13 +9,33 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use zookeeper_client as zk;
 
-use super::clock::{boot_now, BootTime, Touches};
+use super::clock::{boot_now, BootTime, LeaderAnswers, Touches};
 use super::events::{run_detached, Events};
 use super::kinds::{is_retriable, SessionEvent, SessionState};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::runtime;
 use crate::wait::{Outcome, Signal};
+
+/// The instant a request was sent, or an instant before it ([`Session::call_sent`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SendTime(BootTime);
+
+impl SendTime {
+    /// Now: taken before a request is made, it is no later than the request's send.
+    pub(crate) fn now() -> SendTime {
+        SendTime(boot_now())
+    }
+}
+
+/// Who answers a request ([`Session::call_sent`]): the server we talk to (a read), or, when the
+/// request succeeds, the leader first (a write: a follower answers it only once the leader
+/// committed it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    Server,
+    Leader,
+}
 
 /// A callback of a hold that wants to hear when its session ends, alive while the hold is.
 pub(super) type LostCallback = (Weak<()>, Box<dyn FnOnce() + Send>);
@@ -49,6 +69,9 @@ pub(crate) struct Session {
     pub(super) lapsed: std::sync::atomic::AtomicBool,
     /// The session's recent requests a server answered: touches a lease can be confirmed with.
     pub(super) touches: Mutex<Touches>,
+    /// The session's recent requests the leader answered (renewals, writes that succeeded): what
+    /// confirms the lease (`clock::confirmed`). Locked before `touches` when both are.
+    pub(super) leader: Mutex<LeaderAnswers>,
     /// How many holds (and copies of one) need the lease: it is renewed only while some do.
     pub(super) lease_users: std::sync::atomic::AtomicUsize,
     /// Wakes the lease's task when a hold needs the lease again.
@@ -175,6 +198,21 @@ impl Session {
         fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
         d: Deadline,
     ) -> std::result::Result<T, zk::Error> {
+        self.call_sent(SendTime::now(), Via::Server, fut, d)
+    }
+
+    /// [`Session::call`] of a request sent no earlier than `sent` (taken before the request was
+    /// made: the crate sends a request as it is made, and the reply of a pipelined one is taken
+    /// a round trip later). A write (`Via::Leader`) that the server answered with success was
+    /// committed by the leader first: it confirms the lease as a renewal does
+    /// (`docs/hold-model.md`, "The lease").
+    pub(crate) fn call_sent<T>(
+        &self,
+        sent: SendTime,
+        via: Via,
+        fut: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
+        d: Deadline,
+    ) -> std::result::Result<T, zk::Error> {
         if self.forked().is_some() {
             // The parent's session: not a byte goes out (the request queued by the crate is
             // never polled here), no wait; `record_end_and_map` makes it `Error::Forked`.
@@ -182,11 +220,14 @@ impl Session {
         }
         let cap = self.cap(Deadline::Forever);
         let bound = d.instant().map_or(cap, |i| i.min(cap));
-        let sent = boot_now();
         let outcome = runtime::block_on(fut, Some(bound), None, Some(&self.io));
         if let Outcome::Ready(r) = &outcome {
             if answered_by_a_server(r) {
-                self.touched(sent, boot_now());
+                let answered = boot_now();
+                self.touched(sent.0, answered);
+                if via == Via::Leader && r.is_ok() {
+                    self.leader_answered(sent.0, answered);
+                }
             }
         }
         match outcome {

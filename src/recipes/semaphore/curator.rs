@@ -18,7 +18,7 @@ use crate::node::{self, lease_prefix, Kind};
 use crate::recipes::hold::Hold;
 use crate::recipes::protected::{self, create_ephemeral};
 use crate::recipes::queue::{Entry, Exclusive, Queue};
-use crate::session::Session;
+use crate::session::{SendTime, Session, Via};
 use crate::wait::Signal;
 
 /// What the first round trip of an acquire ([`Leases::take_curator_first`]) came to.
@@ -141,14 +141,15 @@ impl Leases {
         loop {
             let prefix = lease_prefix();
             let full = self.child(&prefix);
+            let sent = SendTime::now();
             let (entry, (create, list)) = guard.enter_with(session, Kind::Lock, first, || {
                 (
                     session.zk.create(&full, data, &opts),
                     session.zk.list_children(&self.dir),
                 )
             });
-            let listed = session.call(list, first);
-            let created = session.call(create, first);
+            let listed = session.call_sent(sent, Via::Server, list, first);
+            let created = session.call_sent(sent, Via::Leader, create, first);
             // Nothing of ours is left behind when either fails.
             let (entry, lease) = match (entry, self.lease_made(session, &prefix, created, d)) {
                 (Ok(entry), Ok(lease)) => (entry, lease),
@@ -249,13 +250,14 @@ impl Leases {
             .client
             .create_options(zk::CreateMode::EphemeralSequential);
         let full = self.child(prefix);
+        let sent = SendTime::now();
         let create = session.zk.create(&full, data, &opts);
         // No watch yet: mostly there is a lease free, and a watch set and dropped unfired
         // costs the server one more request (the crate removes it); a wait lists again with one.
         let list = session.zk.list_children(&self.dir);
         // Replies come in request order: the listing's after the create's.
-        let listed = session.call(list, d).ok();
-        let created = session.call(create, d);
+        let listed = session.call_sent(sent, Via::Server, list, d).ok();
+        let created = session.call_sent(sent, Via::Leader, create, d);
         let made = self.lease_made(session, prefix, created, d)?;
         let listed = listed.filter(|_| made.is_some());
         Ok((made, listed))
