@@ -36,7 +36,8 @@
 # process's stderr under logs/.
 #
 # Environment: SCALE_PARTS (cadb: which of c, a, d, b run), BENCH_SCALE_QUICK=1 (a ~5 min smoke: T = 10 s only, shorter windows, fewer sizes),
-# SCALE_IMPLS ("zklock curator kazoo zkclient-lock"), SCALE_TS, BENCH_WINDOW_S, SCALE_W6_SIZES,
+# SCALE_IMPLS ("zklock curator kazoo zkclient-lock"; an absolute path names a plug-in executable, such
+# as the baseline driver bench.sh keeps in target/bench-baseline/zklock@<rev>/bench), SCALE_TS, BENCH_WINDOW_S, SCALE_W6_SIZES,
 # SCALE_W6_FLOOR, SCALE_W6_SKIP, SCALE_LOCKS, SCALE_SESSIONS, BENCH_DURATION, BENCH_W6_HANDOFFS, BENCH_W6_QUIET_S, ZK_PORT,
 # BENCH_SKIP_BUILD=1. A full run takes about 20-25 min on 2 cores (W6 at 3,000 waiters is most of it).
 #   scripts/bench-scale.sh                  # full
@@ -81,7 +82,7 @@ if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
   "$PEERS/zkclient-lock/bench" W5 >/dev/null 2>&1 || [ $? = 3 ] || { say "zkclient-lock: build failed"; exit 1; }
 fi
 bench_of() { # the plug-in executable of an impl
-  case "$1" in zklock) echo "$ROOT/benches/zklock-bench" ;; *) echo "$PEERS/$1/bench" ;; esac
+  case "$1" in zklock) echo "$ROOT/benches/zklock-bench" ;; /*) echo "$1" ;; *) echo "$PEERS/$1/bench" ;; esac
 }
 # W6 at 3,000 waiters: one socket per session (and one thread per waiter in the Java/Python drivers)
 ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null || true

@@ -107,20 +107,21 @@ pub(super) fn confirmed(
     gap: Duration,
 ) -> Option<BootTime> {
     let recent = &leader.recent;
-    let mut anchor = None;
-    for &(sent_k, answered_k) in recent {
-        // k proves nothing until a request sent after its answer came back through the leader.
-        if !recent.iter().any(|&(sent_m, _)| sent_m >= answered_k) {
-            continue;
-        }
-        let by_leader = recent
-            .iter()
-            .filter(|&&(_, answered_j)| answered_j + gap <= sent_k)
-            .map(|&(sent_j, _)| sent_j)
-            .max();
-        anchor = anchor.max(by_leader).max(touches.before(sent_k, gap));
-    }
-    anchor
+    // k proves nothing until a request sent after its answer came back through the leader: some
+    // m was sent after k's answer exactly when the latest send is. Of those k, the latest sent
+    // proves the most (the later k was sent, the later the j it reaches back to).
+    let latest_m = recent.iter().map(|&(sent, _)| sent).max()?;
+    let sent_k = recent
+        .iter()
+        .filter(|&&(_, answered_k)| answered_k <= latest_m)
+        .map(|&(sent_k, _)| sent_k)
+        .max()?;
+    let by_leader = recent
+        .iter()
+        .filter(|&&(_, answered_j)| answered_j + gap <= sent_k)
+        .map(|&(sent_j, _)| sent_j)
+        .max();
+    by_leader.max(touches.before(sent_k, gap))
 }
 
 /// How often a lease is renewed while something is held, for a session timeout `t` and ping

@@ -118,21 +118,40 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                     continue;
                 }
             }
-            let (renewal, left, sent) = {
+            let (renewal, left, sent, patience) = {
                 let sent = boot_now();
-                (synced(s.zk.clone()), s.lease_remaining(), sent)
+                let patience = s.zk.session_timeout();
+                (synced(s.zk.clone()), s.lease_remaining(), sent, patience)
             };
             believed |= !left.is_zero();
             drop(s);
             let mut renewal = std::pin::pin!(renewal);
-            // Wait for the answer; if the lease ends first, say so and keep waiting.
-            let reply = match select(renewal.as_mut(), async_io::Timer::after(left)).await {
-                Either::Left((r, _)) => r,
-                Either::Right(_) => {
-                    if let Some(s) = weak.upgrade().filter(|_| believed) {
-                        s.lapse();
+            // Wait for the answer; if the lease ends first, say so and keep waiting, one session
+            // timeout at most (then it is asked again). The lease's end is looked up afresh at
+            // each wake: the session's writes may have renewed it meanwhile.
+            let give_up = Instant::now() + patience;
+            let reply = loop {
+                let now = Instant::now();
+                if now >= give_up {
+                    break Err(zk::Error::ConnectionLoss);
+                }
+                let Some(left) = weak.upgrade().map(|s| s.lease_remaining()) else {
+                    return;
+                };
+                let wait = if left.is_zero() {
+                    give_up - now
+                } else {
+                    left.min(give_up - now)
+                };
+                match select(renewal.as_mut(), async_io::Timer::after(wait)).await {
+                    Either::Left((r, _)) => break r,
+                    Either::Right(_) => {
+                        if let Some(s) = weak.upgrade().filter(|_| believed) {
+                            if s.lease_remaining().is_zero() {
+                                s.lapse();
+                            }
+                        }
                     }
-                    renewal.await
                 }
             };
             match reply {

@@ -1205,9 +1205,12 @@ fn w6(b: &Bench, n: usize) {
         (0..n).map(|_| b.new_client()).collect()
     };
     let hm = b.lock(&holder, &path);
-    let ms: Vec<Box<dyn Lock>> = (0..n)
-        .map(|i| b.lock(if shared { &holder } else { &cs[i] }, &path))
-        .collect();
+    let handles = || -> Vec<Box<dyn Lock>> {
+        (0..n)
+            .map(|i| b.lock(if shared { &holder } else { &cs[i] }, &path))
+            .collect()
+    };
+    let mut ms = handles();
     let watches0 = server_watch_count().max(0);
     let rss1 = rss_bytes();
 
@@ -1222,6 +1225,12 @@ fn w6(b: &Bench, n: usize) {
         } else {
             (1, (n - 1).min(handoffs - recorded))
         };
+        if !rounds.is_empty() {
+            // Fresh handles: a round ends by cancelling its waiters, and a cancel that finds no
+            // acquire under way is kept for the handle's next one (a drain round's waiters are
+            // mostly done by then), which would end at once.
+            ms = handles();
+        }
         let r = w6_round(hm.as_ref(), &ms, stack_kib, requeue, skip, take, watches0);
         recorded += r.lat.len();
         let stop = !r.completed || r.errors > 0 || r.lat.is_empty();
