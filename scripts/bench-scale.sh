@@ -140,7 +140,7 @@ for t in $(part c && echo 1 8); do
   for impl in "${IMPLS[@]}"; do
     say "W8 $impl, $t thread(s) on one session, ${DURATION} s  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)"
     BENCH_DURATION=$DURATION BENCH_SESSION_MS=10000 timeout 300 "$(bench_of "$impl")" W8 "$t" \
-      >> "$RES/w8.jsonl" 2> "$RES/logs/w8-$impl-$t.err" || say "  failed rc=$?"
+      >> "$RES/w8.jsonl" 2> "$RES/logs/w8-${impl//\//-}-$t.err" || say "  failed rc=$?"
   done
 done
 
@@ -187,7 +187,7 @@ for n in ${W6_SIZES[@]+"${W6_SIZES[@]}"}; do
     say "W6 $impl, $n waiters (one session each), T = 10 s  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)"
     jo=-Xmx1g; [ "$n" -lt 1000 ] || jo=-Xmx3g
     BENCH_SESSION_MS=10000 BENCH_JAVA_OPTS=$jo timeout 900 "$(bench_of "$impl")" W6 "$n" \
-      >> "$RES/w6.jsonl" 2> "$RES/logs/w6-$impl-$n.err" || say "  failed rc=$?"
+      >> "$RES/w6.jsonl" 2> "$RES/logs/w6-${impl//\//-}-$n.err" || say "  failed rc=$?"
     sleep 2
   done
 done
