@@ -107,6 +107,13 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 async_io::Timer::after(first).await;
                 continue;
             }
+            // A lease that ran out since the last look (no renewal and no write confirmed it in
+            // time) lapses now: holds stop being believed, and whoever waits hears of it.
+            let left_now = s.lease_remaining();
+            believed |= !left_now.is_zero();
+            if believed && left_now.is_zero() {
+                s.lapse();
+            }
             if !quick && !proving {
                 // The session's own writes went through the leader lately: they renew the lease
                 // as a `sync` would (`Session::call_sent`), so none is sent while they do.
@@ -135,9 +142,12 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 if now >= give_up {
                     break Err(zk::Error::ConnectionLoss);
                 }
-                let Some(left) = weak.upgrade().map(|s| s.lease_remaining()) else {
-                    return;
-                };
+                let Some(s) = weak.upgrade() else { return };
+                let left = s.lease_remaining();
+                if left.is_zero() && believed {
+                    s.lapse();
+                }
+                drop(s);
                 let wait = if left.is_zero() {
                     give_up - now
                 } else {
@@ -145,13 +155,8 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 };
                 match select(renewal.as_mut(), async_io::Timer::after(wait)).await {
                     Either::Left((r, _)) => break r,
-                    Either::Right(_) => {
-                        if let Some(s) = weak.upgrade().filter(|_| believed) {
-                            if s.lease_remaining().is_zero() {
-                                s.lapse();
-                            }
-                        }
-                    }
+                    // The lease ended (or was renewed meanwhile): look again.
+                    Either::Right(_) => {}
                 }
             };
             match reply {
