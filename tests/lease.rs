@@ -454,9 +454,9 @@ fn a_lock_taken_after_a_long_idle_spell_is_held_at_once() {
 /// Issue 30: a session's own writes renew its lease. A follower answers a create or a delete
 /// only once the leader committed it, so each one the server answered with success proves what a
 /// `sync` proves (`docs/hold-model.md`, "The lease"). A lock taken and released in a loop for
-/// three lease lengths is Held at every look and sends no `sync` at all (counted by a proxy in
-/// front of the server); before, it sent renewals while it held and proofs when its lease ran
-/// out between holds.
+/// three lease lengths is Held at every look and sends next to no `sync` (counted by a proxy in
+/// front of the server; none on a quiet machine); before, it sent renewals while it held and
+/// proofs when its lease ran out between holds (18 in the same 6 s).
 #[test]
 fn a_lock_taken_and_released_in_a_loop_renews_its_lease_with_its_own_writes() {
     const SYNC: i32 = 9;
@@ -476,8 +476,10 @@ fn a_lock_taken_and_released_in_a_loop_renews_its_lease_with_its_own_writes() {
         rounds > 100,
         "only {rounds} rounds in 6 s: the loop did not run"
     );
+    // (A few, not none: on a busy machine a hold held past a renewal period, its thread
+    // stalled, has one renewed for it.)
     assert!(
-        syncs <= 1,
+        syncs <= 4,
         "{syncs} syncs in {rounds} lock/unlock rounds: the writes did not renew the lease"
     );
 }
