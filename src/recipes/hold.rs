@@ -124,26 +124,18 @@ impl Hold {
     /// a hold whose end matters to others only: the semaphore's guarding mutex, once the lease
     /// it guarded is counted.
     pub(crate) fn release_unwaited(self) {
-        let owner = self.owner();
-        let sent = match owner {
-            Owned::ByName => Some(self.session.zk.delete(&self.node, None)),
-            // A witnessed hold's delete is a `multi`, sent by the task.
-            Owned::Witness(_) => None,
-        };
+        // A node named by its attempt (the guarding mutex's): its delete needs no witness.
+        debug_assert!(
+            self.witness.is_none(),
+            "an unwaited release of a witnessed hold"
+        );
+        let sent = self.session.zk.delete(&self.node, None);
         let session = self.session.clone();
         session.clone().spawn(async move {
-            let reply = match sent {
-                Some(sent) => session.answered_within(sent).await,
-                None => {
-                    session
-                        .answered_within(delete_once(&session, &self.node, &owner))
-                        .await
-                }
-            };
-            match reply {
+            match session.answered_within(sent).await {
                 Ok(()) => self.log_release(&Ok(())),
                 Err(e) if is_retriable(&e) && !session.state().is_terminal() => {
-                    delete_until_gone(&session, &self.node, &owner).await
+                    delete_until_gone(&session, &self.node, &Owned::ByName).await
                 }
                 // Gone: the session ended, or someone removed it.
                 Err(e) => log::debug!("releasing {}: {e}", self.node),

@@ -357,6 +357,16 @@ impl<K: QueueKind> Queue<K> {
         self.queue_from(&session, entered, try_once, d, bound, signal)
     }
 
+    /// Whether our node `name` holds by the kind's rules in `children` (a listing taken after its
+    /// create): it is in the queue and nothing ahead of it blocks it.
+    pub(crate) fn holds_in(&self, name: &str, children: Vec<String>) -> bool {
+        let queue = node::contenders(children);
+        queue
+            .iter()
+            .position(|c| c.name == name)
+            .is_some_and(|idx| (K::RULES.blocker)(&queue, idx).is_none())
+    }
+
     /// The rest of an attempt whose node is made and whose queue was listed after it
     /// (`entered`: our node's name, its czxid, the queue): held if nothing blocks it, else
     /// watch the one node that blocks it, wait, look again. `try_once` and `d` as

@@ -89,11 +89,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 renewing = true;
                 let left = s.lease_remaining();
                 // (The session's writes confirm the lease while they go on: below.)
-                let writing = s
-                    .leader
-                    .lock()
-                    .newest_sent()
-                    .is_some_and(|n| n + every > boot_now());
+                let writing = !s.leader_renews_for(every).is_zero();
                 quick = proving || (left < every * 3 && !writing);
                 let first = if proving {
                     // For a waiter: now, while it waits.
@@ -117,8 +113,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             if !quick && !proving {
                 // The session's own writes went through the leader lately: they renew the lease
                 // as a `sync` would (`Session::call_sent`), so none is sent while they do.
-                let newest = s.leader.lock().newest_sent();
-                let due = newest.map_or(Duration::ZERO, |n| (n + every).saturating_sub(boot_now()));
+                let due = s.leader_renews_for(every);
                 if !due.is_zero() {
                     drop(s);
                     async_io::Timer::after(due).await;
@@ -163,7 +158,6 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 Ok(()) => {
                     let back = boot_now();
                     if let Some(s) = weak.upgrade() {
-                        s.touched(sent, back);
                         s.leader_answered(sent, back);
                     }
                     if std::mem::take(&mut quick) {
@@ -430,9 +424,10 @@ impl Session {
     }
 
     /// A request sent at `sent` went through the leader and was answered at `answered` (a
-    /// renewal, or a write that succeeded): the lease runs from what the leader's answers now
-    /// prove (`clock::confirmed`).
+    /// renewal, or a write that succeeded): it touched the session, and the lease runs from what
+    /// the leader's answers now prove (`clock::confirmed`).
     pub(super) fn leader_answered(&self, sent: BootTime, answered: BootTime) {
+        self.touched(sent, answered);
         let anchor = {
             let mut leader = self.leader.lock();
             leader.record(sent, answered);
@@ -441,6 +436,15 @@ impl Session {
         if let Some(anchor) = anchor {
             self.renewed(anchor);
         }
+    }
+
+    /// How long until the newest request the leader answered (a write, or a renewal) is
+    /// `every` old: zero when none went through the leader within `every`.
+    fn leader_renews_for(&self, every: Duration) -> Duration {
+        self.leader
+            .lock()
+            .newest_sent()
+            .map_or(Duration::ZERO, |n| (n + every).saturating_sub(boot_now()))
     }
 
     /// The leader provably heard of the session at `at`: the lease runs from there.

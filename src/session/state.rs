@@ -224,9 +224,10 @@ impl Session {
         if let Outcome::Ready(r) = &outcome {
             if answered_by_a_server(r) {
                 let answered = boot_now();
-                self.touched(sent.0, answered);
                 if via == Via::Leader && r.is_ok() {
                     self.leader_answered(sent.0, answered);
+                } else {
+                    self.touched(sent.0, answered);
                 }
             }
         }

@@ -14,7 +14,7 @@ use zookeeper_client as zk;
 use super::leases::{bound, list_watch, wait, Leases};
 use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::node::{self, lease_prefix, Kind};
+use crate::node::{lease_prefix, Kind};
 use crate::recipes::hold::Hold;
 use crate::recipes::protected::{self, create_ephemeral};
 use crate::recipes::queue::{Entry, Exclusive, Queue};
@@ -165,10 +165,7 @@ impl Leases {
             };
             match entry {
                 Entry::Made(name, czxid, Some(queue)) => {
-                    let ours = node::contenders(queue.clone())
-                        .first()
-                        .is_some_and(|c| c.name == name);
-                    if !ours {
+                    if !guard.holds_in(&name, queue.clone()) {
                         self.give_back(session, &lease, try_once, d);
                         return Ok(First::Queued(name, czxid, queue));
                     }
@@ -182,13 +179,10 @@ impl Leases {
                             guard_hold.release_unwaited();
                             First::Held(Hold::new(session.clone(), self.child(&lease_name), token))
                         }
-                        // Over N (or the listing lost): wait with the mutex, as Curator does.
-                        Ok(c) if c.contains(&lease_name) => {
-                            First::Guarded(guard_hold, Some((lease_name, token)))
-                        }
-                        Err(_) => First::Guarded(guard_hold, Some((lease_name, token))),
                         // Our node vanished: a fresh one.
-                        Ok(_) => First::Guarded(guard_hold, None),
+                        Ok(c) if !c.contains(&lease_name) => First::Guarded(guard_hold, None),
+                        // Over N (or the listing lost): wait with the mutex, as Curator does.
+                        _ => First::Guarded(guard_hold, Some((lease_name, token))),
                     });
                 }
                 Entry::Made(name, czxid, None) => {
