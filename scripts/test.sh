@@ -34,8 +34,11 @@ export ZKL_FEATURES=$features
 # In the background, in target/pkg (cargo locks a target directory per build, so the tests'
 # builds in target/ never wait for these): the Python package installed from the checkout into
 # a venv (pip builds the release library with cargo and bundles it) while the tests build; its
-# pytest suite once they are built; then the library as a dependent builds it (no features: no
-# warning either) and the API docs as docs.rs builds them (no broken links), at a lower priority.
+# pytest suite once they are built. Beside that suite (it waits on servers, not on the CPU), at
+# a lower priority: the library as a dependent builds it (no features: no warning either), the
+# API docs as docs.rs builds them (no broken links), and the release build that the packaging
+# test's scripts/install.sh makes (the same command: the test then finds it built, where its
+# own build took a minute of the Rust tests' run).
 pkg="$PWD/target/pkg"
 built=target/.test-sh-built
 rm -f "$built"
@@ -44,13 +47,21 @@ mkdir -p "$pkg"
   export CARGO_TARGET_DIR=$pkg
   scripts/test-python.sh install
   echo "test.sh: +$SECONDS s: Python package installed (background)"
+  (
+    nice -n 10 cargo clippy --lib --quiet -- -D warnings
+    RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --no-deps --features testing,cli --quiet
+    echo "test.sh: +$SECONDS s: clippy without features, docs (background)"
+    nice -n 10 cargo build --release --locked --quiet --features capi,cli --lib --bin zklock
+    echo "test.sh: +$SECONDS s: the installed build, built ahead (background)"
+  ) &
+  lints=$!
   until [ -e "$built" ]; do sleep 1; done
   # The secured servers of the Python tests: the starter the build above made.
-  ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-python.sh test
-  echo "test.sh: +$SECONDS s: Python tests (background)"
-  nice -n 10 cargo clippy --lib --quiet -- -D warnings
-  RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --no-deps --features testing,cli --quiet
-  echo "test.sh: +$SECONDS s: clippy without features, docs (background)"
+  py=0
+  ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-python.sh test || py=$?
+  echo "test.sh: +$SECONDS s: Python tests (background), exit $py"
+  wait "$lints"
+  exit "$py"
 ) >target/test-background.log 2>&1 &
 background=$!
 
@@ -102,7 +113,7 @@ step "soak (beside the tests)"
 bg=0
 wait "$background" || bg=$?
 cat target/test-background.log >&2
-step "the background: Python tests, clippy without features, docs"
+step "the background: Python tests, clippy without features, docs, the installed build"
 if [ "$rc" != 0 ] || [ "$sk" != 0 ] || [ "$bg" != 0 ]; then
   echo "test.sh: failed (Rust tests exit $rc, soak exit $sk, background exit $bg)" >&2
   [ "$sk" = 0 ] || cat target/test-soak.log >&2

@@ -38,7 +38,10 @@ pub fn cdylib() -> PathBuf {
             .filter_map(|(name, on)| on.then_some(name))
             .collect();
             cmd.current_dir(repo())
-                .args(["build", "--lib", "--quiet", "--features"])
+                // `--tests`: the dependencies' features as the test run unified them (a
+                // dev-dependency turns some on); the library alone resolves them apart, and
+                // rebuilt itself here and again at the run's next build.
+                .args(["build", "--lib", "--tests", "--quiet", "--features"])
                 .arg(features.join(","))
                 .arg("--target-dir")
                 .arg(target_dir);
