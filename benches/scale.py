@@ -192,14 +192,25 @@ def report(d):
     # c. W8
     thr = sorted({r["params"]["threads"] for r in w8 if r.get("metrics")})
 
-    def w8v(t):
-        return {r["impl"]: r["metrics"]["acq_per_s"] for r in w8 if r.get("metrics") and r["params"]["threads"] == t}
+    def w8v(t, metric="acq_per_s"):
+        return {r["impl"]: r["metrics"].get(metric) for r in w8
+                if r.get("metrics") and r["params"]["threads"] == t}
     for t in thr:
         rows.append(("W8 acquires/s, distinct locks, %d thread(s) on one session" % t, w8v(t), 0, "", None))
-    if len(thr) > 1:
-        a, z = w8v(thr[0]), w8v(thr[-1])
-        rows.append(("W8 speed-up, %d threads ÷ %d (×)" % (thr[-1], thr[0]),
-                     {i: z[i] / a[i] for i in z if a.get(i)}, 2, "zklock ≥ 4.00" if thr[-1] == 8 else "", None))
+        rows.append(("W8 server CPU %% of a core, %d thread(s)" % t, w8v(t, "server_cpu_pct"), 0, "", None))
+    one = w8v(thr[0]) if thr else {}
+    for t in thr[1:]:
+        z = w8v(t)
+        rows.append(("W8 speed-up, %d threads ÷ %d (×)" % (t, thr[0]),
+                     {i: z[i] / one[i] for i in z if one.get(i) and z[i]}, 2,
+                     "zklock ≥ 4.00" if t == 8 else "", None))
+    if len(thr) > 2:
+        # The most threads measured find the server's ceiling (more add nothing): no client's
+        # speed-up can pass the best rate any client reached ÷ its own one-thread rate.
+        best = max((x for t in thr for x in w8v(t).values() if x), default=None)
+        if best:
+            rows.append(("W8 the most any speed-up can be here: the best rate seen (%s acq/s) ÷ 1 thread's (×)"
+                         % fmt(best), {i: best / x for i, x in one.items() if x}, 2, "", None))
     # d. memory and threads
     def memv(what):
         return {lab(r)[0]: r for r in mem if lab(r)[1] == what}

@@ -6,9 +6,12 @@
 # never meets bench.sh's server on 2182; `4lw.commands.whitelist=*`, forceSync=no. Stopped at the end.
 #
 # What it measures (every driver takes the session timeout from BENCH_SESSION_MS):
-#   c. W8: acquires per second on distinct locks from 1 and 8 threads sharing ONE session
-#      (zklock: one Client; Curator: one CuratorFramework; kazoo: one KazooClient; zkclient-lock:
-#      one Client, tasks instead of threads), BENCH_DURATION (10 s; quick 3 s) each.
+#   c. W8: acquires per second on distinct locks from 1, 8 and 32 threads sharing ONE session
+#      (SCALE_W8_THREADS; zklock: one Client; Curator: one CuratorFramework; kazoo: one
+#      KazooClient; zkclient-lock: one Client, tasks instead of threads), BENCH_DURATION (10 s;
+#      quick 3 s) each, with the server's CPU meanwhile (utime+stime of its JVM, % of one core).
+#      32 threads find the server's ceiling: past it more threads add nothing, so the speed-up
+#      any client can show is at most the ceiling ÷ its own one-thread rate.
 #   a. requests per session per minute, idle (connected, nothing held) and holding (one lock held),
 #      at T = 4, 10 and 30 s (SCALE_TS): for each T, the 8 processes (4 impls x idle/hold; workload W7,
 #      one session each) run at once; once all have logged "W7 READY" and SCALE_SETTLE_S (3) passed,
@@ -136,11 +139,34 @@ stop_all() {
 }
 
 # ---------------------------------------------------------------- c. W8
-for t in $(part c && echo 1 8); do
+jiffies() { awk '{print $14 + $15}' "/proc/$ZKPID/stat"; }
+if part c; then
+  # The freshly started server's JIT warms up on a run that is not kept (the first impl measured
+  # on a cold server was a fifth slower).
+  say "W8 warm-up of the server: ${IMPLS[0]}, 8 threads, 5 s (not kept)"
+  BENCH_DURATION=5 BENCH_SESSION_MS=10000 timeout 120 "$(bench_of "${IMPLS[0]}")" W8 8 >/dev/null 2>&1 || true
+fi
+for t in $(part c && echo "${SCALE_W8_THREADS:-1 8 32}"); do
   for impl in "${IMPLS[@]}"; do
     say "W8 $impl, $t thread(s) on one session, ${DURATION} s  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)"
+    j0=$(jiffies) s0=$(date +%s.%N)
     BENCH_DURATION=$DURATION BENCH_SESSION_MS=10000 timeout 300 "$(bench_of "$impl")" W8 "$t" \
-      >> "$RES/w8.jsonl" 2> "$RES/logs/w8-${impl//\//-}-$t.err" || say "  failed rc=$?"
+      > "$RES/w8.last" 2> "$RES/logs/w8-${impl//\//-}-$t.err" || say "  failed rc=$?"
+    j1=$(jiffies) s1=$(date +%s.%N)
+    # The server's CPU over the driver's whole run (its connect and set-up too: a little low),
+    # in % of one core, added to the row's metrics.
+    python3 - "$RES/w8.last" "$(( j1 - j0 ))" "$(getconf CLK_TCK)" "$s0" "$s1" >> "$RES/w8.jsonl" <<'PY'
+import json, sys
+path, ticks, hz, s0, s1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+for line in open(path):
+    try:
+        row = json.loads(line)
+    except ValueError:
+        continue
+    if isinstance(row.get("metrics"), dict):
+        row["metrics"]["server_cpu_pct"] = round(100.0 * ticks / hz / (s1 - s0), 1)
+    print(json.dumps(row))
+PY
   done
 done
 
