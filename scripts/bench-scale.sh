@@ -108,6 +108,11 @@ cleanup() {
   "$PEERS/zk.sh" stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+# The freshly started server's JIT warms up on a run that is not kept, whichever part comes
+# first (the first impl measured on a cold server was a fifth slower at W8, and three times at W6
+# with 10 waiters).
+say "warm-up of the server: ${IMPLS[0]} W8, 8 threads, 5 s (not kept)"
+BENCH_DURATION=5 BENCH_SESSION_MS=10000 timeout 120 "$(bench_of "${IMPLS[0]}")" W8 8 >/dev/null 2>&1 || true
 export BENCH_RUN_ID="scale-$(date +%s)"
 
 # starts one W7 process in the background: w7 <label> <impl> <sessions> <locks> <hold_s> [env ...]
@@ -140,12 +145,6 @@ stop_all() {
 
 # ---------------------------------------------------------------- c. W8
 jiffies() { awk '{print $14 + $15}' "/proc/$ZKPID/stat"; }
-if part c; then
-  # The freshly started server's JIT warms up on a run that is not kept (the first impl measured
-  # on a cold server was a fifth slower).
-  say "W8 warm-up of the server: ${IMPLS[0]}, 8 threads, 5 s (not kept)"
-  BENCH_DURATION=5 BENCH_SESSION_MS=10000 timeout 120 "$(bench_of "${IMPLS[0]}")" W8 8 >/dev/null 2>&1 || true
-fi
 for t in $(part c && echo "${SCALE_W8_THREADS:-1 8 32}"); do
   for impl in "${IMPLS[@]}"; do
     say "W8 $impl, $t thread(s) on one session, ${DURATION} s  $(date +%T) load=$(cut -d' ' -f1 /proc/loadavg)"
