@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
-use zklock::testing::{ClientAuth, TestingCerts, TestingServer};
+use zklock::testing::{ClientAuth, TcpProxy, TestingCerts, TestingServer};
 use zklock::{Acl, Client, Error, Lockable, Mutex, Options, Protocol, Sasl, Tls};
 
 /// One TLS server asking for client certificates, one that does not, one SASL server: each
@@ -213,6 +213,20 @@ fn a_client_certificate_from_another_ca_is_refused_by_the_server() {
 fn a_plaintext_client_on_a_tls_port_is_told_it_is_a_tls_port() {
     let s = server_only();
     match refused(&s.address(), options()) {
+        Error::ConnectionLoss(m) => assert!(m.contains("is it a TLS port?"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// On a slow link the diagnosis still names the TLS port: the server's answers come 300 ms
+/// late (as a busy machine's server answered; the probe had 75 ms at the connect's end, and
+/// said only "accepts connections but opened no ZooKeeper session").
+#[test]
+fn a_plaintext_client_on_a_slow_tls_port_is_still_told_it_is_a_tls_port() {
+    let proxy = TcpProxy::start(&server_only().address()).unwrap();
+    proxy.set_server_delay(Duration::from_millis(300));
+    let options = options().connect_timeout(Duration::from_secs(3));
+    match refused(&proxy.connect_string(), options) {
         Error::ConnectionLoss(m) => assert!(m.contains("is it a TLS port?"), "{m}"),
         other => panic!("{other:?}"),
     }

@@ -50,6 +50,10 @@ fn connect(
 /// How long a connect over TLS goes before its servers' handshakes are probed.
 pub(super) const TLS_PROBE_AFTER: Duration = Duration::from_millis(1000);
 
+/// How long before a connect's deadline its servers are probed beside it, for the words of the
+/// error should it fail (half the wait at most).
+pub(super) const DIAGNOSIS_LEAD: Duration = Duration::from_millis(1000);
+
 /// How long a connect goes before its servers are probed for refusing connections (a refused
 /// connect is known at once; a server that opens a session does so within this).
 pub(super) const REFUSED_PROBE_AFTER: Duration = Duration::from_millis(250);
@@ -137,6 +141,23 @@ impl Client {
         // fails over a certificate fails as it will every time, so the error comes now, not at
         // the end of the connect timeout.
         let tls_used = self.inner.named.iter().any(|(_, name)| name.is_some());
+        // A connect still not done a moment before its deadline has its servers probed beside
+        // it, for the error's words should it fail (at the deadline alone, the probe had a
+        // twentieth of the wait: a busy server answered later, and the words said less).
+        let lead = DIAGNOSIS_LEAD.min(deadline.saturating_duration_since(started) / 2);
+        let diagnosis_wait =
+            (lead / (2 * self.inner.servers.len().max(1) as u32)).max(Duration::from_millis(20));
+        let diagnose_in_background = || {
+            let (hosts, tls) = (hosts.clone(), opts.tls.clone());
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::Builder::new()
+                .name("zklock-diagnose".into())
+                .spawn(move || {
+                    let _ = tx.send(diagnose(&hosts, tls.as_ref(), diagnosis_wait));
+                })
+                .ok()
+                .map(|_| rx)
+        };
         let ((connected, io), read) = std::thread::scope(|scope| {
             let reading = ask_tick.then(|| {
                 scope.spawn(|| read_server_tick(&self.inner.named, opts.tls.as_ref(), tick_wait))
@@ -152,29 +173,49 @@ impl Client {
                     (false, Refused::Ends) => Some(REFUSED_PROBE_AFTER),
                     (false, Refused::Waits) => None,
                 };
-                let until = probe_after.map_or(deadline, |p| (started + p).min(deadline));
+                // The early probes, where the connect takes them.
+                let early = 'probe: {
+                    let Some(until) = probe_after
+                        .map(|p| (started + p).min(deadline))
+                        .filter(|&u| u < deadline)
+                    else {
+                        break 'probe None;
+                    };
+                    let r = runtime::enter(|| {
+                        runtime::block_on(fut.as_mut(), Some(until), cancel, Some(io))
+                    });
+                    if !matches!(r, Outcome::TimedOut) {
+                        break 'probe Some((r, None));
+                    }
+                    if refused == Refused::Ends {
+                        // Only refusals are looked for here (the diagnosis comes with a failure).
+                        if let Some(why) = all_refused(&self.inner.servers, probe_wait) {
+                            break 'probe Some((Outcome::TimedOut, Some(why)));
+                        }
+                    }
+                    if tls_used {
+                        let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
+                        if certificate_trouble(&why) {
+                            break 'probe Some((Outcome::TimedOut, Some(why)));
+                        }
+                    }
+                    None
+                };
+                if let Some((r, why)) = early {
+                    return (r, why, None);
+                }
+                // The last stretch to the deadline, with the servers probed beside it.
                 let r = runtime::enter(|| {
-                    runtime::block_on(fut.as_mut(), Some(until), cancel, Some(io))
+                    runtime::block_on(fut.as_mut(), Some(deadline - lead), cancel, Some(io))
                 });
-                if !matches!(r, Outcome::TimedOut) || until >= deadline {
-                    return (r, None);
+                if !matches!(r, Outcome::TimedOut) || lead.is_zero() {
+                    return (r, None, None);
                 }
-                if refused == Refused::Ends {
-                    // Only refusals are looked for here (the diagnosis comes with a failure).
-                    if let Some(why) = all_refused(&self.inner.servers, probe_wait) {
-                        return (Outcome::TimedOut, Some(why));
-                    }
-                }
-                if tls_used {
-                    let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
-                    if certificate_trouble(&why) {
-                        return (Outcome::TimedOut, Some(why));
-                    }
-                }
+                let diagnosis = diagnose_in_background();
                 let r = runtime::enter(|| {
                     runtime::block_on(fut.as_mut(), Some(deadline), cancel, Some(io))
                 });
-                (r, None)
+                (r, None, diagnosis)
             });
             (connected, reading.and_then(|h| h.join().ok().flatten()))
         });
@@ -184,7 +225,7 @@ impl Client {
         let tick = opts
             .server_tick_time
             .unwrap_or_else(|| self.inner.read_tick.lock().unwrap_or(DEFAULT_TICK));
-        let (connected, early_why) = connected;
+        let (connected, early_why, diagnosis) = connected;
         if let Some(why) = early_why {
             let detail = ErrorDetail::new(format!("no ZooKeeper session with {hosts}: {why}"));
             return Err(connect_failure(detail, &why));
@@ -222,7 +263,13 @@ impl Client {
                 return Err(connect_failure(detail, &why));
             }
             None => {
-                let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
+                // The probes that ran beside the connect's last stretch, else probes now.
+                let why = match diagnosis {
+                    Some(rx) => rx
+                        .recv_timeout(bound.saturating_duration_since(Instant::now()))
+                        .unwrap_or_else(|_| "no server answered the probes in time".into()),
+                    None => diagnose(&hosts, opts.tls.as_ref(), probe_wait),
+                };
                 let detail = ErrorDetail::new(format!(
                     "no ZooKeeper session with {hosts} within {:?}: {why}",
                     opts.connect_timeout

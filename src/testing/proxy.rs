@@ -74,6 +74,8 @@ struct Shared {
     ops: Mutex<HashMap<i32, usize>>,
     /// Connect requests (first frames of framed connections) forwarded so far.
     connects: AtomicUsize,
+    /// How long whatever the server sends is held before it goes on to the client (µs).
+    server_delay_us: AtomicU64,
     next_id: AtomicU64,
     conns: Mutex<HashMap<u64, Arc<Conn>>>,
 }
@@ -127,6 +129,7 @@ impl TcpProxy {
             creates: AtomicUsize::new(0),
             ops: Mutex::new(HashMap::new()),
             connects: AtomicUsize::new(0),
+            server_delay_us: AtomicU64::new(0),
             next_id: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
         });
@@ -164,6 +167,14 @@ impl TcpProxy {
     /// forwarded at all: a black-holed network.
     pub fn set_blackhole(&self, on: bool) {
         self.shared.blackhole.store(on, Ordering::SeqCst);
+    }
+
+    /// A slow link from the server: whatever it sends reaches the client `delay` later (held,
+    /// then delivered in order; the client's side is not delayed). Zero: at once.
+    pub fn set_server_delay(&self, delay: Duration) {
+        self.shared
+            .server_delay_us
+            .store(delay.as_micros() as u64, Ordering::SeqCst);
     }
 
     /// Arms a one-shot fault: the next create request (op 1, 15, 19 or 21, or a multi whose
@@ -385,6 +396,15 @@ fn read_frame(r: &mut TcpStream, frame: &mut Vec<u8>, raw: &mut bool) -> io::Res
     Ok(true)
 }
 
+/// Writes what the server sent on to the client, after the link's delay.
+fn to_client_write(w: &mut TcpStream, sh: &Shared, bytes: &[u8]) -> io::Result<()> {
+    let delay = sh.server_delay_us.load(Ordering::SeqCst);
+    if delay > 0 {
+        std::thread::sleep(Duration::from_micros(delay));
+    }
+    w.write_all(bytes)
+}
+
 fn copy_raw(
     r: &mut TcpStream,
     w: &mut TcpStream,
@@ -402,7 +422,11 @@ fn copy_raw(
         if sh.blackhole.load(Ordering::SeqCst) || (to_client && conn.cut.load(Ordering::SeqCst)) {
             continue;
         }
-        w.write_all(&buf[..n])?;
+        if to_client {
+            to_client_write(w, sh, &buf[..n])?;
+        } else {
+            w.write_all(&buf[..n])?;
+        }
     }
 }
 
@@ -534,7 +558,7 @@ fn server_to_client(
             // The server answers a four-letter word with plain text.
             conn.raw.store(true, Ordering::SeqCst);
             if !sh.blackhole.load(Ordering::SeqCst) && !conn.cut.load(Ordering::SeqCst) {
-                w.write_all(&frame)?;
+                to_client_write(&mut w, sh, &frame)?;
             }
             return copy_raw(&mut r, &mut w, sh, conn, true);
         }
@@ -559,11 +583,11 @@ fn server_to_client(
                     .is_ok()
             {
                 // The armed create's reply goes through; nothing after it.
-                w.write_all(&frame)?;
+                to_client_write(&mut w, sh, &frame)?;
                 sh.blackhole.store(true, Ordering::SeqCst);
                 continue;
             }
         }
-        w.write_all(&frame)?;
+        to_client_write(&mut w, sh, &frame)?;
     }
 }
