@@ -580,6 +580,69 @@ fn holders_json_watch_follows_the_queue() {
     let _ = w.wait();
 }
 
+/// `holders --watch` lists a lock taken between its look at what the path is and its watch on
+/// it: it once found the path free, then set its watch on a queue that already had the holder
+/// and waited for a change that had come (no listing, until the next change; one run in
+/// twenty of `holders_json_watch_follows_the_queue`). Here the command's replies come 2 s late
+/// through a proxy, and the lock is taken right after the command's look left.
+#[test]
+fn holders_watch_lists_a_lock_taken_between_its_look_and_its_watch() {
+    use std::io::{BufRead, BufReader};
+    use zklock::testing::TcpProxy;
+    /// zookeeper-client lists children with ZooKeeper's getChildren (op 8).
+    const GET_CHILDREN: i32 = 8;
+    let h = hosts();
+    let p = path("watch-race");
+    // The path a plain persistent node (no container reaper takes it while it is empty).
+    let zk = {
+        let _scope = spawns_core::enter(&common::ThreadSpawner);
+        futures::executor::block_on(zookeeper_client::Client::connect(&h)).unwrap()
+    };
+    let persistent =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    futures::executor::block_on(zk.mkdir(&p, &persistent)).unwrap();
+    let proxy = TcpProxy::start(&h).unwrap();
+    let mut w = zklock(
+        &proxy.connect_string(),
+        &["holders", "--json", "--watch", &p],
+    )
+    .stdout(Stdio::piped())
+    .spawn_guarded();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = w.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let next = |what: &str| {
+        rx.recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("no listing {what} ({e})"))
+    };
+    assert_eq!(next("at start"), "[]");
+    let c = client(&h, "raced-holder");
+    let m = Mutex::new(&c, &p).unwrap();
+    // A change for the command to look at: a lock taken and given back at once.
+    proxy.set_server_delay(Duration::from_secs(2));
+    let listed = proxy.requests_seen(GET_CHILDREN);
+    drop(m.lock().unwrap());
+    // Its look at the path lists it (after the event, 2 s late, and its getData, 2 s more):
+    // the lock is taken again as soon as that listing passed the proxy.
+    assert!(
+        eventually(Duration::from_secs(30), || proxy
+            .requests_seen(GET_CHILDREN)
+            > listed),
+        "the command never looked at the path again"
+    );
+    let _g = m.lock().unwrap();
+    let listing: serde_json::Value = serde_json::from_str(&next("after the acquire")).unwrap();
+    assert_eq!(listing[0]["holder_id"], "raced-holder", "{listing}");
+    let _ = w.kill();
+    let _ = w.wait();
+}
+
 /// Sends `sig` to a `zklock` that waits for a lock held by another client: it exits 128+N at
 /// once and its queue node is gone with it, so the next acquirer gets the lock as soon as the
 /// holder lets go, not a session timeout (6 s) later.

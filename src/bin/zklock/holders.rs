@@ -57,6 +57,19 @@ pub(crate) fn holders(client: &Client, args: &HoldersArgs) -> ExitCode {
                 .as_ref()
                 .map_or_else(|| args.path.clone(), |l| l.queue_path());
             match client.watch_children(&queue) {
+                // A free path that has children now became a lock after our look at it (its
+                // holder would be missed until the next change): look again.
+                Ok((children, w)) if lock.is_none() && !children.is_empty() => {
+                    match kind_at(client, &args.path, args.kind.asked()) {
+                        Ok(Some(k)) => {
+                            kind = Some(k);
+                            continue;
+                        }
+                        // Children that make no lock: the watch tells of their next change.
+                        Ok(None) => Some(w),
+                        Err(code) => return code,
+                    }
+                }
                 Ok((_, w)) => Some(w),
                 Err(e) => return fail(&e),
             }
