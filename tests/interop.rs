@@ -53,7 +53,9 @@ fn curator_classpath() -> String {
         .join(":")
 }
 
-/// Compiles tests/peers/CuratorPeer.java once per test binary; returns the classes directory.
+/// Compiles tests/peers/CuratorPeer.java once per run (nextest runs each test in a process of
+/// its own: once per process was a javac per test, a minute of CPU a run); returns the classes
+/// directory, under the target directory, named for the source's contents.
 fn curator_classes() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -68,19 +70,36 @@ fn curator_classes() -> &'static PathBuf {
                 "/usr/share/java/{jar}.jar is missing: run scripts/install-peers.sh"
             );
         }
-        let dir = tempfile::Builder::new()
-            .prefix("zklock-curator-peer-")
-            .tempdir()
-            .unwrap()
-            .keep();
+        let source = manifest().join("tests/peers/CuratorPeer.java");
+        let text = std::fs::read(&source).expect("read tests/peers/CuratorPeer.java");
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (&text, curator_classpath()).hash(&mut h);
+            h.finish()
+        };
+        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let dir = tmp.join(format!("curator-peer-{key:016x}"));
+        // One compile at a time: the tests that start together wait for the first.
+        let lock = std::fs::File::create(tmp.join("curator-peer.lock")).unwrap();
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        if dir.join("CuratorPeer.class").exists() {
+            return dir;
+        }
+        // Compiled aside, then moved into place whole (a test killed midway leaves no half).
+        let aside = tempfile::Builder::new()
+            .prefix("curator-peer-")
+            .tempdir_in(&tmp)
+            .unwrap();
         let st = Command::new("javac")
             .args(["-nowarn", "-d"])
-            .arg(&dir)
+            .arg(aside.path())
             .args(["-cp", &curator_classpath()])
-            .arg(manifest().join("tests/peers/CuratorPeer.java"))
+            .arg(&source)
             .status()
             .expect("javac not found: run scripts/install-peers.sh");
         assert!(st.success(), "javac failed on tests/peers/CuratorPeer.java");
+        std::fs::rename(aside.keep(), &dir).unwrap();
         dir
     })
 }
