@@ -35,8 +35,9 @@ export ZKL_FEATURES=$features
 # builds in target/ never wait for these): the Python package installed from the checkout into
 # a venv (pip builds the release library with cargo and bundles it) while the tests build; its
 # pytest suite once they are built. Beside that suite (it waits on servers, not on the CPU), at
-# a lower priority: the library as a dependent builds it (no features: no warning either), the
-# API docs as docs.rs builds them (no broken links), and the release build that the packaging
+# a lower priority: the packaged crate as a dependent builds it (its published files alone, no
+# features: no warning either), the API docs as docs.rs builds them (no broken links), and the
+# release build that the packaging
 # test's scripts/install.sh makes (the same command: the test then finds it built, where its
 # own build took a minute of the Rust tests' run).
 pkg="$PWD/target/pkg"
@@ -52,10 +53,15 @@ mkdir -p "$pkg"
     nice -n 10 cargo build --release --locked --quiet --features capi,cli --lib --bin zklock
     echo "test.sh: +$SECONDS s: the installed build, built ahead (background)"
     # In the release profile, as the builds above: the dependencies' build scripts ran for them
-    # already (aws-lc-sys's C build is half a minute of a core).
-    nice -n 10 cargo clippy --release --lib --quiet -- -D warnings
+    # already (aws-lc-sys's C build is half a minute of a core). Clippy lints the packaged
+    # crate (the published files alone, no features: it builds as a dependent builds it).
+    until [ -e "$built" ]; do sleep 1; done
+    packaged=$pkg/packaged
+    rm -rf "$packaged" && mkdir -p "$packaged"
+    tar xzf target/package/zklock-"$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)".crate -C "$packaged"
+    (cd "$packaged"/zklock-* && nice -n 10 cargo clippy --release --locked --lib --quiet -- -D warnings)
     RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --release --no-deps --features testing,cli --quiet
-    echo "test.sh: +$SECONDS s: clippy without features, docs (background)"
+    echo "test.sh: +$SECONDS s: the packaged crate built and linted without features, docs (background)"
   ) &
   lints=$!
   until [ -e "$built" ]; do sleep 1; done
@@ -91,9 +97,10 @@ step "build, with clippy"
 if git rev-parse --git-dir >/dev/null 2>&1; then
   git diff --exit-code -- include/zklock.h || { echo "include/zklock.h is stale: commit the regenerated header" >&2; exit 1; }
 fi
-# The crate packages and builds from its published files alone (sharing the build's
-# dependencies).
-cargo publish --dry-run --allow-dirty --quiet
+# The crate as it would be published (its files and manifest; `cargo package` checks what
+# `cargo publish` checks before it builds). That it builds from those files alone, without
+# features, is the background's clippy below (in the packaged copy).
+cargo package --no-verify --allow-dirty --quiet
 step "the packaged crate"
 touch "$built"
 
