@@ -60,7 +60,7 @@ mkdir -p "$pkg"
     rm -rf "$packaged" && mkdir -p "$packaged"
     tar xzf target/package/zklock-"$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)".crate -C "$packaged"
     (cd "$packaged"/zklock-* && nice -n 10 cargo clippy --release --locked --lib --quiet -- -D warnings)
-    RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --release --no-deps --features testing,cli --quiet
+    RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --release --no-deps --features testing --quiet
     echo "test.sh: +$SECONDS s: the packaged crate built and linted without features, docs (background)"
   ) &
   lints=$!
