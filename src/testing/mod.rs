@@ -251,7 +251,15 @@ impl ServerProcess {
         let log_file: File = OpenOptions::new().create(true).append(true).open(log)?;
         let log_err = log_file.try_clone()?;
         let java = java_binary();
+        let making_archive = jvm_opts
+            .iter()
+            .any(|o| o.starts_with("-XX:ArchiveClassesAtExit="));
+        let archive = (!making_archive)
+            .then(|| class_archive(&java, &cp))
+            .flatten()
+            .map(|a| format!("-XX:SharedArchiveFile={}", a.display()));
         let child = Command::new(&java)
+            .args(archive)
             .args([
                 "-Xmx256m",
                 "-XX:+UseSerialGC",
@@ -356,6 +364,75 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A class-data archive of the server's own classes (Java's AppCDS), made once per Java and
+/// classpath and kept in the system's temporary directory: a server then takes about 40 % less
+/// CPU to start (0.30 instead of 0.52 s of CPU to serving, measured), which a test run that
+/// starts 170 of them on two cores feels. None where it cannot be made: servers then start
+/// without it (a JVM that cannot use an archive starts without it, too).
+fn class_archive(java: &Path, cp: &str) -> Option<PathBuf> {
+    static ARCHIVE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    ARCHIVE
+        .get_or_init(|| {
+            use std::hash::{Hash, Hasher};
+            // The Java it was made by (a Java refuses another's archive) and the classpath.
+            let resolved = std::env::var_os("PATH")
+                .into_iter()
+                .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+                .map(|d| d.join(java))
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| java.to_path_buf());
+            let real = std::fs::canonicalize(&resolved).unwrap_or(resolved);
+            let stamp = std::fs::metadata(&real)
+                .ok()
+                .map(|m| (m.len(), m.modified().ok()));
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (&real, stamp, cp).hash(&mut h);
+            let path =
+                std::env::temp_dir().join(format!("zklock-zookeeper-{:016x}.jsa", h.finish()));
+            if !path.exists() {
+                if let Err(e) = make_class_archive(&path) {
+                    log::debug!("no class-data archive for the test servers: {e}");
+                }
+            }
+            path.exists().then_some(path)
+        })
+        .clone()
+}
+
+/// Starts a standalone server that writes the archive as it exits, waits until it serves (its
+/// classes are loaded), and ends it with SIGTERM (a JVM writes the archive on a normal exit).
+fn make_class_archive(path: &Path) -> io::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data)?;
+    let port = free_port()?;
+    let cfg = dir.path().join("zoo.cfg");
+    std::fs::write(&cfg, base_config(&data, port, false))?;
+    let log = dir.path().join("server.log");
+    // Written aside, then moved into place whole: another process never reads half of it.
+    let part = path.with_extension(format!("jsa.{}", std::process::id()));
+    let mut server = ServerProcess::spawn(
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        &cfg,
+        &log,
+        &[format!("-XX:ArchiveClassesAtExit={}", part.display())],
+    )?;
+    let served = wait_serving(&mut server, &format!("127.0.0.1:{port}"), None, &log);
+    signal(server.pid(), "TERM");
+    let exited = eventually(START_TIMEOUT, || server.exited());
+    drop(server);
+    let made = served.is_ok() && exited && part.exists();
+    if made {
+        std::fs::rename(&part, path)?;
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(&part);
+    Err(io::Error::other(format!(
+        "the archive's server did not {}",
+        if served.is_err() { "serve" } else { "write it" }
+    )))
 }
 
 /// Waits until the server at `addr` answers `srvr` with a `Mode:` line (it serves requests),
