@@ -528,11 +528,24 @@ fn sigkill_to_zklock_kills_the_command_too() {
     eprintln!("after SIGKILL of zklock: COMMAND died at {died:?}, lock free at {free_at:?}");
 }
 
+/// The lines a child writes to `stdout`, as they come (the channel ends when it closes).
+fn lines_of(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<String> {
+    use std::io::{BufRead, BufReader};
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 /// `holders --json --watch`: one JSON array per change of the queue, driven by a watch (no
 /// line while nothing changes).
 #[test]
 fn holders_json_watch_follows_the_queue() {
-    use std::io::{BufRead, BufReader};
     let h = hosts();
     let p = path("watch");
     let (code, out, err) = run(zklock(&h, &["holders", "--json", &p]));
@@ -541,15 +554,7 @@ fn holders_json_watch_follows_the_queue() {
     let mut w = zklock(&h, &["holders", "--json", "--watch", &p])
         .stdout(Stdio::piped())
         .spawn_guarded();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let stdout = w.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let rx = lines_of(w.stdout.take().unwrap());
     // Each listing is a state to wait for: it comes, or zklock ends (its stdout closes). The
     // bound only ends a hung test: on a machine at load 10-25 the first listing (zklock's
     // start and connect) took longer than 10 s.
@@ -587,7 +592,6 @@ fn holders_json_watch_follows_the_queue() {
 /// through a proxy, and the lock is taken right after the command's look left.
 #[test]
 fn holders_watch_lists_a_lock_taken_between_its_look_and_its_watch() {
-    use std::io::{BufRead, BufReader};
     use zklock::testing::TcpProxy;
     /// zookeeper-client lists children with ZooKeeper's getChildren (op 8).
     const GET_CHILDREN: i32 = 8;
@@ -608,15 +612,7 @@ fn holders_watch_lists_a_lock_taken_between_its_look_and_its_watch() {
     )
     .stdout(Stdio::piped())
     .spawn_guarded();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let stdout = w.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let rx = lines_of(w.stdout.take().unwrap());
     let next = |what: &str| {
         rx.recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|e| panic!("no listing {what} ({e})"))
