@@ -124,8 +124,11 @@ impl Client {
         let wait_left = bound.saturating_duration_since(Instant::now());
         let reserve = (wait_left / 20).min(Duration::from_millis(200));
         let deadline = bound - reserve;
-        let probe_wait =
-            (reserve / (2 * self.inner.servers.len().max(1) as u32)).max(Duration::from_millis(20));
+        // Each server's probe (a connect, then an answer) shares `budget` with the others'.
+        let per_probe = |budget: Duration| {
+            (budget / (2 * self.inner.servers.len().max(1) as u32)).max(Duration::from_millis(20))
+        };
+        let probe_wait = per_probe(reserve);
         let started = Instant::now();
         // The tick the lease reckons with (`docs/hold-model.md`, "The server's tick"): the one
         // given, else the longest the servers report, else ZooKeeper's default.
@@ -145,8 +148,7 @@ impl Client {
         // it, for the error's words should it fail (at the deadline alone, the probe had a
         // twentieth of the wait: a busy server answered later, and the words said less).
         let lead = DIAGNOSIS_LEAD.min(deadline.saturating_duration_since(started) / 2);
-        let diagnosis_wait =
-            (lead / (2 * self.inner.servers.len().max(1) as u32)).max(Duration::from_millis(20));
+        let diagnosis_wait = per_probe(lead);
         let diagnose_in_background = || {
             let (hosts, tls) = (hosts.clone(), opts.tls.clone());
             let (tx, rx) = std::sync::mpsc::channel();

@@ -169,8 +169,10 @@ impl TcpProxy {
         self.shared.blackhole.store(on, Ordering::SeqCst);
     }
 
-    /// A slow link from the server: whatever it sends reaches the client `delay` later (held,
-    /// then delivered in order; the client's side is not delayed). Zero: at once.
+    /// A slow link from the server: each piece the proxy reads from the server is held `delay`
+    /// before it goes on to the client, in order (pieces read together wait once; a reply
+    /// read while an earlier piece is held waits after it, so a burst arrives later still).
+    /// What the client sends is not delayed. Zero: at once.
     pub fn set_server_delay(&self, delay: Duration) {
         self.shared
             .server_delay_us
@@ -396,7 +398,8 @@ fn read_frame(r: &mut TcpStream, frame: &mut Vec<u8>, raw: &mut bool) -> io::Res
     Ok(true)
 }
 
-/// Writes what the server sent on to the client, after the link's delay.
+/// Writes what the server sent on to the client, after the link's delay (slept here, on the
+/// connection's server-to-client thread: the pieces behind it wait in the socket meanwhile).
 fn to_client_write(w: &mut TcpStream, sh: &Shared, bytes: &[u8]) -> io::Result<()> {
     let delay = sh.server_delay_us.load(Ordering::SeqCst);
     if delay > 0 {
