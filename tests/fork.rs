@@ -30,12 +30,33 @@ enum Child {
     Hung,
 }
 
+/// How a child is made.
+#[derive(Debug, Clone, Copy)]
+enum Spawn {
+    /// libc's `fork()`, which runs the `pthread_atfork` handlers.
+    Fork,
+    /// The `clone` system call itself, as some runtimes, sandboxes and spawning code make
+    /// children: no `pthread_atfork` handler runs, and libc learns nothing of it.
+    RawClone,
+}
+
 /// Forks; the child runs `f` and `_exit`s with its code (2 if it panicked), or is ended by its
 /// own watchdog past the bound; the parent waits for it at most [`CHILD_BOUND`] plus a
 /// second, then kills it.
 fn in_child(f: impl FnOnce() -> i32) -> Child {
+    in_child_made_by(Spawn::Fork, f)
+}
+
+/// [`in_child`], the child made as `spawn` says.
+fn in_child_made_by(spawn: Spawn, f: impl FnOnce() -> i32) -> Child {
     let started = Instant::now();
-    let pid = unsafe { libc::fork() };
+    let pid = match spawn {
+        Spawn::Fork => unsafe { libc::fork() },
+        // flags SIGCHLD alone, no new stack: a fork in all but libc's bookkeeping.
+        Spawn::RawClone => unsafe {
+            libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) as libc::pid_t
+        },
+    };
     assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
     if pid == 0 {
         // The child: only what the test asks, then out without running any exit handler.
@@ -117,12 +138,25 @@ fn parent_still_holds(
 
 #[test]
 fn a_forked_child_letting_go_of_an_inherited_mutex_releases_nothing_of_the_parents() {
+    report(child_lets_go_of_a_mutex(Spawn::Fork));
+}
+
+/// A child made without libc's `fork()` runs no `pthread_atfork` handler: it is still a child,
+/// and what it inherited is still the parent's.
+#[test]
+fn a_child_made_by_a_raw_clone_releases_nothing_of_the_parents() {
+    report(child_lets_go_of_a_mutex(Spawn::RawClone));
+}
+
+/// A child made as `spawn` says lets go of an inherited mutex's guard (or its handle), then of
+/// the client; the parent's hold must be intact after it. Returns what went wrong.
+fn child_lets_go_of_a_mutex(spawn: Spawn) -> Vec<String> {
     let hosts = hosts();
     let admin = admin(&hosts);
     let other = connect(&hosts, 6000);
     let mut failures = Vec::new();
     for leave in [Leave::DropGuard, Leave::DropHandle] {
-        let what = format!("mutex, {leave:?}");
+        let what = format!("mutex, {spawn:?}, {leave:?}");
         let path = unique_path("fork-mutex");
         let c = connect(&hosts, 6000);
         let m = Mutex::new(&c, &path).unwrap();
@@ -130,7 +164,7 @@ fn a_forked_child_letting_go_of_an_inherited_mutex_releases_nothing_of_the_paren
         let participants = m.participants().unwrap();
         assert_eq!(participants.len(), 1);
         let node = format!("{path}/{}", participants[0].node);
-        let child = in_child(|| {
+        let child = in_child_made_by(spawn, || {
             match leave {
                 Leave::DropGuard => drop(childs_copy(&g)),
                 Leave::DropHandle => std::mem::forget(childs_copy(&g)),
@@ -148,7 +182,7 @@ fn a_forked_child_letting_go_of_an_inherited_mutex_releases_nothing_of_the_paren
             failures.push(format!("{what}: the parent's release after the fork: {e}"));
         }
     }
-    report(failures);
+    failures
 }
 
 #[test]
