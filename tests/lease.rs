@@ -508,3 +508,79 @@ fn a_lock_taken_and_released_in_a_loop_renews_its_lease_with_its_own_writes() {
         "{syncs} syncs in {rounds} lock/unlock rounds: the writes did not renew the lease"
     );
 }
+
+/// Issue 42: an acquire says "held" only of a hold that is Held when it returns. A session told
+/// the servers' tick is 3 s, with T = 2 s, can never prove a lease (its proof needs a touch a
+/// ping gap, 1.9 s, old, and its lease is 1.8 s long): once its connect's lease has run out,
+/// every acquire form finds the lock free, cannot vouch for the hold, gives its node back and
+/// says so: no success from `try_lock_for` or `try_lock`, a timeout from `lock`. Before, each
+/// returned the hold, Uncertain.
+#[test]
+fn an_acquire_that_cannot_prove_its_lease_is_no_success_and_leaves_no_node() {
+    let hosts = hosts();
+    let c = connect(&hosts, opts(2000).server_tick_time(Duration::from_secs(3)));
+    let path = unique_path("unproven-acquire");
+    let m = Mutex::per_handle(&c, &path).unwrap();
+    // Past the lease of the connect (T - T/10 from it).
+    std::thread::sleep(Duration::from_millis(2500));
+    let no_node = |what: &str| {
+        assert_eq!(m.hold_state(), HoldState::NotHeld, "{what}");
+        assert!(
+            eventually(Duration::from_secs(10), || children(&hosts, &path).is_empty()),
+            "{what}: the unproven hold's node stays: {:?}",
+            children(&hosts, &path)
+        );
+    };
+    for (what, d) in [
+        ("try_lock_for(1 s)", Deadline::after(Duration::from_secs(1))),
+        ("try_lock", Deadline::TryOnce),
+    ] {
+        if let Some(t) = m.acquire(d).unwrap() {
+            panic!(
+                "{what} returned success (token {t}) for a hold that is {:?}",
+                m.hold_state()
+            );
+        }
+        no_node(what);
+    }
+    match m.lock() {
+        Err(zklock::Error::Timeout) => {}
+        Ok(g) => panic!("lock returned a hold that is {:?}", g.hold_state()),
+        Err(e) => panic!("lock: {e}"),
+    }
+    no_node("lock");
+}
+
+/// Issue 37, item 4: a reentrant acquire vouches for the hold as a fresh one does. A holder's
+/// link goes silent; its session expires at the server and another client takes the lock; the
+/// holder's thread acquires again: no success, and its count is what it was (before: its token
+/// at once, while the other client held).
+#[test]
+fn a_reentrant_acquire_of_a_hold_that_is_not_held_is_no_success() {
+    let hosts = hosts();
+    let proxy = TcpProxy::start(&hosts).unwrap();
+    let a = connect(&proxy.connect_string(), opts(2000));
+    let b = connect(&hosts, opts(4000));
+    let path = unique_path("reentrant-unproven");
+    let m = Mutex::new(&a, &path).unwrap();
+    let g = m.lock().unwrap();
+    proxy.set_blackhole(true);
+    let other = Mutex::new(&b, &path).unwrap();
+    let og = other
+        .try_lock_for(Duration::from_secs(60))
+        .unwrap()
+        .expect("the other client acquires once the silent holder's session expired");
+    assert!(og.is_held());
+    assert_ne!(m.hold_state(), HoldState::Held, "two believers");
+    match m.try_lock_for(Duration::from_secs(1)) {
+        Ok(Some(_)) => panic!(
+            "a reentrant acquire returned success while another client holds (state {:?})",
+            m.hold_state()
+        ),
+        Ok(None) | Err(_) => {}
+    }
+    assert_eq!(m.hold_count(), 1, "the failed reentrant acquire left its count");
+    drop(og);
+    proxy.set_blackhole(false);
+    let _ = g.unlock();
+}

@@ -124,27 +124,65 @@ impl<R: Recipe> Lock<R> {
 
     /// [`Lockable::acquire`] once registered as under way, cancelled by `signal`.
     fn acquire_registered(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<i64>> {
-        self.holds.begin().and_then(|begin| match begin {
-            Begin::Reentered(token) => Ok(Some(token)),
-            Begin::Fresh(ticket) => match not_acquired_at_timeout(self.raw.attempt(d, signal))? {
-                // The client closed (or the session expired) while the attempt was under way,
-                // say with its create in flight: nothing was acquired, and the node goes now
-                // (the session may live on while the client's handles do).
-                Some(hold) => match hold.session.ended_error() {
-                    Some(e) => {
-                        let _ = hold.release();
-                        Err(e)
+        match self.holds.begin()? {
+            Begin::Reentered(hold) => match vouch(&hold, d, signal) {
+                Ok(()) => Ok(Some(hold.token)),
+                Err(e) => {
+                    // The count goes down again (the hold stays, with its other counts).
+                    let _ = self.holds.release(Some(hold.token));
+                    match e {
+                        Error::Timeout => Ok(None),
+                        Error::Cancelled => Err(e),
+                        _ => Err(Error::LockLost),
                     }
-                    None => {
-                        // Held from the first look: a session that held nothing for longer
-                        // than its lease proves it again first (two round trips).
-                        hold.session.confirm_lease(d, signal);
-                        Ok(Some(ticket.complete(hold)))
+                }
+            },
+            Begin::Fresh(ticket) => match not_acquired_at_timeout(self.raw.attempt(d, signal))? {
+                // Held from the first look, or nothing: a session that held nothing for longer
+                // than its lease proves it again first (two round trips). The client closed
+                // (or the session expired) while the attempt was under way, say with its create
+                // in flight, or the lease could not be proven by the deadline: nothing was
+                // acquired, and the node goes now (the session may live on while the client's
+                // handles do).
+                Some(hold) => match vouch(&hold, d, signal) {
+                    Ok(()) => Ok(Some(ticket.complete(hold))),
+                    Err(e) => {
+                        let _ = hold.release();
+                        not_acquired_at_timeout(Err(e))
                     }
                 },
                 None => Ok(None),
             },
-        })
+        }
+    }
+}
+
+/// Proves the lease of `hold`, an acquire's, by `d` (docs/hold-model.md, "Success is Held"):
+/// `Ok` only if the hold is `Held` as the last step, the lease's end read against the clock
+/// after every wait. `Timeout` when `d` passed first, `Cancelled`, or the session's end. A
+/// session that is not connected is waited for, to the deadline. A try-once acquire, or one
+/// with no deadline, proves for one session timeout at most (in practice two round trips to
+/// the leader): a session that cannot prove its lease in that long may already have been
+/// expired by the leader, and waiting longer would only keep the node from the next in line.
+fn vouch(hold: &super::hold::Hold, d: Deadline, signal: &Signal) -> Result<()> {
+    let d = match d {
+        Deadline::TryOnce | Deadline::Forever => Deadline::At(hold.session.cap(d)),
+        d => d,
+    };
+    loop {
+        if let Some(e) = hold.session.ended_error() {
+            return Err(e);
+        }
+        if hold.state() == HoldState::Held {
+            return Ok(());
+        }
+        if signal.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
+        if d.passed() {
+            return Err(Error::Timeout);
+        }
+        hold.session.confirm_lease(d, signal);
     }
 }
 

@@ -107,8 +107,10 @@ pub(crate) struct Holds {
 
 /// How an acquire starts.
 pub(crate) enum Begin<'a> {
-    /// The participant already held it (reentrant): the count went up; this is the token.
-    Reentered(i64),
+    /// The participant already held it (reentrant): the count went up; this is the hold. Its
+    /// lease is not proven yet: the count goes down again if it cannot be (a hold counted again
+    /// is a success only if `Held` when the acquire returns, as a fresh one).
+    Reentered(Hold),
     /// A fresh attempt: complete it with the hold it makes, or drop it.
     Fresh(Ticket<'a>),
 }
@@ -247,7 +249,7 @@ impl Holds {
                     return Err(Error::LockLost);
                 }
                 e.depth += 1;
-                return Ok(Begin::Reentered(hold.token));
+                return Ok(Begin::Reentered(hold.clone()));
             }
             _ => {}
         }

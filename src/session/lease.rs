@@ -341,9 +341,9 @@ impl Session {
     /// for longer than its lease): two `sync`s in a row, the first sent a ping gap after a
     /// touch of the session (`Touches`; an idle session times one every
     /// `clock::idle_touch_period`), anchor the lease at that touch (`confirmed`). Waits for a
-    /// touch to be a gap old if none is. Returns when the lease runs, or with the lease still
-    /// out when `d` (at most one session timeout) passes, `signal` is cancelled, or the session
-    /// is not connected: the hold is then Uncertain until the lease's task renews it.
+    /// touch to be a gap old if none is, and a reconnecting session to connect. Returns when the
+    /// lease runs, or with the lease still out when `d` (at most one session timeout) passes,
+    /// `signal` is cancelled, or the session ended.
     pub(crate) fn confirm_lease(&self, d: Deadline, signal: &Signal) {
         let until = self.cap(d);
         let gap = self.ping_gap;
@@ -364,11 +364,19 @@ impl Session {
         };
         loop {
             if self.lease_live()
-                || self.state() != super::SessionState::Connected
+                || self.state().is_terminal()
                 || signal.is_cancelled()
                 || Instant::now() >= until
             {
                 return;
+            }
+            if self.state() != super::SessionState::Connected {
+                // Reconnecting: the session may yet live, and be proven once it has a server.
+                // (Looked at again every 20 ms, driving the session's I/O meanwhile.)
+                if !pause(Duration::from_millis(20)) {
+                    return;
+                }
+                continue;
             }
             let now = boot_now();
             let usable = self
