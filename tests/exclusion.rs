@@ -338,6 +338,84 @@ fn holder_cut_off_with_its_follower(
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Issue 37, item 2: a leader cut off from its quorum answers its own clients' `sync`s until its
+/// own `syncLimit` runs out, whatever the other members' is (a rolling change leaves them
+/// different). Here the leader has syncLimit 30 (15 s at a 500 ms tick) and its followers 2
+/// (1 s): cut off, it is left by the followers after 1 s, they elect a new leader, which
+/// expires A's session a session timeout later and B acquires, while the old leader would
+/// answer A for 15 s. A's lease is renewed only by what a quorum committed, so A stops
+/// believing before B acquires (before: A said Held for seconds after B acquired).
+#[test]
+fn a_holder_on_a_leader_cut_off_from_its_quorum_stops_believing_before_another_acquires() {
+    let mut cluster =
+        zklock::testing::TestingCluster::start_partitionable_with_config(3, &["syncLimit=30"])
+            .unwrap();
+    let leader = cluster.leader().expect("a leader");
+    for f in (0..3).filter(|&i| i != leader) {
+        cluster.restart_with_config(f, &["syncLimit=2"]).unwrap();
+    }
+    assert_eq!(cluster.leader(), Some(leader), "the leader kept its quorum");
+    let others: Vec<String> = (0..3)
+        .filter(|&i| i != leader)
+        .map(|i| cluster.member_connect_string(i))
+        .collect();
+    let a = Client::connect(&cluster.member_connect_string(leader), opts(4000)).unwrap();
+    // B outlives the election (a few seconds with no leader).
+    let b = Client::connect(&others.join(","), opts(20000)).unwrap();
+    let path = unique_path("cut-off-leader");
+    let la = Arc::new(Mutex::per_handle(&a, &path).unwrap());
+    let lb = Mutex::per_handle(&b, &path).unwrap();
+    la.acquire(Deadline::Forever).unwrap().expect("A holds");
+    assert!(
+        zklock::testing::eventually(Duration::from_secs(5), || la.is_held()),
+        "A's hold is not believed before any fault"
+    );
+    let cut = Instant::now();
+    let (got, b_at, last_held) = std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let r = lb.acquire(Deadline::after(Duration::from_secs(40)));
+            (r, Instant::now())
+        });
+        cluster.isolate(leader);
+        // The last instant A said Held, watched until 2 s after B's acquire.
+        let mut last_held = None;
+        while !waiter.is_finished() {
+            let t = Instant::now();
+            if la.is_held() {
+                last_held = Some(t);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (got, at) = waiter.join().unwrap();
+        while Instant::now() < at + Duration::from_secs(2) {
+            let t = Instant::now();
+            if la.is_held() {
+                last_held = Some(t);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (got, at, last_held)
+    });
+    let token = got
+        .unwrap()
+        .expect("B acquires once the new leader expired A's session");
+    let ms = |i: Instant| i.saturating_duration_since(cut).as_millis();
+    eprintln!(
+        "leader {leader} cut off: A last said Held at {:?} ms, B acquired at {} ms (token {token})",
+        last_held.map(ms),
+        ms(b_at)
+    );
+    if let Some(h) = last_held {
+        assert!(
+            h < b_at,
+            "A still said Held {} ms after B acquired",
+            h.duration_since(b_at).as_millis()
+        );
+    }
+    lb.release().unwrap();
+    cluster.heal(leader);
+}
+
 /// A guard answers for its own hold. A handle whose participant is the handle may be released
 /// through the handle (from any thread) and take the lock again; the first hold's guard,
 /// dropped later, must not release the second hold, or another process gets in while the

@@ -16,14 +16,15 @@ use crate::runtime;
 use crate::wait::{Outcome, Signal};
 
 /// Keeps the session's lease running (`docs/hold-model.md`, "The lease") while a hold needs it:
-/// every so often a `sync`, which the server we talk to answers only after the leader has; each
-/// answer may prove that the leader heard of the session at a later instant, and the lease runs
-/// from there. When no answer comes before the lease ends, the lease lapses (holds turn
-/// Uncertain, loss callbacks run). A renewal that fails for another reason is reported and
+/// every so often a write that changes nothing ([`committed`]), which the server we talk to
+/// answers only after the leader's quorum has committed it; each answer may prove that the
+/// leader heard of the session at a later instant, and the lease runs from there. When no
+/// answer comes before the lease ends, the lease lapses (holds turn Uncertain, loss callbacks
+/// run). A renewal that fails for another reason is reported and
 /// tried again: the renewals stop only when the session ends.
 ///
-/// While nothing is held the task sends no `sync`: it only times a cheap read (`check_stat` of the
-/// root) when the session has sent nothing for a little less than the silence after which the
+/// While nothing is held the task sends no renewal: it only times a cheap read (`check_stat` of
+/// the root) when the session has sent nothing for a little less than the silence after which the
 /// client would ping (`clock::idle_touch_period`), so that the session sends what a plain
 /// client sends, and the next hold finds a touch to confirm its lease with
 /// ([`Session::confirm_lease`]). Holds only a weak reference: it never keeps a session open.
@@ -112,7 +113,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             }
             if !quick && !proving {
                 // The session's own writes went through the leader lately: they renew the lease
-                // as a `sync` would (`Session::call_sent`), so none is sent while they do.
+                // as a renewal would (`Session::call_sent`), so none is sent while they do.
                 let due = s.leader_renews_for(every);
                 if !due.is_zero() {
                     drop(s);
@@ -123,7 +124,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             let (renewal, left, sent, patience) = {
                 let sent = boot_now();
                 let patience = s.zk.session_timeout();
-                (synced(s.zk.clone()), s.lease_remaining(), sent, patience)
+                (committed(s.zk.clone()), s.lease_remaining(), sent, patience)
             };
             believed |= !left.is_zero();
             drop(s);
@@ -207,12 +208,26 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
     });
 }
 
-/// A `sync` of the session's root: answered by the server only after the leader answered it. A
-/// chroot that does not exist still syncs the server (`NoNode` is its answer, and counts).
-async fn synced(zk: zk::Client) -> Result<(), zk::Error> {
-    match zk.sync("/").await {
-        Err(zk::Error::NoNode) => Ok(()),
-        r => r,
+/// A renewal: a write the leader's quorum commits, which changes nothing (a `multi` of one
+/// check of the root, at any version). A server answers a write only once its leader has had
+/// it logged by a quorum (`docs/hold-model.md`, fact 4 and "A leader cut off from its
+/// quorum"): a `sync` would do for a leader with its quorum, but one cut off from it answers
+/// syncs on its own until its `syncLimit` runs out, whatever the other members' is. A chroot
+/// that does not exist fails the check; a failed `multi` is committed all the same (ZooKeeper
+/// logs it as an error transaction), and counts.
+async fn committed(zk: zk::Client) -> Result<(), zk::Error> {
+    let mut multi = zk.new_multi_writer();
+    multi.add_check_version("/", -1)?;
+    match multi.commit().await {
+        Ok(_)
+        | Err(zk::MultiWriteError::OperationFailed {
+            source: zk::Error::NoNode,
+            ..
+        }) => Ok(()),
+        Err(
+            zk::MultiWriteError::OperationFailed { source, .. }
+            | zk::MultiWriteError::RequestFailed { source },
+        ) => Err(source),
     }
 }
 
@@ -326,7 +341,7 @@ impl Session {
     /// Asks the lease's task to prove the lease once, in the background, if less than half a
     /// session timeout of it is left (a waiter, about to wait for its turn: the hold it gets
     /// then finds the lease running, and its acquire returns without proving it, if the wait is
-    /// shorter than that). Two `sync`s per wait at most, none while the lease runs long.
+    /// shorter than that). Two renewals per wait at most, none while the lease runs long.
     pub(crate) fn prove_lease_soon(&self) {
         // Half a session timeout or more left: the wait is likely over before it runs out.
         if self.lease_remaining() >= self.zk.session_timeout() / 2
@@ -338,7 +353,7 @@ impl Session {
     }
 
     /// Makes the lease of a hold just taken provable, if it is not (the session held nothing
-    /// for longer than its lease): two `sync`s in a row, the first sent a ping gap after a
+    /// for longer than its lease): two renewals in a row, the first sent a ping gap after a
     /// touch of the session (`Touches`; an idle session times one every
     /// `clock::idle_touch_period`), anchor the lease at that touch (`confirmed`). Waits for a
     /// touch to be a gap old if none is, and a reconnecting session to connect. Returns when the
@@ -400,10 +415,10 @@ impl Session {
                 continue;
             }
             // k and m: their answers confirm the lease as they come (`leader_answered`).
-            let k = self.call_sent(SendTime::now(), Via::Leader, synced(self.zk.clone()), d);
-            let m = k
-                .is_ok()
-                .then(|| self.call_sent(SendTime::now(), Via::Leader, synced(self.zk.clone()), d));
+            let k = self.call_sent(SendTime::now(), Via::Leader, committed(self.zk.clone()), d);
+            let m = k.is_ok().then(|| {
+                self.call_sent(SendTime::now(), Via::Leader, committed(self.zk.clone()), d)
+            });
             let proven = m.is_some_and(|m| m.is_ok()) && self.lease_live();
             if !proven && !pause(Duration::from_millis(50)) {
                 return;

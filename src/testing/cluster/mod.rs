@@ -139,6 +139,23 @@ impl TestingCluster {
         Self::start_with(members, true, None, &[])
     }
 
+    /// As [`TestingCluster::start_partitionable`], with `extra` lines in every member's
+    /// `zoo.cfg` (as [`TestingCluster::start_with_config`]).
+    ///
+    /// ```no_run
+    /// let cluster = zklock::testing::TestingCluster::start_partitionable_with_config(
+    ///     3,
+    ///     &["syncLimit=30"],
+    /// )
+    /// .unwrap();
+    /// ```
+    pub fn start_partitionable_with_config(
+        members: usize,
+        extra: &[&str],
+    ) -> io::Result<TestingCluster> {
+        Self::start_with(members, true, None, extra)
+    }
+
     fn start_with(
         members: usize,
         partitionable: bool,
@@ -394,6 +411,27 @@ impl TestingCluster {
                 r => return r,
             }
         }
+    }
+
+    /// Restarts member `i` (as [`TestingCluster::restart`]) with `extra` lines added to its
+    /// `zoo.cfg` from now on, after the others (a key given again overrides it: the last value
+    /// of a key is the one ZooKeeper reads), as a rolling configuration change does. The other
+    /// members keep theirs.
+    ///
+    /// ```no_run
+    /// let mut cluster = zklock::testing::TestingCluster::start(3).unwrap();
+    /// // Member 0 now grants no session longer than 2 s; members 1 and 2 still grant 60 s.
+    /// cluster.restart_with_config(0, &["maxSessionTimeout=2000"]).unwrap();
+    /// ```
+    pub fn restart_with_config(&mut self, i: usize, extra: &[&str]) -> io::Result<()> {
+        let cfg = &self.members[i].cfg;
+        let mut text = std::fs::read_to_string(cfg)?;
+        for line in extra {
+            text.push_str(line);
+            text.push('\n');
+        }
+        std::fs::write(cfg, text)?;
+        self.restart(i)
     }
 
     /// Freezes member `i` (SIGSTOP).
