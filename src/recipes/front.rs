@@ -79,7 +79,9 @@ impl<R: Recipe> Lock<R> {
         }
     }
 
-    /// Blocks until held.
+    /// Blocks until held: `Held` as it returns (docs/hold-model.md, "Success is Held"). A hold
+    /// whose lease cannot be proven within one session timeout (the servers may have expired its
+    /// session) is given back, and the call fails with [`Error::Timeout`].
     ///
     /// # Errors
     /// As [`Lockable::acquire`].
@@ -124,8 +126,11 @@ impl<R: Recipe> Lock<R> {
 
     /// [`Lockable::acquire`] once registered as under way, cancelled by `signal`.
     fn acquire_registered(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<i64>> {
+        // A try-once acquire proves its hold by the one instant its attempt's steps share (one
+        // session timeout from its start), not by one of its own after them.
+        let (_, proof) = d.pinned(self.raw.client().session_timeout());
         match self.holds.begin()? {
-            Begin::Reentered(hold) => match vouch(&hold, d, signal) {
+            Begin::Reentered(hold) => match vouch(&hold, proof, signal) {
                 Ok(()) => Ok(Some(hold.token)),
                 Err(e) => {
                     // The count goes down again (the hold stays, with its other counts).
@@ -144,10 +149,12 @@ impl<R: Recipe> Lock<R> {
                 // in flight, or the lease could not be proven by the deadline: nothing was
                 // acquired, and the node goes now (the session may live on while the client's
                 // handles do).
-                Some(hold) => match vouch(&hold, d, signal) {
+                Some(hold) => match vouch(&hold, proof, signal) {
                     Ok(()) => Ok(Some(ticket.complete(hold))),
                     Err(e) => {
-                        let _ = hold.release();
+                        // A try-once acquire waits for the give-back until its instant at most
+                        // (the delete goes on in the background past it), as its attempt does.
+                        let _ = hold.release_by(proof.instant().filter(|_| d.is_try_once()));
                         not_acquired_at_timeout(Err(e))
                     }
                 },
@@ -160,13 +167,14 @@ impl<R: Recipe> Lock<R> {
 /// Proves the lease of `hold`, an acquire's, by `d` (docs/hold-model.md, "Success is Held"):
 /// `Ok` only if the hold is `Held` as the last step, the lease's end read against the clock
 /// after every wait. `Timeout` when `d` passed first, `Cancelled`, or the session's end. A
-/// session that is not connected is waited for, to the deadline. A try-once acquire, or one
-/// with no deadline, proves for one session timeout at most (in practice two round trips to
-/// the leader): a session that cannot prove its lease in that long may already have been
-/// expired by the leader, and waiting longer would only keep the node from the next in line.
+/// session that is not connected is waited for, to the deadline. An acquire with no deadline
+/// proves for one session timeout at most (in practice two round trips to the leader; a
+/// try-once acquire's `d` is its attempt's pinned instant): a session that cannot prove its
+/// lease in that long may already have been expired by the leader, and waiting longer would
+/// only keep the node from the next in line.
 fn vouch(hold: &super::hold::Hold, d: Deadline, signal: &Signal) -> Result<()> {
     let d = match d {
-        Deadline::TryOnce | Deadline::Forever => Deadline::At(hold.session.cap(d)),
+        Deadline::Forever => Deadline::At(hold.session.cap(d)),
         d => d,
     };
     loop {
