@@ -579,3 +579,52 @@ fn add_auth_with_sasl_is_refused_up_front_and_the_session_lives_on() {
     );
     assert!(e.to_string().contains("no-such-scheme"), "{e}");
 }
+
+/// Issue 37, item 7: a call that takes no timeout of its caller's (a look at a lock's
+/// participants, a revocation request, a lock's kind; C `zkl_lock_participants`,
+/// `zkl_client_request_revoke`, ...) answers within one session timeout, its timeout being
+/// none, as the contract says. On a frozen server each used to retry until the session's end
+/// (about 2 T).
+#[test]
+fn calls_without_a_timeout_end_within_one_session_timeout_on_a_frozen_server() {
+    let zk = server();
+    let t = Duration::from_secs(4);
+    let c = connect(&zk.connect_string(), opts(t.as_millis() as u64));
+    let mutex = Mutex::per_handle(&c, &unique_path("frozen-calls")).unwrap();
+    let simple = zklock::SimpleLock::new(&c, &unique_path("frozen-calls-simple")).unwrap();
+    let sem = zklock::Semaphore::new(&c, &unique_path("frozen-calls-sem"), 2).unwrap();
+    let guard = mutex.lock().unwrap();
+    let node = format!(
+        "{}/{}",
+        mutex.queue_path(),
+        mutex.participants().unwrap()[0].node
+    );
+    zk.pause();
+    let mut failures = Vec::new();
+    let mut time = |what: &str, call: &dyn Fn() -> String| {
+        let started = Instant::now();
+        let outcome = call();
+        let took = started.elapsed();
+        eprintln!("{what}: {outcome} after {took:?}");
+        // One session timeout, and a little for a loaded machine's scheduling.
+        if took > t + Duration::from_millis(1500) {
+            failures.push(format!("{what} took {took:?} (T = {t:?}): {outcome}"));
+        }
+    };
+    time("mutex participants", &|| {
+        format!("{:?}", mutex.participants().map(|p| p.len()))
+    });
+    time("simple lock participants", &|| {
+        format!("{:?}", simple.participants().map(|p| p.len()))
+    });
+    time("semaphore participants", &|| {
+        format!("{:?}", sem.participants().map(|p| p.len()))
+    });
+    time("request_revoke", &|| {
+        format!("{:?}", c.request_revoke(&node))
+    });
+    time("lock_kind", &|| format!("{:?}", c.lock_kind(mutex.path())));
+    zk.resume();
+    drop(guard);
+    report(failures);
+}

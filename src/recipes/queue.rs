@@ -274,16 +274,17 @@ impl<K> Queue<K> {
     /// The queue: every contender with its holder id, in order.
     fn all_participants(&self) -> Result<Vec<Participant>> {
         let session = self.client.session()?;
-        let queue = node::contenders(self.list(&session, Deadline::Forever)?);
+        let d = session.one_call();
+        let queue = node::contenders(self.list(&session, d)?);
         let futs: Vec<_> = queue
             .iter()
             .map(|c| session.zk.get_data(&self.child(&c.name)))
             .collect();
         let mut out = Vec::with_capacity(queue.len());
         for (i, (c, f)) in queue.iter().zip(futs).enumerate() {
-            let read = session.call(f, Deadline::Forever);
+            let read = session.call(f, d);
             let Some((data, created_ms, hidden)) =
-                read_node(&session, &self.child(&c.name), read, Deadline::Forever)?
+                read_node(&session, &self.child(&c.name), read, d)?
             else {
                 continue;
             };

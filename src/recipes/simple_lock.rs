@@ -257,9 +257,9 @@ impl Recipe for RawSimpleLock {
     /// The holder, if any, as the only participant (the holder id without the attempt id).
     fn participants(&self) -> Result<Vec<Participant>> {
         let s = self.client.session()?;
-        let read = s.retry(Deadline::Forever, || s.zk.get_data(&self.path));
-        let Some((data, created_ms, hidden)) = read_node(&s, &self.path, read, Deadline::Forever)?
-        else {
+        let d = s.one_call();
+        let read = s.retry(d, || s.zk.get_data(&self.path));
+        let Some((data, created_ms, hidden)) = read_node(&s, &self.path, read, d)? else {
             return Ok(Vec::new());
         };
         let (holder_id, _) = node::simple_lock_parts(&data);

@@ -361,8 +361,9 @@ impl Client {
     pub fn request_revoke(&self, node_path: &str) -> Result<bool> {
         crate::path::validate_path(node_path)?;
         let s = self.session()?;
+        let d = s.one_call();
         loop {
-            let data = match s.retry(Deadline::Forever, || s.zk.get_data(node_path)) {
+            let data = match s.retry(d, || s.zk.get_data(node_path)) {
                 Ok((data, _)) => data,
                 Err(zk::Error::NoNode) => return Ok(false),
                 Err(e) => return Err(s.record_end_and_map(e)),
@@ -370,7 +371,7 @@ impl Client {
             // A simple lock's node is shared by its holders in turn: the write carries the
             // hold's witness, so that, applied late, it never lands on the next holder's node.
             let (message, witness) = crate::node::revoke_request(node_path, &data);
-            let written = s.retry(Deadline::Forever, || async {
+            let written = s.retry(d, || async {
                 let mut multi = s.zk.new_multi_writer();
                 if let Some(w) = &witness {
                     multi.add_check_version(w, -1)?;
@@ -403,7 +404,8 @@ impl Client {
     pub fn lock_kind(&self, path: &str) -> Result<LockKind> {
         crate::path::validate_path(path)?;
         let s = self.session()?;
-        let (data, stat) = match s.retry(Deadline::Forever, || s.zk.get_data(path)) {
+        let d = s.one_call();
+        let (data, stat) = match s.retry(d, || s.zk.get_data(path)) {
             Ok(x) => x,
             Err(zk::Error::NoNode) => return Ok(LockKind::Free),
             Err(e) => return Err(s.record_end_and_map(e)),
@@ -412,7 +414,7 @@ impl Client {
         let children = if ephemeral {
             Vec::new()
         } else {
-            match s.retry(Deadline::Forever, || s.zk.list_children(path)) {
+            match s.retry(d, || s.zk.list_children(path)) {
                 Ok(c) => c,
                 Err(zk::Error::NoNode) => return Ok(LockKind::Free),
                 Err(e) => return Err(s.record_end_and_map(e)),

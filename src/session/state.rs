@@ -182,6 +182,14 @@ impl Session {
         d.capped(self.zk.session_timeout().max(Duration::from_millis(500)))
     }
 
+    /// The deadline of a whole call that takes no timeout of its caller's (a look at a queue,
+    /// a revocation request, a lock's kind): one session timeout from now, retries included, as
+    /// the contract says ("no call hangs past its timeout plus the session timeout"). Past it
+    /// the call fails with a timeout (or connection loss, when not connected).
+    pub(crate) fn one_call(&self) -> Deadline {
+        Deadline::At(self.cap(Deadline::Forever))
+    }
+
     /// One request, bounded by [`Session::cap`]; not retried (for requests that must not be
     /// sent twice, such as creates). A missed bound that is the caller's deadline `d`, on a
     /// connected session, is `zk::Error::Timeout` (the caller's time ran out: a timeout, not a

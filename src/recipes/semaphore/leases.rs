@@ -47,12 +47,12 @@ impl Leases {
     /// this client), oldest first.
     pub(super) fn list(&self) -> Result<Vec<(String, String, i64, bool)>> {
         let session = self.client.session()?;
-        let children =
-            match session.retry(Deadline::Forever, || session.zk.list_children(&self.dir)) {
-                Ok(c) => c,
-                Err(zk::Error::NoNode) => return Ok(Vec::new()),
-                Err(e) => return Err(session.record_end_and_map(e)),
-            };
+        let d = session.one_call();
+        let children = match session.retry(d, || session.zk.list_children(&self.dir)) {
+            Ok(c) => c,
+            Err(zk::Error::NoNode) => return Ok(Vec::new()),
+            Err(e) => return Err(session.record_end_and_map(e)),
+        };
         // kazoo keeps its count in P's data and its guard beside P; every child of the lease
         // directory is a lease.
         let futs: Vec<_> = children
@@ -61,9 +61,8 @@ impl Leases {
             .collect();
         let mut out = Vec::with_capacity(children.len());
         for (name, f) in children.into_iter().zip(futs) {
-            let read = session.call(f, Deadline::Forever);
-            if let Some((data, created, hidden)) =
-                read_node(&session, &self.child(&name), read, Deadline::Forever)?
+            let read = session.call(f, d);
+            if let Some((data, created, hidden)) = read_node(&session, &self.child(&name), read, d)?
             {
                 let id = String::from_utf8(data).unwrap_or_default();
                 out.push((name, id, created, hidden));
