@@ -804,7 +804,11 @@ enum zkl_status zkl_multi_lock_new(struct zkl_lock *const *locks,
  Acquires the lock. timeout_ms < 0 waits forever; 0 tries once without waiting; > 0 waits
  at most that long in all.
 
- Returns ZKL_OK when held, ZKL_TIMEOUT when not acquired in time (0: the lock was busy),
+ Returns ZKL_OK when held: Held as it returns, its lease checked against the clock as the
+ last step (zkl_lock_hold_state says ZKL_HOLD_HELD). ZKL_TIMEOUT when not acquired in time
+ (0: the lock was busy), or when the hold's lease could not be proven by then (the node is
+ given back; < 0 and 0 prove for one session timeout at most: the servers may have expired
+ the session),
  ZKL_CANCELLED when zkl_lock_cancel ended it (made during the acquire, or before it began:
  see zkl_lock_cancel), ZKL_WOULD_DEADLOCK when it could only wait for this handle's own hold
  (see the recipe's constructor), ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the session

@@ -87,7 +87,11 @@ impl LockHandle {
 /// Acquires the lock. timeout_ms < 0 waits forever; 0 tries once without waiting; > 0 waits
 /// at most that long in all.
 ///
-/// Returns ZKL_OK when held, ZKL_TIMEOUT when not acquired in time (0: the lock was busy),
+/// Returns ZKL_OK when held: Held as it returns, its lease checked against the clock as the
+/// last step (zkl_lock_hold_state says ZKL_HOLD_HELD). ZKL_TIMEOUT when not acquired in time
+/// (0: the lock was busy), or when the hold's lease could not be proven by then (the node is
+/// given back; < 0 and 0 prove for one session timeout at most: the servers may have expired
+/// the session),
 /// ZKL_CANCELLED when zkl_lock_cancel ended it (made during the acquire, or before it began:
 /// see zkl_lock_cancel), ZKL_WOULD_DEADLOCK when it could only wait for this handle's own hold
 /// (see the recipe's constructor), ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when the session
@@ -107,7 +111,9 @@ pub unsafe extern "C" fn zkl_lock_acquire(lock: *mut zkl_lock, timeout_ms: i64) 
             if r.acquire(deadline)?.is_some() {
                 Ok(())
             } else if timeout_ms == 0 {
-                Err(Failure::new(zkl_status::ZKL_TIMEOUT, "not acquired: the lock is busy (timeout 0 tries once)"))
+                Err(Failure::new(zkl_status::ZKL_TIMEOUT, "not acquired: the lock is busy, or its hold could not be proven held within one session timeout (timeout 0 tries once)"))
+            } else if timeout_ms < 0 {
+                Err(Failure::new(zkl_status::ZKL_TIMEOUT, "not acquired: the hold could not be proven held within one session timeout (no answer from the ZooKeeper leader in time; the servers may have expired the session)"))
             } else {
                 Err(Failure::new(zkl_status::ZKL_TIMEOUT, format!("not acquired within the timeout of {timeout_ms} ms")))
             }

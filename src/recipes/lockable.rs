@@ -39,11 +39,14 @@ pub trait Lockable: Send + Sync {
     /// The lock path.
     fn path(&self) -> &str;
 
-    /// Takes one hold for the calling participant: `Ok(Some(fencing token))` when held,
-    /// `Ok(None)` when not acquired before `deadline` (busy, for [`Deadline::TryOnce`]), also
-    /// when the deadline runs out inside a request to a connected server (a deadline is a
-    /// timeout, however short); nothing of the attempt is left on the server then, nor on any
-    /// error (a create whose reply had not come is undone in the background).
+    /// Takes one hold for the calling participant: `Ok(Some(fencing token))` when held, and
+    /// `Held` as it returns (its lease's end read against the clock as the last step: a reentrant
+    /// acquire too); `Ok(None)` when not acquired before `deadline` (busy, for
+    /// [`Deadline::TryOnce`]), also when the deadline runs out inside a request to a connected
+    /// server (a deadline is a timeout, however short) and when the hold's lease could not be
+    /// proven by then ([`Deadline::TryOnce`] and [`Deadline::Forever`] prove for one session
+    /// timeout at most); nothing of the attempt is left on the server then, nor on any error (a
+    /// create whose reply had not come is undone in the background).
     ///
     /// # Errors
     /// [`Error::Cancelled`] after [`Lockable::cancel`], [`Error::SessionExpired`] or

@@ -147,7 +147,10 @@ class Lock(_Managed):
     def acquire(self, timeout: Optional[float] = None) -> bool:
         """Waits for the lock: forever (None or a negative number, as C's -1), at most
         ``timeout`` seconds, or tries once (0).
-        True when held, False when not acquired in time; raises :class:`ZklError` otherwise
+        True when held, and held as it returns (:meth:`is_held` is true then); False when
+        not acquired in time, or when the hold could not be proven held by then (its node is
+        given back; with no timeout, or 0, it proves for one session timeout at most); raises
+        :class:`ZklError` otherwise
         (:class:`Cancelled` if :meth:`cancel` ended it, made during the acquire or before it
         began, or if :meth:`close` interrupted it). On the main
         thread, Ctrl-C (any signal whose handler raises) ends the wait at once: the acquire
