@@ -182,12 +182,13 @@ impl Session {
         d.capped(self.zk.session_timeout().max(Duration::from_millis(500)))
     }
 
-    /// The deadline of a whole call that takes no timeout of its caller's (a look at a queue,
-    /// a revocation request, a lock's kind): one session timeout from now, retries included, as
-    /// the contract says ("no call hangs past its timeout plus the session timeout"). Past it
-    /// the call fails with a timeout (or connection loss, when not connected).
+    /// The deadline of each step of a call that takes no timeout of its caller's (a look at a
+    /// queue, a revocation request, a lock's kind): a step (a request and its retries) that no
+    /// server answers for one session timeout ends the call, as the contract says ("no call
+    /// hangs past its timeout plus the session timeout"), where it used to be retried until the
+    /// session ended; a slow server that answers each step in time is waited for.
     pub(crate) fn one_call(&self) -> Deadline {
-        Deadline::At(self.cap(Deadline::Forever))
+        Deadline::TryOnce
     }
 
     /// One request, bounded by [`Session::cap`]; not retried (for requests that must not be
@@ -277,8 +278,10 @@ impl Session {
             Deadline::TryOnce => Some(self.cap(d)),
             _ => d.instant(),
         };
+        // Each try ends by then too (a try-once operation's one session timeout in all).
+        let step = until.map_or(d, Deadline::At);
         loop {
-            match self.call(request(), d) {
+            match self.call(request(), step) {
                 Err(e) if is_retriable(&e) => {
                     if self.state().is_terminal() || until.is_some_and(|u| Instant::now() >= u) {
                         return Err(e);
