@@ -2,8 +2,9 @@
 # The nemesis soak (tools/soak.rs): a three-member ensemble, client processes each behind
 # proxies of their own, every recipe at once, and a nemesis that kills and restarts members,
 # partitions a follower (the partition holds bytes and delivers them at the heal; the clients
-# on it are cut off, or moved to other members), pauses, cuts off and kills clients, every fault
-# kind at once; every hold is checked.
+# on it are cut off, or moved to other members), cuts off the leader from its quorum with its
+# clients, pauses, cuts off and kills clients, every fault kind at once; every hold is checked,
+# and so is every acquire's success (Held at the holder's first look).
 #   scripts/soak.sh [minutes]     (default 5; CI runs 1; an hour: scripts/soak.sh 60)
 # Prints one summary line; exits 1 on any violation (each printed, evidence kept under
 # target/soak/<time>/, with who removed each lock node from the members' transaction logs).

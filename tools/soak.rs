@@ -75,11 +75,12 @@ const LEASES: u32 = 3;
 const TICK: Duration = Duration::from_millis(500);
 
 /// The fault kinds, in the order of the summary line.
-const FAULT_KINDS: [&str; 11] = [
+const FAULT_KINDS: [&str; 12] = [
     "kill-leader",
     "kill-follower",
     "partition",
     "partition-move",
+    "leader-cut",
     "sigstop-long",
     "sigstop-short",
     "blackhole",
@@ -176,11 +177,12 @@ const CLIENT_FAULTS: [&str; 7] = [
     "kill-client",
     "fork-child",
 ];
-const SERVER_FAULTS: [&str; 4] = [
+const SERVER_FAULTS: [&str; 5] = [
     "kill-leader",
     "kill-follower",
     "partition",
     "partition-move",
+    "leader-cut",
 ];
 /// The client faults that need no client process of their own (only its proxies): what the
 /// second client nemesis of `--all-at-once` deals.
@@ -995,7 +997,7 @@ fn server_fault(
             }
             record(faults, kind, format!("member {i} down {down:?}"), start);
         }
-        "partition" => {
+        "partition" | "leader-cut" => {
             // A network partition whose minority side holds a follower and the clients
             // connected to it: the follower is cut off from the other members, and so are those
             // clients (their proxies to the other members are black-holed). Their follower
@@ -1003,8 +1005,10 @@ fn server_fault(
             // sessions; then they cannot reach anyone, and their sessions expire. The target:
             // the follower of a quiet client that holds a lock now (waiting up to 10 s for one),
             // else the follower with the most clients (a client busy with another fault stays
-            // out of it).
-            let mut target = None;
+            // out of it). A leader cut off (`leader-cut`) answers its own clients' `sync`s
+            // until its own syncLimit runs out, while the others elect a new leader: only
+            // renewals a quorum committed keep their holds believed.
+            let mut target = (kind == "leader-cut").then_some(leader);
             let wait_until = Instant::now() + Duration::from_secs(10);
             while target.is_none() && Instant::now() < wait_until {
                 target = (0..nets.len())
@@ -1355,6 +1359,7 @@ fn coordinator(a: &Args) -> io::Result<bool> {
     end_checks(&cluster, longest, &mut violations);
 
     let acquired = holds.len();
+    let not_held = not_held_at_first_look(&holds).count();
     let mut per_path: BTreeMap<&str, usize> = BTreeMap::new();
     for h in holds.values() {
         *per_path.entry(h.path.as_str()).or_default() += 1;
@@ -1405,7 +1410,7 @@ fn coordinator(a: &Args) -> io::Result<bool> {
         String::new()
     };
     println!(
-        "soak: {:.1} min, {} holds, faults: {}; violations {}{problems}",
+        "soak: {:.1} min, {} holds, faults: {}; successes not Held at the first look {not_held}; violations {}{problems}",
         soak_secs / 60.0,
         group_thousands(acquired),
         counts.join(", "),
@@ -1918,6 +1923,27 @@ fn judge(
             }
         }
     }
+    for h in not_held_at_first_look(holds) {
+        report(
+            violations,
+            format!(
+                "success-not-held {}: an acquire returned success for a hold not Held at its first look\n    {}\n    faults: {}\n    events:{}",
+                h.path,
+                h.describe(t0),
+                faults_near(faults, h.acq, t0),
+                evidence(&[h.id.as_str()], lines)
+            ),
+        );
+    }
+}
+
+/// The holds whose acquire returned success but whose first look said they were not Held: an
+/// acquire vouches for its hold as it returns (docs/hold-model.md, "Success is Held"), and the
+/// holder looks at once.
+fn not_held_at_first_look(holds: &BTreeMap<String, Hold>) -> impl Iterator<Item = &Hold> {
+    holds
+        .values()
+        .filter(|h| h.last_chk.is_none() && h.lost.is_some())
 }
 
 /// The session of client `id` once it reported idle (its `idle` event), if it has.
@@ -2167,6 +2193,14 @@ fn judge_self_check() -> Result<(), String> {
         h("e/sem/1", SEM, "l", 34, 2050, Some(2060)),
     ]
     .into_iter()
+    .chain([(
+        "f/mutex/1".to_string(),
+        // An acquire that returned success for a hold whose first look said Uncertain.
+        Hold {
+            lost: Some((5010, "Uncertain".into())),
+            ..h("f/mutex/1", MUTEX, "x", 50, 5000, None).1
+        },
+    )])
     .collect();
     let mut found = Vec::new();
     judge(&holds, &HashMap::new(), &[], 0, &mut found);
@@ -2179,6 +2213,7 @@ fn judge_self_check() -> Result<(), String> {
         "token-order",
         "writer-beside-reader",
         "more-than-3-leases",
+        "success-not-held",
     ];
     let mut sorted = kinds.clone();
     sorted.sort();
