@@ -1568,3 +1568,79 @@ fn a_tiny_wait_is_not_acquired_never_unreachable() {
         .unwrap()
         .is_empty()));
 }
+
+/// Issue 42: an acquire that says "held" can vouch for it. A waiting `zklock` whose lease ran
+/// out while it waited gets its turn and must prove its lease before it runs COMMAND (two
+/// round trips to the leader, slowed here by its link); it is frozen (SIGSTOP) while it proves,
+/// past its session timeout: the server expires its session and another client takes the
+/// lock. Thawed, it must not run COMMAND (before: it ran it, as its acquire returned success
+/// for a hold of an expired session, while the other client held the lock).
+#[test]
+fn a_command_frozen_past_its_session_while_its_hold_is_proven_never_runs() {
+    use zklock::testing::{send_signal, TcpProxy};
+    // zookeeper-client's sync and multi op codes: the proof's two requests (syncs before
+    // issue 37, committed checks since).
+    const SYNC: i32 = 9;
+    const MULTI: i32 = 14;
+    let h = hosts();
+    let p = path("frozen-proof");
+    let holder = client(&h, "holder");
+    let m = Mutex::new(&holder, &p).unwrap();
+    let g = m.lock().unwrap();
+    let proxy = TcpProxy::start(&h).unwrap();
+    let mut w = zklock(
+        &proxy.connect_string(),
+        &["--session-timeout", "3", &p, "--", "echo", "ran"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn_guarded();
+    assert!(
+        eventually(Duration::from_secs(20), || m
+            .participants()
+            .is_ok_and(|q| q.len() == 2)),
+        "zklock never queued"
+    );
+    // Longer than the lease of a session that holds nothing (T - T/10 after its connect).
+    std::thread::sleep(Duration::from_secs(4));
+    proxy.set_server_delay(Duration::from_millis(1000));
+    let proofs = || proxy.requests_seen(SYNC) + proxy.requests_seen(MULTI);
+    let before = proofs();
+    drop(g);
+    assert!(
+        eventually(Duration::from_secs(20), || proofs() > before),
+        "zklock never set out to prove its lease"
+    );
+    assert!(send_signal(w.id(), libc::SIGSTOP));
+    let next = client(&h, "next");
+    let mn = Mutex::new(&next, &p).unwrap();
+    let got = mn.try_lock_for(Duration::from_secs(30));
+    assert!(send_signal(w.id(), libc::SIGCONT));
+    proxy.set_server_delay(Duration::ZERO);
+    let gn = got
+        .unwrap()
+        .expect("the other client acquires once the frozen zklock's session expired");
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = w.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "zklock did not end after it was thawed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    use std::io::Read;
+    w.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    eprintln!("zklock after the thaw: {status:?}; stdout {out:?}; stderr {err:?}");
+    assert!(
+        !out.contains("ran"),
+        "zklock ran its command while another client held the lock ({status:?}, {err})"
+    );
+    assert!(!status.success(), "zklock exited 0 without its command");
+    assert!(gn.is_held());
+}
