@@ -590,3 +590,79 @@ fn a_reentrant_acquire_of_a_hold_that_is_not_held_is_no_success() {
     proxy.set_blackhole(false);
     let _ = g.unlock();
 }
+
+/// Issue 37, item 1: ZooKeeper grants the session timeout again at every reconnect, within the
+/// limits of the server it reaches (`minSessionTimeout`/`maxSessionTimeout`), and from then on
+/// expires the session with that grant. A holder asked for 10 s; its server is restarted with
+/// `maxSessionTimeout=2000` (a rolling configuration change), the holder reconnects and is
+/// granted 2 s; then its link goes silent. The server expires it 2 s later and another client
+/// acquires: the holder must have stopped believing by then (before: `Held` for the lease of
+/// a 10 s session, seconds after the other client had the lock).
+#[test]
+fn a_holder_granted_a_shorter_session_at_its_reconnect_stops_believing_before_another_acquires() {
+    let mut zk = server();
+    let proxy = TcpProxy::start(&zk.connect_string()).unwrap();
+    let a = connect(&proxy.connect_string(), opts(10000));
+    let b = connect(&zk.connect_string(), opts(10000));
+    let path = unique_path("regranted");
+    let la = Mutex::per_handle(&a, &path).unwrap();
+    let lb = Mutex::per_handle(&b, &path).unwrap();
+    la.acquire(Deadline::Forever).unwrap().expect("A holds");
+    zk.restart_with_config(&["maxSessionTimeout=2000"]).unwrap();
+    // A's session is back, on the restarted server, with the server's 2 s.
+    let sid = format!("sid=0x{:x},", a.session_id() as u64);
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            zk.four_letter("cons")
+                .is_ok_and(|c| c.lines().any(|l| l.contains(&sid) && l.contains("to=2000")))
+        }),
+        "A reconnected with a 2 s session"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || la.is_held()),
+        "A's hold is believed again once its grant is known"
+    );
+    let cut = Instant::now();
+    proxy.set_blackhole(true);
+    let (got, b_at, last_held) = std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let r = lb.acquire(Deadline::after(Duration::from_secs(30)));
+            (r, Instant::now())
+        });
+        let mut last_held = None;
+        while !waiter.is_finished() {
+            let t = Instant::now();
+            if la.is_held() {
+                last_held = Some(t);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (got, at) = waiter.join().unwrap();
+        while Instant::now() < at + Duration::from_secs(2) {
+            let t = Instant::now();
+            if la.is_held() {
+                last_held = Some(t);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (got, at, last_held)
+    });
+    let token = got
+        .unwrap()
+        .expect("B acquires once A's 2 s session expired");
+    let ms = |i: Instant| i.saturating_duration_since(cut).as_millis();
+    eprintln!(
+        "A's link cut: A last said Held at {:?} ms, B acquired at {} ms (token {token})",
+        last_held.map(ms),
+        ms(b_at)
+    );
+    if let Some(h) = last_held {
+        assert!(
+            h < b_at,
+            "A still said Held {} ms after B acquired",
+            h.duration_since(b_at).as_millis()
+        );
+    }
+    lb.release().unwrap();
+    proxy.set_blackhole(false);
+}

@@ -326,6 +326,25 @@ impl TestingServer {
         self.launch()
     }
 
+    /// [`restart`](Self::restart) with `extra` lines added to its `zoo.cfg` from now on (a key
+    /// given again overrides it: ZooKeeper reads the last value), as a configuration change
+    /// rolled out by a restart does. Sessions survive if they reconnect within their timeout.
+    ///
+    /// ```no_run
+    /// let mut server = zklock::testing::TestingServer::start().unwrap();
+    /// // From now on the server grants no session longer than 2 s, reconnects included.
+    /// server.restart_with_config(&["maxSessionTimeout=2000"]).unwrap();
+    /// ```
+    pub fn restart_with_config(&mut self, extra: &[&str]) -> io::Result<()> {
+        let mut text = std::fs::read_to_string(&self.cfg)?;
+        for line in extra {
+            text.push_str(line);
+            text.push('\n');
+        }
+        std::fs::write(&self.cfg, text)?;
+        self.restart()
+    }
+
     /// Freezes the server process (SIGSTOP): connections stay open but nothing is answered.
     pub fn pause(&self) {
         if let Some(p) = &self.process {
