@@ -52,6 +52,7 @@ compile_error!("zklock runs on Linux only (eventfd, ppoll, CLOCK_BOOTTIME, /proc
 
 mod deadline;
 mod error;
+mod grants;
 mod node;
 mod path;
 mod pool;

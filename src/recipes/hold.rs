@@ -249,7 +249,7 @@ fn remove_node_from(
         }
         _ => {}
     }
-    let t = session.zk.session_timeout();
+    let t = session.granted();
     let budget = bound.map_or(Instant::now() + t, |b| b.min(Instant::now() + t));
     // One try waits a quarter of the session timeout for its reply at most: a reply lost while
     // the connection lives (the crate has no per-request timeout) is then asked again.

@@ -356,6 +356,10 @@ impl Client {
                         // A reconnect opened a new socket: set the option again and find it,
                         // on a thread of its own (scanning the process's descriptors must not
                         // hold up the tasks of every other session).
+                        if !crate::grants::readable() {
+                            // Its grant is not known: the leader may expire it sooner.
+                            session.io.granted().unreadable();
+                        }
                         let (found, servers) = (session.clone(), servers.clone());
                         run_detached(
                             "reconnect",

@@ -33,8 +33,9 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
     let weak = Arc::downgrade(session);
     let gap = session.ping_gap;
     // No longer than the client's own silence before a ping: a renewal then stands in for the
-    // ping, and costs nothing the session would not send anyway.
-    let every = renewal_period(session.zk.session_timeout(), gap).min(session.idle_touch);
+    // ping, and costs nothing the session would not send anyway. Of the session timeout granted
+    // now: a reconnect may be granted another.
+    let every = move |s: &Session| renewal_period(s.granted(), gap).min(s.idle_touch);
     runtime::spawn(async move {
         // Renewing (some hold needs the lease), and whether the lease ran meanwhile.
         let (mut renewing, mut believed) = (false, false);
@@ -45,6 +46,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             if s.state().is_terminal() {
                 return;
             }
+            let period = every(&s);
             let users = s.lease_users.load(Ordering::SeqCst);
             // Nothing held, and a waiter asked for the lease to be proven (`prove_lease_soon`):
             // two renewals in a row, then back to idle.
@@ -62,10 +64,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                     continue;
                 }
                 let zk = s.zk.clone();
-                let (pause, patience) = (
-                    s.idle_touch.min(Duration::from_millis(250)),
-                    s.zk.session_timeout(),
-                );
+                let (pause, patience) = (s.idle_touch.min(Duration::from_millis(250)), s.granted());
                 drop(s);
                 let sent = boot_now();
                 let r = answered_within(patience, zk.check_stat("/")).await;
@@ -90,15 +89,15 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                 renewing = true;
                 let left = s.lease_remaining();
                 // (The session's writes confirm the lease while they go on: below.)
-                let writing = !s.leader_renews_for(every).is_zero();
-                quick = proving || (left < every * 3 && !writing);
+                let writing = !s.leader_renews_for(period).is_zero();
+                quick = proving || (left < period * 3 && !writing);
                 let first = if proving {
                     // For a waiter: now, while it waits.
                     Duration::ZERO
                 } else if quick {
-                    (gap / 4).min(every)
+                    (gap / 4).min(period)
                 } else {
-                    every
+                    period
                 };
                 drop(s);
                 async_io::Timer::after(first).await;
@@ -114,7 +113,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             if !quick && !proving {
                 // The session's own writes went through the leader lately: they renew the lease
                 // as a renewal would (`Session::call_sent`), so none is sent while they do.
-                let due = s.leader_renews_for(every);
+                let due = s.leader_renews_for(period);
                 if !due.is_zero() {
                     drop(s);
                     async_io::Timer::after(due).await;
@@ -123,7 +122,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
             }
             let (renewal, left, sent, patience) = {
                 let sent = boot_now();
-                let patience = s.zk.session_timeout();
+                let patience = s.granted();
                 (committed(s.zk.clone()), s.lease_remaining(), sent, patience)
             };
             believed |= !left.is_zero();
@@ -171,7 +170,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                         }
                         continue;
                     }
-                    async_io::Timer::after(every).await;
+                    async_io::Timer::after(period).await;
                 }
                 Err(e) if is_retriable(&e) => {
                     // No answer (the crate may fail requests at once while it has no
@@ -201,7 +200,7 @@ pub(super) fn renew_lease(session: &Arc<Session>) {
                             s.lapse();
                         }
                     }
-                    async_io::Timer::after(every).await;
+                    async_io::Timer::after(period).await;
                 }
             }
         }
@@ -344,7 +343,7 @@ impl Session {
     /// shorter than that). Two renewals per wait at most, none while the lease runs long.
     pub(crate) fn prove_lease_soon(&self) {
         // Half a session timeout or more left: the wait is likely over before it runs out.
-        if self.lease_remaining() >= self.zk.session_timeout() / 2
+        if self.lease_remaining() >= self.granted() / 2
             || self.proof_wanted.swap(true, Ordering::SeqCst)
         {
             return;
@@ -363,7 +362,7 @@ impl Session {
         let until = self.cap(d);
         let gap = self.ping_gap;
         let length = {
-            let t = self.zk.session_timeout();
+            let t = self.granted();
             t - lease_margin(t)
         };
         // Waits `t` (to `until` at most); false if cancelled meanwhile.
@@ -429,7 +428,7 @@ impl Session {
     /// When the lease ends (CLOCK_BOOTTIME): the latest instant the leader provably heard of
     /// the session, plus the session timeout the server granted, less the margin.
     pub(super) fn lease_end(&self) -> BootTime {
-        let t = self.zk.session_timeout();
+        let t = self.granted();
         *self.lease_anchor.lock() + t - lease_margin(t)
     }
 

@@ -176,10 +176,21 @@ impl Session {
         }
     }
 
+    /// The session timeout the leader expires the session with now (`docs/hold-model.md`,
+    /// fact 1): the one the servers granted at the session's latest connect, which ZooKeeper
+    /// grants again at every reconnect within the limits of the server that takes it
+    /// (`grants`); the first connect's until a reconnect was answered.
+    pub(crate) fn granted(&self) -> Duration {
+        self.io
+            .granted()
+            .last()
+            .unwrap_or_else(|| self.zk.session_timeout())
+    }
+
     /// The bound of one request of an operation whose deadline is `d`: the earlier of `d` and
     /// one session timeout from now (the per-call cap lives here, not at each call site).
     pub(crate) fn cap(&self, d: Deadline) -> Instant {
-        d.capped(self.zk.session_timeout().max(Duration::from_millis(500)))
+        d.capped(self.granted().max(Duration::from_millis(500)))
     }
 
     /// The deadline of each step of a call that takes no timeout of its caller's (a look at a
@@ -301,7 +312,7 @@ impl Session {
         &self,
         request: impl std::future::Future<Output = std::result::Result<T, zk::Error>>,
     ) -> std::result::Result<T, zk::Error> {
-        answered_within(self.zk.session_timeout(), request).await
+        answered_within(self.granted(), request).await
     }
 
     /// A request sent at `sent` was answered by a server at `answered`: it touched the session
