@@ -75,12 +75,13 @@ const LEASES: u32 = 3;
 const TICK: Duration = Duration::from_millis(500);
 
 /// The fault kinds, in the order of the summary line.
-const FAULT_KINDS: [&str; 12] = [
+const FAULT_KINDS: [&str; 13] = [
     "kill-leader",
     "kill-follower",
     "partition",
     "partition-move",
     "leader-cut",
+    "rolling-limits",
     "sigstop-long",
     "sigstop-short",
     "blackhole",
@@ -177,12 +178,13 @@ const CLIENT_FAULTS: [&str; 7] = [
     "kill-client",
     "fork-child",
 ];
-const SERVER_FAULTS: [&str; 5] = [
+const SERVER_FAULTS: [&str; 6] = [
     "kill-leader",
     "kill-follower",
     "partition",
     "partition-move",
     "leader-cut",
+    "rolling-limits",
 ];
 /// The client faults that need no client process of their own (only its proxies): what the
 /// second client nemesis of `--all-at-once` deals.
@@ -978,6 +980,24 @@ fn server_fault(
     let follower = (leader + 1 + rng.range(0, n as u64 - 2) as usize) % n;
     let start = now_ns();
     match kind {
+        "rolling-limits" => {
+            // A rolling configuration change: a follower restarted with other session limits
+            // (a lower maximum than some clients ask for, or none below theirs), which it
+            // grants to every session that reconnects to it from then on.
+            let max = *rng.pick(&[1200u64, 2000, 3000, 60_000]);
+            let line = format!("maxSessionTimeout={max}");
+            let mut tries = 0;
+            while let Err(e) = cluster.restart_with_config(follower, &[line.as_str()]) {
+                tries += 1;
+                problem(format!(
+                    "restarting member {follower} failed (try {tries}): {e}"
+                ));
+                if tries >= 3 {
+                    break;
+                }
+            }
+            record(faults, kind, format!("member {follower} now {line}"), start);
+        }
         "kill-leader" | "kill-follower" => {
             let i = if kind == "kill-leader" {
                 leader
