@@ -628,3 +628,66 @@ fn calls_without_a_timeout_end_within_one_session_timeout_on_a_frozen_server() {
     drop(guard);
     report(failures);
 }
+
+/// The reading of each connect's grant (src/grants.rs) takes the thread's tracing dispatcher
+/// while a session's task is polled: a program's own subscriber must still see every event of
+/// zookeeper-client it wants (here: each reply's, and each connect's answer), as it did before.
+#[test]
+fn a_programs_own_tracing_subscriber_still_sees_zookeeper_clients_events() {
+    use std::sync::atomic::AtomicUsize;
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata};
+    static EVENTS: AtomicUsize = AtomicUsize::new(0);
+    static ANSWERS: AtomicUsize = AtomicUsize::new(0);
+    struct Counting;
+    impl tracing::Subscriber for Counting {
+        fn enabled(&self, meta: &Metadata<'_>) -> bool {
+            meta.module_path()
+                .is_some_and(|m| m.starts_with("zookeeper_client"))
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            struct Text(String);
+            impl tracing::field::Visit for Text {
+                fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                    if f.name() == "message" {
+                        self.0 = format!("{v:?}");
+                    }
+                }
+            }
+            let mut t = Text(String::new());
+            event.record(&mut t);
+            EVENTS.fetch_add(1, Ordering::SeqCst);
+            if t.0.starts_with("received connect response") {
+                ANSWERS.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+    tracing::subscriber::set_global_default(Counting).expect("the test process's subscriber");
+    let zk = server();
+    let c = connect(&zk.connect_string(), 4000);
+    let m = Mutex::new(&c, &unique_path("traced")).unwrap();
+    drop(m.lock().unwrap());
+    let before = EVENTS.load(Ordering::SeqCst);
+    assert!(
+        before > 0,
+        "no event of zookeeper-client reached the program's subscriber"
+    );
+    // A reconnect: its answer is read in the session's task, under the grants' reading.
+    let answers = ANSWERS.load(Ordering::SeqCst);
+    let mut zk = zk;
+    zk.restart().unwrap();
+    assert!(
+        eventually(Duration::from_secs(30), || ANSWERS.load(Ordering::SeqCst)
+            > answers),
+        "the reconnect's answer did not reach the program's subscriber"
+    );
+    drop(m.lock().unwrap());
+    assert!(EVENTS.load(Ordering::SeqCst) > before);
+}
