@@ -154,13 +154,17 @@ class Lock {
   }
   void unlock() { release(); }
 
-  // Blocks until held.
+  // Blocks until held, and held as it returns (zkl_lock_acquire: success is Held). Throws
+  // Error with ZKL_TIMEOUT when the hold could not be proven held within one session timeout
+  // (its node is given back).
   void acquire() { check(zkl_lock_acquire(get(), -1)); }
 
-  // One attempt that never waits: false if the lock is busy.
+  // One attempt that never waits: false if the lock is busy, or its hold could not be proven
+  // held within one session timeout.
   bool try_acquire() { return timed(0); }
 
-  // Waits at most `timeout` in all: false if not acquired by then (negative: forever).
+  // Waits at most `timeout` in all: false if not acquired, and proven held, by then
+  // (negative: forever).
   template <class Rep, class Period>
   bool try_acquire_for(std::chrono::duration<Rep, Period> timeout) {
     return timed(detail::to_ms(timeout));
