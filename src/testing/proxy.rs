@@ -585,9 +585,11 @@ fn server_to_client(
                     .compare_exchange(xid, 0, Ordering::SeqCst, Ordering::SeqCst)
                     .is_ok()
             {
-                // The armed create's reply goes through; nothing after it.
-                to_client_write(&mut w, sh, &frame)?;
+                // The armed create's reply goes through; nothing after it. Silent before the
+                // reply leaves: a client that gets it and ends the silence at once (as a test
+                // does) must not have it begin again behind its back.
                 sh.blackhole.store(true, Ordering::SeqCst);
+                to_client_write(&mut w, sh, &frame)?;
                 continue;
             }
         }
