@@ -265,3 +265,61 @@ fn a_deadline_that_runs_out_inside_a_request_is_a_timeout_not_a_connection_loss(
     let holder = SimpleLock::new(&b, &path).unwrap();
     tiny_deadlines_are_timeouts_never_errors(&hosts, &root, &l, &holder);
 }
+
+/// Issue 37, item 8: each simple-lock create whose outcome could not be learned is looked for
+/// until the session ends (applied late, its node must go), but that costs one task and one
+/// watch per lock path, not one per create. Here creates are sent into a silent link (never
+/// applied: each stays looked for); once the link is back, the session keeps one watch for the
+/// lock's path (before: one per lost create, 12 here).
+#[test]
+fn lost_simple_lock_creates_leave_one_watch_per_lock_path() {
+    let zk = server();
+    let proxy = TcpProxy::start(&zk.connect_string()).unwrap();
+    // A session that outlives the silence and the reconnect after it.
+    let c = connect(&proxy.connect_string(), 20000);
+    let path = unique_path("lost-creates");
+    let l = SimpleLock::new(&c, &path).unwrap();
+    // The lock's parent exists: each attempt's first request is its create.
+    drop(l.lock().unwrap());
+    proxy.set_blackhole(true);
+    for _ in 0..12 {
+        let r = l.acquire(Deadline::after(Duration::from_millis(100)));
+        if let Ok(Some(_)) = r {
+            panic!("acquired through a silent link");
+        }
+    }
+    proxy.set_blackhole(false);
+    let sid = format!("0x{:x}", c.session_id() as u64);
+    // The session's watched paths, from the server (`wchc`: each session, then its paths).
+    let watches = || -> Vec<String> {
+        let text = zk.four_letter("wchc").unwrap_or_default();
+        let mut mine = false;
+        let mut out = Vec::new();
+        for line in text.lines() {
+            if !line.starts_with(char::is_whitespace) {
+                mine = line.trim() == sid;
+            } else if mine {
+                out.push(line.trim().to_string());
+            }
+        }
+        out
+    };
+    assert!(
+        eventually(Duration::from_secs(60), || !watches().is_empty()),
+        "the lost creates are not looked for once the link is back: {:?} (session {sid})",
+        zk.four_letter("wchc")
+    );
+    // Looked at for a while: no more watches come.
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(3) {
+        let w = watches();
+        assert!(
+            w.len() <= 2,
+            "{} watches for lost creates at one lock path: {w:?}",
+            w.len()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The lock still works, and its node goes with the release.
+    drop(l.lock().unwrap());
+}

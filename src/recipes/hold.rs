@@ -375,32 +375,76 @@ async fn wait_for_change(session: &Session, watcher: zk::OneshotWatcher) -> bool
 /// A simple-lock create (a `multi` of the lock node `node` and its `witness`) whose outcome
 /// could not be learned in time: in the background, delete both if they appear, for as long as
 /// the session lives. A create whose reply was lost is not dead: sent through a follower cut off
-/// from its leader, it may be applied after the heal, long after a first look found nothing; so
-/// the witness (unique to the attempt) stays watched.
+/// from its leader, it may be applied after the heal, long after a first look found nothing.
+///
+/// One task and one watch per lock path and session, however many such creates there are: the
+/// lock node's own (every create of the lock makes it, ours included), set before each look at
+/// the witnesses still unsettled, each a name in the session's `forgets` until it is found and
+/// deleted, or the session ends.
 pub(crate) fn background_forget_witnessed(session: &Arc<Session>, node: String, witness: String) {
     log::warn!("removing the node of an attempt at {node} in the background");
+    let Some(unsettled) = session.unsettled(&node, witness) else {
+        // The task that looks at this path was told.
+        return;
+    };
     let session = session.clone();
     session.clone().spawn(async move {
-        let owner = Owned::Witness(witness.clone());
+        use futures::future::{select, Either};
         loop {
-            let looked = match session.answered_within(sync(&session, &witness)).await {
+            // The watch first: a create applied after it fires it, one applied before it is
+            // found by the look below.
+            let watched = match session
+                .answered_within(session.zk.check_and_watch_stat(&node))
+                .await
+            {
+                Ok((_, watcher)) => watcher,
+                Err(e) if is_retriable(&e) && !session.state().is_terminal() => {
+                    pause().await;
+                    continue;
+                }
+                Err(_) => return,
+            };
+            // What the leader has confirmed (a follower behind it may not show a witness yet),
+            // then every witness at once: one round trip, however many.
+            let pending: Vec<String> = unsettled.witnesses.lock().clone();
+            let looked = match session.answered_within(sync(&session, &node)).await {
                 Err(e) => Err(e),
                 Ok(()) => {
-                    session
-                        .answered_within(session.zk.check_and_watch_stat(&witness))
-                        .await
-                }
-            };
-            match looked {
-                Ok((Some(_), _)) => return delete_until_gone(&session, &node, &owner).await,
-                // Fires when the witness is made (then delete), or when the session ends.
-                Ok((None, watcher)) => {
-                    if !wait_for_change(&session, watcher).await {
-                        return;
+                    let looks = pending.iter().map(|w| session.zk.check_stat(w));
+                    let all = futures::future::join_all(looks);
+                    match session.answered_within(async { Ok(all.await) }).await {
+                        Ok(answers) => answers
+                            .into_iter()
+                            .collect::<std::result::Result<Vec<_>, _>>(),
+                        Err(e) => Err(e),
                     }
                 }
-                Err(e) if is_retriable(&e) && !session.state().is_terminal() => pause().await,
+            };
+            let mut failed = false;
+            match looked {
+                Ok(stats) => {
+                    for (w, stat) in pending.into_iter().zip(stats) {
+                        if stat.is_some() {
+                            delete_until_gone(&session, &node, &Owned::Witness(w.clone())).await;
+                            unsettled.witnesses.lock().retain(|x| *x != w);
+                        }
+                    }
+                }
+                Err(e) if is_retriable(&e) && !session.state().is_terminal() => failed = true,
                 Err(_) => return,
+            }
+            if session.settled(&node, &unsettled) {
+                return;
+            }
+            if failed {
+                pause().await;
+                continue;
+            }
+            // Fires when the lock node is made (or goes) and when the session ends; or another
+            // lost create at this path is added.
+            let changed = std::pin::pin!(wait_for_change(&session, watched));
+            if let Either::Left((false, _)) = select(changed, unsettled.added()).await {
+                return;
             }
         }
     });

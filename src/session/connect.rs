@@ -325,6 +325,7 @@ impl Client {
                 connection_timeout(opts.session_timeout, opts.connect_timeout),
             ),
             pid: self.inner.pid,
+            forgets: Default::default(),
             root: chroot.as_ref().map(|_| zk.clone()),
             zk: match chroot {
                 Some(c) => zk

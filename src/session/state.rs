@@ -85,9 +85,67 @@ pub(crate) struct Session {
     /// there it is `Closed`, every request fails at once ([`Error::Forked`]) and nothing is
     /// sent, so dropping or releasing what the child inherited touches nothing of the parent's.
     pub(super) pid: u32,
+    /// Lost simple-lock creates still looked for, by lock path: one task and one watch per path
+    /// (`hold::background_forget_witnessed`).
+    pub(crate) forgets: Mutex<std::collections::HashMap<String, Arc<Unsettled>>>,
+}
+
+/// The lost creates at one lock path that one task looks for (`hold::background_forget_witnessed`):
+/// their witnesses, and the task's wake-up when another is added.
+#[derive(Default)]
+pub(crate) struct Unsettled {
+    pub(crate) witnesses: Mutex<Vec<String>>,
+    added: futures::task::AtomicWaker,
+    fresh: std::sync::atomic::AtomicBool,
+}
+
+impl Unsettled {
+    /// Ready once a witness was added since the last time it was ready.
+    pub(crate) fn added(&self) -> impl std::future::Future<Output = ()> + '_ {
+        futures::future::poll_fn(move |cx| {
+            self.added.register(cx.waker());
+            if self.fresh.swap(false, Ordering::SeqCst) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+    }
+
+    fn add(&self, witness: String) {
+        self.witnesses.lock().push(witness);
+        self.fresh.store(true, Ordering::SeqCst);
+        self.added.wake();
+    }
 }
 
 impl Session {
+    /// A lost create at `node` whose witness is `witness`, to be looked for: `Some` (the set to
+    /// look in) when no task looks at `node` yet and one must start, `None` when the task that
+    /// does was told.
+    pub(crate) fn unsettled(&self, node: &str, witness: String) -> Option<Arc<Unsettled>> {
+        let mut forgets = self.forgets.lock();
+        if let Some(u) = forgets.get(node) {
+            u.add(witness);
+            return None;
+        }
+        let u = Arc::new(Unsettled::default());
+        u.witnesses.lock().push(witness);
+        forgets.insert(node.to_string(), u.clone());
+        Some(u)
+    }
+
+    /// The task looking at `node` ends if nothing is left to look for: true if so (a witness
+    /// added meanwhile keeps it on).
+    pub(crate) fn settled(&self, node: &str, u: &Unsettled) -> bool {
+        let mut forgets = self.forgets.lock();
+        if u.witnesses.lock().is_empty() {
+            forgets.remove(node);
+            return true;
+        }
+        false
+    }
+
     /// `Closed` in a forked child (see [`Session::forked`]).
     pub(crate) fn state(&self) -> SessionState {
         if self.forked().is_some() {
