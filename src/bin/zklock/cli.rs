@@ -38,7 +38,9 @@ ZKL_TLS_KEY_PASSWORD, which zklock does not pass on to COMMAND.
 
 Exit status:
   COMMAND's status    COMMAND ran while the lock was held
-  75                  not acquired before the timeout (or busy, with -n / --timeout 0)
+  75                  not acquired before the timeout (or busy, with -n / --timeout 0), or
+                      its hold not proven held in time (COMMAND runs only while it is:
+                      within one session timeout without -w)
   80                  the lock stopped being provably held while COMMAND ran (its status is
                       on stderr)
   81                  (--revocable) a revocation request ended COMMAND, and the lock was
