@@ -239,6 +239,26 @@ typedef enum zkl_session_state {
 } zkl_session_state;
 
 /*
+ A cancel for the acquires made with it (zkl_lock_acquire_in), and for no other: an
+ event loop or a signal handler that gives up one acquire leaves the handle's other acquires
+ under way (zkl_lock_cancel ends whichever is). Sticky: once zkl_cancel_scope_cancel was
+ called, every acquire made with the scope returns ZKL_CANCELLED, at once if it begins after
+ the cancel; a scope is for one acquire, or for the acquires that should end together.
+
+ ```c
+ zkl_cancel_scope *scope;
+ if (zkl_cancel_scope_new(&scope) != ZKL_OK) return 1;
+ // on a thread of its own:    s = zkl_lock_acquire_in(sem, -1, scope);
+ // elsewhere, to give it up:  zkl_cancel_scope_cancel(scope);
+ // once that acquire returned: zkl_cancel_scope_free(scope);
+ ```
+
+ Threads: zkl_cancel_scope_cancel may run on any thread beside any other call;
+ zkl_cancel_scope_free runs alone, once no zkl_lock_acquire_in uses the scope.
+ */
+typedef struct zkl_cancel_scope zkl_cancel_scope;
+
+/*
  One ZooKeeper session. Made by zkl_client_connect, freed by zkl_client_free; every lock made
  from it keeps the session open until that lock is freed too.
 
@@ -424,6 +444,44 @@ typedef void (*zkl_log_callback)(uint32_t level,
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/*
+ Makes a cancel scope, not cancelled, in *out.
+
+ Pointers: out is NULL or valid for writing.
+ */
+enum zkl_status zkl_cancel_scope_new(struct zkl_cancel_scope **out);
+
+/*
+ Ends the acquires made with the scope (each returns ZKL_CANCELLED, having deleted its node
+ and given back a hold that arrived meanwhile), and every one made with it from now on. No
+ other acquire of their handles is touched. Any thread, at any time; returns at once.
+
+ Pointers: scope is NULL or a live zkl_cancel_scope, not freed during the call.
+ */
+enum zkl_status zkl_cancel_scope_cancel(const struct zkl_cancel_scope *scope);
+
+/*
+ Frees a cancel scope. NULL is a no-op; must not be called twice for one scope, nor while a
+ zkl_lock_acquire_in uses it.
+
+ Pointers: scope is NULL or a live zkl_cancel_scope not used by any other thread during or
+ after the call.
+ */
+void zkl_cancel_scope_free(struct zkl_cancel_scope *scope);
+
+/*
+ zkl_lock_acquire, ended by zkl_cancel_scope_cancel on scope (ZKL_CANCELLED) as well as by
+ zkl_lock_cancel on the handle. Everything else is as zkl_lock_acquire says: timeout_ms < 0
+ waits forever, 0 tries once, > 0 waits at most that long in all; ZKL_OK only for a hold that
+ is held as it returns; no node of the attempt is left on any other status.
+
+ Pointers: lock is NULL or a live zkl_lock, scope NULL or a live zkl_cancel_scope, neither
+ freed during the call.
+ */
+enum zkl_status zkl_lock_acquire_in(struct zkl_lock *lock,
+                                    int64_t timeout_ms,
+                                    const struct zkl_cancel_scope *scope);
 
 /*
  Connects to ZooKeeper and opens a session.

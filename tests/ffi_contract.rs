@@ -187,6 +187,16 @@ fn null_pointers_without_a_server() {
         assert_eq!(zkl_lock_acquire(null_mut(), -1), ZKL_INVALID_ARGUMENT);
         assert_eq!(zkl_lock_release(null_mut()), ZKL_INVALID_ARGUMENT);
         assert_eq!(zkl_lock_cancel(null()), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_cancel_scope_new(null_mut()), ZKL_INVALID_ARGUMENT);
+        assert_eq!(zkl_cancel_scope_cancel(null()), ZKL_INVALID_ARGUMENT);
+        let mut scope = null_mut();
+        assert_eq!(zkl_cancel_scope_new(&mut scope), ZKL_OK);
+        assert_eq!(
+            zkl_lock_acquire_in(null_mut(), 0, scope),
+            ZKL_INVALID_ARGUMENT
+        );
+        zkl_cancel_scope_free(scope);
+        zkl_cancel_scope_free(null_mut());
         assert_eq!(zkl_lock_is_held(null()), 0);
         assert_eq!(
             zkl_lock_fencing_token(null(), &mut token),

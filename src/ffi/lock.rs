@@ -105,19 +105,25 @@ pub unsafe extern "C" fn zkl_lock_acquire(lock: *mut zkl_lock, timeout_ms: i64) 
     ffi_boundary!(status {
         // SAFETY: the caller's contract for `lock`.
         let handle = unsafe { try_ref(lock.cast_const(), "lock") }?;
-        // < 0: forever. A timeout too long for the clock to represent is forever too.
-        let deadline = Deadline::from_timeout(u64::try_from(timeout_ms).ok().map(Duration::from_millis));
-        handle.run(|r| {
-            if r.acquire(deadline)?.is_some() {
-                Ok(())
-            } else if timeout_ms == 0 {
-                Err(Failure::new(zkl_status::ZKL_TIMEOUT, "not acquired: the lock is busy, or its hold could not be proven held within one session timeout (timeout 0 tries once)"))
-            } else if timeout_ms < 0 {
-                Err(Failure::new(zkl_status::ZKL_TIMEOUT, "not acquired: the hold could not be proven held within one session timeout (no answer from the ZooKeeper leader in time; the servers may have expired the session)"))
-            } else {
-                Err(Failure::new(zkl_status::ZKL_TIMEOUT, format!("not acquired within the timeout of {timeout_ms} ms")))
-            }
-        })
+        acquire(handle, timeout_ms)
+    })
+}
+
+/// zkl_lock_acquire's translation (zkl_lock_acquire_in runs it in a cancel scope).
+pub(super) fn acquire(handle: &LockHandle, timeout_ms: i64) -> Result<(), Failure> {
+    // < 0: forever. A timeout too long for the clock to represent is forever too.
+    let deadline =
+        Deadline::from_timeout(u64::try_from(timeout_ms).ok().map(Duration::from_millis));
+    handle.run(|r| {
+        if r.acquire(deadline)?.is_some() {
+            Ok(())
+        } else if timeout_ms == 0 {
+            Err(Failure::new(zkl_status::ZKL_TIMEOUT, "not acquired: the lock is busy, or its hold could not be proven held within one session timeout (timeout 0 tries once)"))
+        } else if timeout_ms < 0 {
+            Err(Failure::new(zkl_status::ZKL_TIMEOUT, "not acquired: the hold could not be proven held within one session timeout (no answer from the ZooKeeper leader in time; the servers may have expired the session)"))
+        } else {
+            Err(Failure::new(zkl_status::ZKL_TIMEOUT, format!("not acquired within the timeout of {timeout_ms} ms")))
+        }
     })
 }
 

@@ -22,6 +22,7 @@ mod boundary;
 
 // cbindgen writes the header in the order of these modules: the client, then the lock (its
 // constructors, its calls, what it reports), then the rest.
+mod cancel_scope;
 mod client;
 mod last_error;
 
@@ -40,6 +41,7 @@ mod version;
 // Every C item, for `testing::ffi` (tests call the entry points as a C program does): whole
 // modules, so a new entry point needs no list kept by hand. Each module's Rust-only helpers are
 // at most `pub(crate)`, which a glob does not make public.
+pub use cancel_scope::*;
 pub use client::*;
 pub use constructors::*;
 pub use last_error::*;
