@@ -276,3 +276,32 @@ def test_a_process_that_exits_holding_with_a_watcher_leaves_no_node(zk_hosts, pa
         took = time.monotonic() - exited
         assert took < 3.0, "the node went %.1f s after the exit" % took
         lock.release()
+
+
+def test_cancelling_one_acquire_leaves_the_handles_other_acquires_under_way(zk_hosts, path):
+    """Issue 37, item 6: two tasks acquire leases of one semaphore handle while a holder keeps
+    it full; one task is cancelled (asyncio.wait_for gives up on it). The other acquire goes on
+    and gets its lease once the holder lets go: it is not cancelled with its sibling (before,
+    the give-up cancelled the whole handle: the sibling raised Cancelled)."""
+    a, b = zklock.Client(zk_hosts, 5.0), zklock.Client(zk_hosts, 5.0)
+    try:
+        # Two leases, both held by `full`: `sem` may have two acquires under way.
+        full = a.semaphore(path, 2)
+        assert full.acquire(2.0) and full.acquire(2.0)
+        sem = b.semaphore(path, 2)
+
+        async def main():
+            sibling = asyncio.ensure_future(sem.acquire_async(30.0))
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(sem.acquire_async(30.0), 0.5)
+            await asyncio.sleep(0.5)
+            assert not sibling.done(), "the sibling acquire ended with the cancelled one"
+            full.release()
+            assert await asyncio.wait_for(sibling, 10.0) is True
+            sem.release()
+            full.release()
+
+        _run(main())
+    finally:
+        a.close()
+        b.close()

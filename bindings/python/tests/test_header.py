@@ -41,9 +41,11 @@ def _ctype(decl):
         return ctypes.c_char_p
     if base == "char" and stars == 2:
         return ctypes.POINTER(ctypes.c_char_p)
-    if base in ("zkl_client", "zkl_lock", "zkl_participants", "zkl_options", "void") and stars == 1:
+    if base in ("zkl_client", "zkl_lock", "zkl_participants", "zkl_options", "zkl_cancel_scope",
+                "void") and stars == 1:
         return ctypes.c_void_p
-    if base in ("zkl_client", "zkl_lock", "zkl_participants", "zkl_options") and stars == 2:
+    if base in ("zkl_client", "zkl_lock", "zkl_participants", "zkl_options",
+                "zkl_cancel_scope") and stars == 2:
         return ctypes.POINTER(ctypes.c_void_p)
     structs = {"zkl_participant": zklock._Participant, "zkl_stats": zklock._Stats,
                "zkl_session_event": zklock._SessionEvent}

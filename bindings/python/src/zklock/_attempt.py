@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import threading
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
-from ._errors import ZklError
-from ._ffi import CANCELLED, OK, _lib, _Status
+from ._errors import ZklError, _check
+from ._ffi import CANCELLED, OK, _cancel_scope_p, _lib, _Status
 
 if TYPE_CHECKING:
     from ._lock import Lock
@@ -20,11 +21,11 @@ if TYPE_CHECKING:
 class _Attempt:
     """One C acquire of ``lock`` on a thread of the package's own, which another thread (the
     main thread on Ctrl-C, an event loop on a task's cancellation) may give up at any moment:
-    before it begins (it then never begins), while it waits (zkl_lock_cancel ends it), or as it
-    returns. The thread owns the outcome unless the acquire was over before it was given up;
-    what it owns and got (a hold) it gives back. A cancel of its own that came after the C
-    acquire had returned is forgotten (zkl_lock_reset_cancel), so it never ends the handle's
-    next acquire. ``on_done(attempt)`` runs on the thread once :attr:`done` is set."""
+    before it begins (it then never begins), while it waits (its own cancel scope ends it:
+    zkl_lock_acquire_in, so the handle's other acquires under way go on), or as it returns. The
+    thread owns the outcome unless the acquire was over before it was given up; what it owns
+    and got (a hold) it gives back. ``on_done(attempt)`` runs on the thread once :attr:`done`
+    is set."""
 
     def __init__(self, lock: "Lock", millis: int,
                  on_done: Optional[Callable[["_Attempt"], None]] = None):
@@ -33,8 +34,10 @@ class _Attempt:
         self._begun = False      # the C acquire may be under way
         self._over = False       # its outcome is known (or it never began)
         self._given_up = False
-        self._cancel_sent = False
         self._given_back = False
+        scope = _cancel_scope_p()
+        _check(_lib.zkl_cancel_scope_new(ctypes.byref(scope)))
+        self._scope = scope
         self._status: Optional[int] = None
         self._error: Optional[BaseException] = None
         self.done = threading.Event()
@@ -48,22 +51,25 @@ class _Attempt:
                     self._over = True
                     return
                 self._begun = True
-            # A cancel from here on ends this acquire: one sent before the library sees it
-            # begin is remembered by the library for it (a cancel is sticky).
+            # A cancel of the scope from here on ends this acquire, and this one alone: one
+            # sent before the library sees it begin ends it at once (a scope's cancel is
+            # sticky).
             status, error = None, None
             try:
-                status = self._lock._call(_lib.zkl_lock_acquire, self._millis)
+                status = self._lock._call(_lib.zkl_lock_acquire_in, self._millis, self._scope)
             except BaseException as e:  # noqa: BLE001 - handed to whoever wants the outcome
                 error = e
             with self._mu:
                 self._status, self._error, self._over = status, error, True
-                unwanted, cancel_sent = self._given_up, self._cancel_sent
-            if cancel_sent:
-                with contextlib.suppress(ValueError):
-                    self._lock.reset_cancel()
+                unwanted = self._given_up
             if unwanted:
                 self.give_back()
         finally:
+            with self._mu:
+                # Over: give_up no longer touches the scope.
+                self._over = True
+                scope, self._scope = self._scope, None
+            _lib.zkl_cancel_scope_free(scope)
             self.done.set()
             if self._on_done is not None:
                 self._on_done(self)
@@ -78,11 +84,8 @@ class _Attempt:
                 return not self._given_up
             self._given_up = True
             if self._begun:
-                # Under the mutex, so that the thread knows, once the acquire has returned,
-                # whether a cancel of its own may be left over.
-                self._cancel_sent = True
-                with contextlib.suppress(ValueError):
-                    self._lock._call(_lib.zkl_lock_cancel)
+                # Under the mutex: the scope lives until the acquire is over.
+                _lib.zkl_cancel_scope_cancel(self._scope)
             return False
 
     def give_back(self) -> None:

@@ -57,6 +57,7 @@ _client_p = c_void_p
 _lock_p = c_void_p
 _participants_p = c_void_p
 _options_p = c_void_p
+_cancel_scope_p = c_void_p
 _LOG_CALLBACK = CFUNCTYPE(None, c_uint32, c_char_p, c_char_p, c_void_p)
 
 
@@ -124,6 +125,10 @@ _SIGNATURES = {
     "zkl_multi_lock_token_at": (_status, [_lock_p, c_size_t, POINTER(c_int64)]),
     "zkl_multi_lock_token_of": (_status, [_lock_p, c_char_p, POINTER(c_int64)]),
     "zkl_lock_acquire": (_status, [_lock_p, c_int64]),
+    "zkl_lock_acquire_in": (_status, [_lock_p, c_int64, _cancel_scope_p]),
+    "zkl_cancel_scope_new": (_status, [POINTER(_cancel_scope_p)]),
+    "zkl_cancel_scope_cancel": (_status, [_cancel_scope_p]),
+    "zkl_cancel_scope_free": (None, [_cancel_scope_p]),
     "zkl_lock_release": (_status, [_lock_p]),
     "zkl_lock_cancel": (_status, [_lock_p]),
     "zkl_lock_reset_cancel": (c_int, [_lock_p]),
