@@ -4,59 +4,53 @@
 //! expires the session with that grant. zookeeper-client keeps each grant to itself (it asks for
 //! it again at its next reconnect, and `Client::session_timeout` stays the first one); it tells
 //! it only in the event it traces as it reads each connect's answer ("received connect
-//! response: ConnectResponse { .., session_timeout: N, .. }", at debug level, from the session
-//! task that the runtime polls).
+//! response: ConnectResponse { session_timeout: N, session_id: S, .. }", at debug level, from
+//! the session task that the runtime polls).
 //!
-//! So while the runtime polls a session's task, [`tapped`] makes [`Tap`] the thread's tracing
-//! dispatcher: it reads that one event into the session's [`Granted`] and hands everything else,
-//! that event included, to the dispatcher the thread had (a program's own subscriber sees what
-//! it saw before). The grant is known before the crate reports the session connected: the
-//! answer is read, then the state changes, in one poll.
+//! So while the runtime polls a task, [`tapped`] makes [`Tap`] the thread's tracing dispatcher:
+//! it reads that one event (the answer names its session) into [`granted`]'s table, and hands
+//! everything else, that event included, to the dispatcher the thread had (a program's own
+//! subscriber sees what it saw before). The grant is known before the crate reports the session
+//! connected: the answer is read, then the state changes, in one poll.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Dispatch, Event, Level, Metadata, Subscriber};
 
-/// The last session timeout granted to one session's connects, as its task read it (0: none
-/// read yet: the first connect's answer is read by the connect itself, whose grant
-/// `zk::Client::session_timeout` says).
-#[derive(Debug, Default)]
-pub(crate) struct Granted {
-    ms: AtomicU64,
-}
-
 /// A grant that could not be read: nothing can be believed of the session any more.
 const UNKNOWN: u64 = u64::MAX;
 
-impl Granted {
-    /// The last grant read, if any; zero once a connect was answered with a grant that could
-    /// not be read (then no lease runs).
-    pub(crate) fn last(&self) -> Option<std::time::Duration> {
-        match self.ms.load(Ordering::SeqCst) {
-            0 => None,
-            UNKNOWN => Some(std::time::Duration::ZERO),
-            ms => Some(std::time::Duration::from_millis(ms)),
-        }
-    }
+/// The last session timeout granted to each session that reconnected (ms; [`UNKNOWN`]), by
+/// session id. A session's first connect is answered to the connect itself, whose grant
+/// `zk::Client::session_timeout` says: it is not here until a reconnect.
+static GRANTS: parking_lot::RwLock<Option<HashMap<i64, u64>>> = parking_lot::RwLock::new(None);
 
-    /// The session reconnected, and its grant cannot be read in this build (its tracing is
-    /// compiled without debug events: see [`readable`]).
-    pub(crate) fn unreadable(&self) {
-        if self.ms.swap(UNKNOWN, Ordering::SeqCst) != UNKNOWN {
-            log::warn!(
-                "zklock: the session reconnected and the session timeout the servers granted it \
-                 cannot be learned in this build (tracing's debug level is compiled out): its \
-                 holds are no longer believed"
-            );
-        }
-    }
+fn record(session: i64, ms: u64) {
+    GRANTS
+        .write()
+        .get_or_insert_with(HashMap::new)
+        .insert(session, ms);
+}
 
-    fn record(&self, ms: u64) {
-        self.ms.store(ms, Ordering::SeqCst);
+/// The session timeout granted to `session` at its latest reconnect, if it reconnected; zero
+/// once an answer's grant could not be read (then no lease runs).
+pub(crate) fn granted(session: i64) -> Option<Duration> {
+    let ms = *GRANTS.read().as_ref()?.get(&session)?;
+    Some(match ms {
+        UNKNOWN => Duration::ZERO,
+        ms => Duration::from_millis(ms),
+    })
+}
+
+/// The session is gone: its grant is not asked for again.
+pub(crate) fn forget(session: i64) {
+    if let Some(g) = GRANTS.write().as_mut() {
+        g.remove(&session);
     }
 }
 
@@ -66,27 +60,36 @@ pub(crate) fn readable() -> bool {
     tracing::level_filters::STATIC_MAX_LEVEL >= tracing::level_filters::LevelFilter::DEBUG
 }
 
-thread_local! {
-    /// While a session's task is polled here: its grants, and the dispatcher the thread had.
-    static POLLING: std::cell::RefCell<Option<(std::sync::Arc<Granted>, Dispatch)>> =
-        const { std::cell::RefCell::new(None) };
+/// `session` reconnected, and its grant cannot be read in this build (see [`readable`]): the
+/// leader may expire it sooner than the lease would reckon.
+pub(crate) fn unreadable(session: i64) {
+    if granted(session) != Some(Duration::ZERO) {
+        log::warn!(
+            "zklock session {session:#x} reconnected, and the session timeout the servers \
+             granted it cannot be learned in this build (tracing's debug level is compiled \
+             out): its holds are no longer believed"
+        );
+        record(session, UNKNOWN);
+    }
 }
 
-/// Runs `poll` (a poll of a task of the session whose grants are `granted`) with [`Tap`] as
-/// the thread's tracing dispatcher.
-pub(crate) fn tapped<R>(granted: &std::sync::Arc<Granted>, poll: impl FnOnce() -> R) -> R {
-    let tap = tap();
+thread_local! {
+    /// While a task is polled here: the dispatcher the thread had.
+    static POLLING: std::cell::RefCell<Option<Dispatch>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `poll` (a poll of a runtime task: zookeeper-client's session tasks are among them)
+/// with [`Tap`] as the thread's tracing dispatcher.
+pub(crate) fn tapped<R>(poll: impl FnOnce() -> R) -> R {
     let outer = tracing::dispatcher::get_default(|d| d.clone());
-    // A poll within a poll (never expected) keeps the outer dispatcher of the first.
+    // A poll within a poll keeps the outer dispatcher of the first.
     let outer = if outer.downcast_ref::<Tap>().is_some() {
-        POLLING
-            .with(|p| p.borrow().as_ref().map(|(_, d)| d.clone()))
-            .unwrap_or_else(Dispatch::none)
+        self::outer()
     } else {
         outer
     };
-    let previous = POLLING.with(|p| p.replace(Some((granted.clone(), outer))));
-    let r = tracing::dispatcher::with_default(tap, poll);
+    let previous = POLLING.with(|p| p.replace(Some(outer)));
+    let r = tracing::dispatcher::with_default(tap(), poll);
     POLLING.with(|p| *p.borrow_mut() = previous);
     r
 }
@@ -104,7 +107,7 @@ fn tap() -> &'static Dispatch {
 /// The dispatcher of the thread outside the poll (none outside a poll).
 fn outer() -> Dispatch {
     POLLING
-        .with(|p| p.borrow().as_ref().map(|(_, d)| d.clone()))
+        .with(|p| p.borrow().clone())
         .unwrap_or_else(Dispatch::none)
 }
 
@@ -122,12 +125,22 @@ fn is_answer(meta: &Metadata<'_>) -> bool {
 static OTHERS: parking_lot::RwLock<Vec<tracing_core::callsite::Identifier>> =
     parking_lot::RwLock::new(Vec::new());
 
-/// Reads the granted timeout out of the event's message; `answer`: whether it was a connect's
-/// answer at all.
+/// Reads the session and its granted timeout out of the event's message; `answer`: whether it
+/// was a connect's answer at all.
 #[derive(Default)]
 struct Message {
     answer: bool,
+    session: Option<i64>,
     ms: Option<u64>,
+}
+
+/// The number after `key: ` in `text`.
+fn field<T: std::str::FromStr>(text: &str, key: &str) -> Option<T> {
+    let rest = text.split(&format!("{key}: ")).nth(1)?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
 }
 
 impl Visit for Message {
@@ -138,17 +151,13 @@ impl Visit for Message {
         let text = format!("{value:?}");
         if let Some(rest) = text.strip_prefix("received connect response: ") {
             self.answer = true;
-            self.ms = rest
-                .split("session_timeout: ")
-                .nth(1)
-                .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
-                .and_then(|n| n.parse().ok())
-                .filter(|&ms| ms > 0);
+            self.session = self::field(rest, "session_id").filter(|&id: &i64| id != 0);
+            self.ms = self::field(rest, "session_timeout").filter(|&ms: &u64| ms > 0);
         }
     }
 }
 
-/// The dispatcher of a session task's polls: reads the grants, forwards all.
+/// The dispatcher of the runtime's polls: reads the grants, forwards all.
 struct Tap;
 
 impl Subscriber for Tap {
@@ -183,24 +192,18 @@ impl Subscriber for Tap {
         if is_answer(event.metadata()) {
             let mut m = Message::default();
             event.record(&mut m);
-            if !m.answer {
-                OTHERS.write().push(event.metadata().callsite());
-            } else if let Some(ms) = m.ms {
-                POLLING.with(|p| {
-                    if let Some((granted, _)) = p.borrow().as_ref() {
-                        granted.record(ms);
-                    }
-                });
-            } else {
-                log::warn!(
-                    "zklock: a connect's answer whose session timeout could not be read: the \
-                     session's holds are no longer believed"
-                );
-                POLLING.with(|p| {
-                    if let Some((granted, _)) = p.borrow().as_ref() {
-                        granted.record(UNKNOWN);
-                    }
-                });
+            match (m.answer, m.session, m.ms) {
+                (false, _, _) => OTHERS.write().push(event.metadata().callsite()),
+                (true, Some(session), Some(ms)) => record(session, ms),
+                (true, Some(session), None) => {
+                    log::warn!(
+                        "zklock session {session:#x}: a connect's answer whose session timeout \
+                         could not be read: the session's holds are no longer believed"
+                    );
+                    record(session, UNKNOWN);
+                }
+                // No session: the server refused it (expired); nothing to learn.
+                (true, None, _) => {}
             }
         }
         let outer = outer();

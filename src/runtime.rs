@@ -86,8 +86,6 @@ struct TaskWaker {
 pub(crate) struct Group {
     tasks: Mutex<Vec<Waker>>,
     waiters: Mutex<Vec<(u64, Waker)>>,
-    /// The session timeouts its task read from the servers' connect answers (`grants`).
-    pub(crate) granted: Arc<crate::grants::Granted>,
 }
 
 impl Wake for TaskWaker {
@@ -251,13 +249,9 @@ impl Runtime {
                     task.wake.queued.store(false, Ordering::SeqCst);
                     let waker = Waker::from(task.wake.clone());
                     let mut cx = Context::from_waker(&waker);
+                    // What a session's task reads of its connects is kept (`grants`).
                     let fut = task.fut.as_mut();
-                    let ready = match &task.wake.owner {
-                        // A session's task: what it reads of its connects is kept (`grants`).
-                        Some(g) => crate::grants::tapped(&g.granted, || fut.poll(&mut cx)),
-                        None => fut.poll(&mut cx),
-                    };
-                    if ready.is_ready() {
+                    if crate::grants::tapped(|| fut.poll(&mut cx)).is_ready() {
                         tasks.remove(&id);
                     }
                 }
@@ -461,11 +455,6 @@ impl SessionIo {
             io.claim(after.into_iter().filter(|s| !before.contains(s)).collect());
         }
         (r, io)
-    }
-
-    /// The session timeouts the session's task read from the servers' connect answers.
-    pub(crate) fn granted(&self) -> &crate::grants::Granted {
-        &self.group.granted
     }
 
     /// The session reconnected (on a new socket).

@@ -359,7 +359,7 @@ impl Client {
                         // hold up the tasks of every other session).
                         if !crate::grants::readable() {
                             // Its grant is not known: the leader may expire it sooner.
-                            session.io.granted().unreadable();
+                            crate::grants::unreadable(session.id);
                         }
                         let (found, servers) = (session.clone(), servers.clone());
                         run_detached(

@@ -90,6 +90,13 @@ pub(crate) struct Session {
     pub(crate) forgets: Mutex<std::collections::HashMap<String, Arc<Unsettled>>>,
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Its grant (if it reconnected) is not asked for again.
+        crate::grants::forget(self.id);
+    }
+}
+
 /// The lost creates at one lock path that one task looks for (`hold::background_forget_witnessed`):
 /// their witnesses, and the task's wake-up when another is added.
 #[derive(Default)]
@@ -239,10 +246,7 @@ impl Session {
     /// grants again at every reconnect within the limits of the server that takes it
     /// (`grants`); the first connect's until a reconnect was answered.
     pub(crate) fn granted(&self) -> Duration {
-        self.io
-            .granted()
-            .last()
-            .unwrap_or_else(|| self.zk.session_timeout())
+        crate::grants::granted(self.id).unwrap_or_else(|| self.zk.session_timeout())
     }
 
     /// The bound of one request of an operation whose deadline is `d`: the earlier of `d` and
