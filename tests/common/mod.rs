@@ -251,3 +251,59 @@ impl spawns_core::Spawn for ThreadSpawner {
         });
     }
 }
+
+/// Two believers, watched: runs `acquire` (another client's acquire of a lock a first client
+/// held when its fault began) on a thread of its own, and looks at `held` (the first client's
+/// `is_held`) every millisecond meanwhile and for 2 s after `acquire` returned. Returns what
+/// `acquire` returned, when, and the last instant `held` said true (taken before the look).
+pub fn watch_believer<T: Send>(
+    acquire: impl FnOnce() -> T + Send,
+    held: impl Fn() -> bool,
+) -> (T, std::time::Instant, Option<std::time::Instant>) {
+    use std::time::Instant;
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let r = acquire();
+            (r, Instant::now())
+        });
+        let mut last_held = None;
+        let mut look = || {
+            let t = Instant::now();
+            if held() {
+                last_held = Some(t);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        while !other.is_finished() {
+            look();
+        }
+        let (r, at) = other.join().unwrap();
+        while Instant::now() < at + Duration::from_secs(2) {
+            look();
+        }
+        (r, at, last_held)
+    })
+}
+
+/// Fails unless the first client's last belief (`last_held`) came before the other client
+/// acquired (`at`); says both, in ms after `since` (the fault), either way.
+pub fn stopped_believing_in_time(
+    what: &str,
+    since: std::time::Instant,
+    last_held: Option<std::time::Instant>,
+    at: std::time::Instant,
+) {
+    let ms = |i: std::time::Instant| i.saturating_duration_since(since).as_millis();
+    eprintln!(
+        "{what}: A last said Held at {:?} ms, B acquired at {} ms",
+        last_held.map(ms),
+        ms(at)
+    );
+    if let Some(h) = last_held {
+        assert!(
+            h < at,
+            "{what}: A still said Held {} ms after B acquired",
+            h.duration_since(at).as_millis()
+        );
+    }
+}
