@@ -232,7 +232,9 @@ impl Runtime {
                 break;
             };
             polled = true;
-            loop {
+            // What a session's task reads of its connects is kept (`grants`): one tap for
+            // the whole round of polls.
+            crate::grants::tapped(|| loop {
                 self.dirty.store(false, Ordering::SeqCst);
                 let mut batch = std::mem::take(&mut *self.ready.lock());
                 let incoming = std::mem::take(&mut *self.incoming.lock());
@@ -249,16 +251,14 @@ impl Runtime {
                     task.wake.queued.store(false, Ordering::SeqCst);
                     let waker = Waker::from(task.wake.clone());
                     let mut cx = Context::from_waker(&waker);
-                    // What a session's task reads of its connects is kept (`grants`).
-                    let fut = task.fut.as_mut();
-                    if crate::grants::tapped(|| fut.poll(&mut cx)).is_ready() {
+                    if task.fut.as_mut().poll(&mut cx).is_ready() {
                         tasks.remove(&id);
                     }
                 }
                 if !self.dirty.load(Ordering::SeqCst) {
                     break;
                 }
-            }
+            });
             drop(tasks);
             // A wake-up between the last check and the unlock found the lock taken.
             if !self.dirty.load(Ordering::SeqCst) {
