@@ -671,7 +671,8 @@ fn a_programs_own_tracing_subscriber_still_sees_zookeeper_clients_events() {
     }
     tracing::subscriber::set_global_default(Counting).expect("the test process's subscriber");
     let zk = server();
-    let c = connect(&zk.connect_string(), 4000);
+    // A session that outlives a slow restart (its reconnect is answered, not refused).
+    let c = connect(&zk.connect_string(), 20000);
     let m = Mutex::new(&c, &unique_path("traced")).unwrap();
     drop(m.lock().unwrap());
     let before = EVENTS.load(Ordering::SeqCst);
