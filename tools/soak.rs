@@ -656,6 +656,9 @@ fn hold(h: &Handles, wid: &str, n: u64, token: i64, t: u64, log: &EventLog, rng:
         Ok(Some(token)) => {
             let rid = vec![format!("{hid}d")];
             log.put(json!({"e": "acq", "t": t, "h": rid[0], "p": h.path, "m": "r", "k": token, "d": true}));
+            // The first look right after the acquire (the write lock's release may take long
+            // under faults, and the lease may run out meanwhile).
+            check(&**read, &rid, log);
             release(&*h.main, &ids, log);
             act(&**read, &rid, log, rng, h.quiet);
             release(&**read, &rid, log);
