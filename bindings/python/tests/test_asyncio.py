@@ -278,6 +278,46 @@ def test_a_process_that_exits_holding_with_a_watcher_leaves_no_node(zk_hosts, pa
         lock.release()
 
 
+HOLDS_WITH_A_WAITER_AND_EXITS = r"""
+import sys, threading, time, zklock
+hosts, path = sys.argv[1], sys.argv[2]
+c = zklock.Client(hosts, 10.0)
+lease = c.semaphore(path + "/sem", 1)
+second = c.semaphore(path + "/sem", 1)
+m = c.mutex(path + "/mutex")
+assert lease.acquire(5.0) and m.acquire(5.0)
+waiting = threading.Thread(target=lambda: second.acquire(60.0), daemon=True)
+waiting.start()
+while len(lease.participants()) < 2:
+    time.sleep(0.02)
+print("HELD", flush=True)
+"""
+
+
+def test_a_process_that_exits_holding_while_a_thread_waits_on_another_handle_leaves_no_node(
+        zk_hosts, path):
+    """Issue 37, item 5: a process holds a semaphore lease and a mutex while a thread of it
+    waits on a second handle of the semaphore, and exits. Its nodes go at once (before: the
+    waiting handle could not be freed once the interpreter finalized, the session stayed open,
+    and the mutex's node stayed for the whole session timeout, 10 s)."""
+    with zklock.Client(zk_hosts, 5.0) as other:
+        child = subprocess.Popen([sys.executable, "-c", HOLDS_WITH_A_WAITER_AND_EXITS, zk_hosts,
+                                  path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+        try:
+            out, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+            child.wait()
+        assert out.strip() == "HELD" and child.returncode == 0, err[-3000:]
+        exited = time.monotonic()
+        lock = other.mutex(path + "/mutex")
+        assert lock.acquire(5.0), "the exited process's node is still there after 5 s"
+        took = time.monotonic() - exited
+        assert took < 3.0, "the node went %.1f s after the exit" % took
+        lock.release()
+
+
 def test_cancelling_one_acquire_leaves_the_handles_other_acquires_under_way(zk_hosts, path):
     """Issue 37, item 6: two tasks acquire leases of one semaphore handle while a holder keeps
     it full; one task is cancelled (asyncio.wait_for gives up on it). The other acquire goes on

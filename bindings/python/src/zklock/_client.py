@@ -3,6 +3,7 @@ the locks made from it."""
 
 from __future__ import annotations
 
+import atexit
 import collections.abc
 import contextlib
 import ctypes
@@ -196,6 +197,29 @@ def _connect_error(status: int) -> ZklError:
     return type(err)(message, status)
 
 
+# The clients still open, closed at interpreter exit (atexit, while threads still run): a lock
+# handle with a call under way in another thread (an acquire waiting on a second handle of a
+# semaphore, say) cannot be freed once the interpreter finalizes, and would keep its client's
+# session, and every node of it, on the server for a session timeout after the process ended.
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _close_clients_at_exit() -> None:
+    for client in list(_open_clients):
+        # The locks first: each gives back what it holds while its session is open (then the
+        # client's close finds nothing to release, and says nothing of it).
+        for ref in list(client._locks):
+            lk = ref()
+            if lk is not None:
+                with contextlib.suppress(Exception):
+                    lk.close()
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+atexit.register(_close_clients_at_exit)
+
+
 class Client(_Managed):
     """One ZooKeeper session; any number of threads may use it. ``with Client(...) as c:``
     ends the session at the end of the block (:meth:`close`): its locks are lost then, and
@@ -297,6 +321,7 @@ class Client(_Managed):
         super().__init__(ptr.value)
         self._hosts = hosts
         self._locks: List["weakref.ref[Lock]"] = []
+        _open_clients.add(self)
 
     def __repr__(self) -> str:
         try:
