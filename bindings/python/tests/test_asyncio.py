@@ -259,10 +259,16 @@ print("HELD", flush=True)
 
 @pytest.mark.parametrize("watcher", ["none", "on_lost", "add_listener", "make_revocable"])
 def test_a_process_that_exits_holding_with_a_watcher_leaves_no_node(zk_hosts, path, watcher):
+    _exits_holding_and_leaves_no_node(zk_hosts, HOLDS_WITH_A_WATCHER_AND_EXITS, [path, watcher],
+                                      path)
+
+
+def _exits_holding_and_leaves_no_node(zk_hosts, script, args, mutex_path):
+    """Runs ``script`` (which prints HELD holding the mutex at ``mutex_path``, then exits) in
+    a child interpreter; the mutex's node must go at once with it."""
     with zklock.Client(zk_hosts, 5.0) as other:
-        child = subprocess.Popen([sys.executable, "-c", HOLDS_WITH_A_WATCHER_AND_EXITS, zk_hosts,
-                                  path, watcher], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen([sys.executable, "-c", script, zk_hosts, *args],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             out, err = child.communicate(timeout=60)
         finally:
@@ -270,7 +276,7 @@ def test_a_process_that_exits_holding_with_a_watcher_leaves_no_node(zk_hosts, pa
             child.wait()
         assert out.strip() == "HELD" and child.returncode == 0, err[-3000:]
         exited = time.monotonic()
-        lock = other.mutex(path)
+        lock = other.mutex(mutex_path)
         # The session's timeout is 10 s: its node goes at once, or not for 10 s.
         assert lock.acquire(5.0), "the exited process's node is still there after 5 s"
         took = time.monotonic() - exited
@@ -300,22 +306,8 @@ def test_a_process_that_exits_holding_while_a_thread_waits_on_another_handle_lea
     waits on a second handle of the semaphore, and exits. Its nodes go at once (before: the
     waiting handle could not be freed once the interpreter finalized, the session stayed open,
     and the mutex's node stayed for the whole session timeout, 10 s)."""
-    with zklock.Client(zk_hosts, 5.0) as other:
-        child = subprocess.Popen([sys.executable, "-c", HOLDS_WITH_A_WAITER_AND_EXITS, zk_hosts,
-                                  path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True)
-        try:
-            out, err = child.communicate(timeout=60)
-        finally:
-            child.kill()
-            child.wait()
-        assert out.strip() == "HELD" and child.returncode == 0, err[-3000:]
-        exited = time.monotonic()
-        lock = other.mutex(path + "/mutex")
-        assert lock.acquire(5.0), "the exited process's node is still there after 5 s"
-        took = time.monotonic() - exited
-        assert took < 3.0, "the node went %.1f s after the exit" % took
-        lock.release()
+    _exits_holding_and_leaves_no_node(zk_hosts, HOLDS_WITH_A_WAITER_AND_EXITS, [path],
+                                      path + "/mutex")
 
 
 def test_cancelling_one_acquire_leaves_the_handles_other_acquires_under_way(zk_hosts, path):
