@@ -60,6 +60,8 @@ struct Shared {
     arm_blackhole_reply: AtomicUsize,
     /// The xid of the create whose reply is the last to reach the client (0: none).
     blackhole_xid: AtomicI32,
+    /// The network goes silent once the next connect request was forwarded.
+    arm_blackhole_connect: AtomicBool,
     /// The op code whose next request resets its connection instead of being forwarded (-1:
     /// not armed).
     arm_reset: AtomicI32,
@@ -122,6 +124,7 @@ impl TcpProxy {
             arm_blackhole_create: AtomicUsize::new(0),
             arm_blackhole_reply: AtomicUsize::new(0),
             blackhole_xid: AtomicI32::new(0),
+            arm_blackhole_connect: AtomicBool::new(false),
             arm_reset: AtomicI32::new(-1),
             arm_drop: AtomicI32::new(-1),
             drop_xid: AtomicI32::new(0),
@@ -207,6 +210,17 @@ impl TcpProxy {
     /// are dropped).
     pub fn blackhole_after_reply_to_creates(&self, n: usize) {
         self.shared.arm_blackhole_reply.store(n, Ordering::SeqCst);
+    }
+
+    /// Arms a one-shot fault: the next connect request (a session's first message on a
+    /// connection: a new session, or one reconnecting here) is forwarded to the server, and the
+    /// network is black-holed ([`TcpProxy::set_blackhole`]) before the answer can come back:
+    /// the server takes the session (a reconnect: with the session timeout it grants), the
+    /// client never learns what it was granted. `set_blackhole(false)` ends the silence.
+    pub fn blackhole_after_next_connect(&self) {
+        self.shared
+            .arm_blackhole_connect
+            .store(true, Ordering::SeqCst);
     }
 
     /// Arms a one-shot fault: the next request with op code `op` (e.g. 3, exists) is not
@@ -504,6 +518,12 @@ fn client_to_server(
                 .or_insert(0) += 1;
         } else if first_frame {
             sh.connects.fetch_add(1, Ordering::SeqCst);
+            if sh.arm_blackhole_connect.swap(false, Ordering::SeqCst) {
+                // Silent from here on (the answer included), the request itself forwarded.
+                sh.blackhole.store(true, Ordering::SeqCst);
+                w.write_all(&frame)?;
+                continue;
+            }
         }
         if is_create {
             sh.creates.fetch_add(1, Ordering::SeqCst);
