@@ -1,17 +1,20 @@
-//! The session timeout the servers grant at each connect, reconnects included
-//! (`docs/hold-model.md`, fact 1): ZooKeeper clamps every connect request to the limits of the
-//! server that takes it (`minSessionTimeout`, `maxSessionTimeout`), and from then on the leader
-//! expires the session with that grant. zookeeper-client keeps each grant to itself (it asks for
-//! it again at its next reconnect, and `Client::session_timeout` stays the first one); it tells
-//! it only in the event it traces as it reads each connect's answer ("received connect
-//! response: ConnectResponse { session_timeout: N, session_id: S, .. }", at debug level, from
-//! the session task that the runtime polls).
+//! The session timeouts the servers grant at each connect, reconnects included, and the
+//! connects asked and not yet answered (`docs/hold-model.md`, fact 1 and "The timeout, per
+//! connect"): ZooKeeper clamps every connect request to the limits of the server that takes
+//! it (`minSessionTimeout`, `maxSessionTimeout`), and the leader files the session with that
+//! grant as it revalidates it, before the client reads the answer, if it ever does.
+//! zookeeper-client keeps each grant to itself (it asks for it again at its next reconnect, and
+//! `Client::session_timeout` stays the first one); it tells both only in the events it traces
+//! as it sends a connect request ("sending connect request: ConnectRequest { .., session_id: S,
+//! .. }") and reads its answer ("received connect response: ConnectResponse { session_timeout:
+//! N, session_id: S, .. }"), at debug level, from the session task that the runtime polls.
 //!
 //! So while the runtime polls a task, [`tapped`] makes [`Tap`] the thread's tracing dispatcher:
-//! it reads that one event (the answer names its session) into [`granted`]'s table, and hands
-//! everything else, that event included, to the dispatcher the thread had (a program's own
-//! subscriber sees what it saw before). The grant is known before the crate reports the session
-//! connected: the answer is read, then the state changes, in one poll.
+//! it reads those two events into [`granted`]'s and [`asking_since`]'s table, and hands
+//! everything, those events included, to the dispatcher the thread had (a program's own
+//! subscriber sees what it saw before). A reconnect's request is known asked before a byte of
+//! it is written, and its grant known before the crate reports the session connected: the
+//! answer is read, then the state changes, in one poll.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -22,39 +25,74 @@ use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Dispatch, Event, Level, Metadata, Subscriber};
 
-/// A grant that could not be read: nothing can be believed of the session any more.
-const UNKNOWN: u64 = u64::MAX;
-
-/// The last session timeout granted to each session that reconnected (ms; [`UNKNOWN`]), by
-/// session id. A session's first connect is answered to the connect itself, whose grant
-/// `zk::Client::session_timeout` says: it is not here until a reconnect.
-static GRANTS: parking_lot::RwLock<Option<HashMap<i64, u64>>> = parking_lot::RwLock::new(None);
-
-fn record(session: i64, ms: u64) {
-    GRANTS
-        .write()
-        .get_or_insert_with(HashMap::new)
-        .insert(session, ms);
+/// What is known of one session's reconnects.
+#[derive(Clone, Copy)]
+struct Connects {
+    /// The least session timeout any answer granted it (ms): the leader files the session with
+    /// the grant of each revalidation, and a new leader with the one its creation logged, so no
+    /// grant it was given is ever safe to forget. Zero once an answer's grant could not be read
+    /// (then no lease runs).
+    least: u64,
+    /// When a connect request was first sent that no answer followed yet (CLOCK_BOOTTIME): a
+    /// server may have revalidated the session with a grant the client has not read.
+    asking: Option<Duration>,
 }
 
-/// The session timeout granted to `session` at its latest reconnect, if it reconnected; zero
-/// once an answer's grant could not be read (then no lease runs).
-pub(crate) fn granted(session: i64) -> Option<Duration> {
-    let ms = *GRANTS.read().as_ref()?.get(&session)?;
-    Some(match ms {
-        UNKNOWN => Duration::ZERO,
-        ms => Duration::from_millis(ms),
+/// Reconnects by session id. A session's first connect is answered to the connect itself, whose
+/// grant `zk::Client::session_timeout` says: it is not here until a reconnect.
+static CONNECTS: parking_lot::RwLock<Option<HashMap<i64, Connects>>> =
+    parking_lot::RwLock::new(None);
+
+fn update(session: i64, f: impl FnOnce(&mut Connects)) {
+    let mut all = CONNECTS.write();
+    let c = all
+        .get_or_insert_with(HashMap::new)
+        .entry(session)
+        .or_insert(Connects {
+            least: u64::MAX,
+            asking: None,
+        });
+    f(c)
+}
+
+/// A connect request of `session` is about to be sent.
+fn asked(session: i64) {
+    let now = crate::sys::boot_time();
+    update(session, |c| {
+        c.asking.get_or_insert(now);
     })
 }
 
-/// The session is gone: its grant is not asked for again.
+/// An answer to `session`'s connect granted `ms` (`None`: unreadable).
+fn answered(session: i64, ms: Option<u64>) {
+    update(session, |c| {
+        c.least = c.least.min(ms.unwrap_or(0));
+        c.asking = None;
+    })
+}
+
+/// The least session timeout granted to `session` at a reconnect, if an answer to one was read;
+/// zero once an answer's grant could not be read (then no lease runs).
+pub(crate) fn granted(session: i64) -> Option<Duration> {
+    let c = *CONNECTS.read().as_ref()?.get(&session)?;
+    (c.least != u64::MAX).then(|| Duration::from_millis(c.least))
+}
+
+/// Since when (CLOCK_BOOTTIME) `session` has asked to reconnect without an answer read: from
+/// then on a server may have filed it with a grant the client does not know, so no lease runs
+/// past that instant until an answer is read.
+pub(crate) fn asking_since(session: i64) -> Option<Duration> {
+    CONNECTS.read().as_ref()?.get(&session)?.asking
+}
+
+/// The session is gone: its grants are not asked for again.
 pub(crate) fn forget(session: i64) {
-    if let Some(g) = GRANTS.write().as_mut() {
-        g.remove(&session);
+    if let Some(all) = CONNECTS.write().as_mut() {
+        all.remove(&session);
     }
 }
 
-/// Whether this build can read grants at all: zookeeper-client's event is at debug level,
+/// Whether this build can read grants at all: zookeeper-client's events are at debug level,
 /// which a program may compile out of tracing (its `max_level_*` features).
 pub(crate) fn readable() -> bool {
     tracing::level_filters::STATIC_MAX_LEVEL >= tracing::level_filters::LevelFilter::DEBUG
@@ -69,7 +107,7 @@ pub(crate) fn unreadable(session: i64) {
              granted it cannot be learned in this build (tracing's debug level is compiled \
              out): its holds are no longer believed"
         );
-        record(session, UNKNOWN);
+        answered(session, None);
     }
 }
 
@@ -111,9 +149,10 @@ fn outer() -> Dispatch {
         .unwrap_or_else(Dispatch::none)
 }
 
-/// Whether an event may be zookeeper-client's of a connect's answer: one of its session
-/// module's, at debug level, not yet seen to be another (its message tells: see [`Message`]).
-fn is_answer(meta: &Metadata<'_>) -> bool {
+/// Whether an event may be zookeeper-client's of a connect's request or answer: one of its
+/// session module's, at debug level, not yet seen to be another (its message tells: see
+/// [`Message`]).
+fn is_connect(meta: &Metadata<'_>) -> bool {
     meta.is_event()
         && *meta.level() == Level::DEBUG
         && meta.module_path() == Some("zookeeper_client::session")
@@ -125,11 +164,20 @@ fn is_answer(meta: &Metadata<'_>) -> bool {
 static OTHERS: parking_lot::RwLock<Vec<tracing_core::callsite::Identifier>> =
     parking_lot::RwLock::new(Vec::new());
 
-/// Reads the session and its granted timeout out of the event's message; `answer`: whether it
-/// was a connect's answer at all.
+/// Which of a connect's events a message is.
+#[derive(Default, PartialEq)]
+enum Said {
+    /// Another event of the module's.
+    #[default]
+    Other,
+    Request,
+    Answer,
+}
+
+/// Reads the session (and an answer's granted timeout) out of the event's message.
 #[derive(Default)]
 struct Message {
-    answer: bool,
+    said: Said,
     session: Option<i64>,
     ms: Option<u64>,
 }
@@ -150,9 +198,13 @@ impl Visit for Message {
         }
         let text = format!("{value:?}");
         if let Some(rest) = text.strip_prefix("received connect response: ") {
-            self.answer = true;
+            self.said = Said::Answer;
             self.session = self::field(rest, "session_id").filter(|&id: &i64| id != 0);
             self.ms = self::field(rest, "session_timeout").filter(|&ms: &u64| ms > 0);
+        } else if let Some(rest) = text.strip_prefix("sending connect request: ") {
+            // A first connect asks for session 0: it is no reconnect.
+            self.said = Said::Request;
+            self.session = self::field(rest, "session_id").filter(|&id: &i64| id != 0);
         }
     }
 }
@@ -168,7 +220,7 @@ impl Subscriber for Tap {
     }
 
     fn enabled(&self, meta: &Metadata<'_>) -> bool {
-        is_answer(meta) || outer().enabled(meta)
+        is_connect(meta) || outer().enabled(meta)
     }
 
     fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
@@ -189,21 +241,23 @@ impl Subscriber for Tap {
     }
 
     fn event(&self, event: &Event<'_>) {
-        if is_answer(event.metadata()) {
+        if is_connect(event.metadata()) {
             let mut m = Message::default();
             event.record(&mut m);
-            match (m.answer, m.session, m.ms) {
-                (false, _, _) => OTHERS.write().push(event.metadata().callsite()),
-                (true, Some(session), Some(ms)) => record(session, ms),
-                (true, Some(session), None) => {
+            match (m.said, m.session, m.ms) {
+                (Said::Other, _, _) => OTHERS.write().push(event.metadata().callsite()),
+                (Said::Request, Some(session), _) => asked(session),
+                (Said::Answer, Some(session), Some(ms)) => answered(session, Some(ms)),
+                (Said::Answer, Some(session), None) => {
                     log::warn!(
                         "zklock session {session:#x}: a connect's answer whose session timeout \
                          could not be read: the session's holds are no longer believed"
                     );
-                    record(session, UNKNOWN);
+                    answered(session, None);
                 }
-                // No session: the server refused it (expired); nothing to learn.
-                (true, None, _) => {}
+                // A first connect's request; an answer with no session: the server refused
+                // it (expired), nothing to learn.
+                (_, None, _) => {}
             }
         }
         let outer = outer();

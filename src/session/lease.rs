@@ -426,10 +426,27 @@ impl Session {
     }
 
     /// When the lease ends (CLOCK_BOOTTIME): the latest instant the leader provably heard of
-    /// the session, plus the session timeout the server granted, less the margin.
+    /// the session, plus the session timeout the servers granted, less the margin; and no
+    /// later than a reconnect's request whose answer is not read yet (a server may have
+    /// revalidated the session with a grant the client does not know: "The timeout, per
+    /// connect").
     pub(super) fn lease_end(&self) -> BootTime {
         let t = self.granted();
-        *self.lease_anchor.lock() + t - lease_margin(t)
+        let end = *self.lease_anchor.lock() + t - lease_margin(t);
+        match crate::grants::asking_since(self.id) {
+            Some(asked) => end.min(asked),
+            // A build that cannot see the requests (`grants::readable`): none runs past the
+            // first time the session was not connected.
+            None if !crate::grants::readable()
+                && !matches!(
+                    self.zk.state(),
+                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
+                ) =>
+            {
+                BootTime::ZERO
+            }
+            None => end,
+        }
     }
 
     /// Whether the session is provably alive now (not ended, and the lease is running).

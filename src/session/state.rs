@@ -241,12 +241,14 @@ impl Session {
         }
     }
 
-    /// The session timeout the leader expires the session with now (`docs/hold-model.md`,
-    /// fact 1): the one the servers granted at the session's latest connect, which ZooKeeper
-    /// grants again at every reconnect within the limits of the server that takes it
-    /// (`grants`); the first connect's until a reconnect was answered.
+    /// The session timeout the lease reckons with (`docs/hold-model.md`, fact 1): the least
+    /// the servers granted the session at any connect, the first included. ZooKeeper grants
+    /// one again at every reconnect, within the limits of the server that takes it (`grants`);
+    /// the leader expires the session with the latest, and a new leader with the first (the
+    /// one its creation logged) until it hears of the session again.
     pub(crate) fn granted(&self) -> Duration {
-        crate::grants::granted(self.id).unwrap_or_else(|| self.zk.session_timeout())
+        let first = self.zk.session_timeout();
+        crate::grants::granted(self.id).map_or(first, |t| t.min(first))
     }
 
     /// The bound of one request of an operation whose deadline is `d`: the earlier of `d` and
