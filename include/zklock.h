@@ -35,7 +35,7 @@
  *   network does. Calls that never block say so.
  * - Holds are leases. A hold is believed (ZKL_HOLD_HELD) only while the ZooKeeper leader
  *   provably cannot have expired the session: until an instant at which the leader provably
- *   heard of it (renewed by sync requests) plus the session timeout, less a tenth
+ *   heard of it (renewed by writes a quorum commits) plus the session timeout, less a tenth
  *   (docs/hold-model.md). Then it is ZKL_HOLD_UNCERTAIN (stop acting), and ZKL_HOLD_LOST once
  *   the session ended. Attach zkl_lock_fencing_token to the writes the lock protects.
  * - Host code. The library never runs host code on a thread that does ZooKeeper I/O, inside a
@@ -224,8 +224,9 @@ typedef enum zkl_session_state {
    */
   ZKL_SESSION_STATE_CONNECTED = 0,
   /*
-   Disconnected; the session may survive: holds stay HELD while their lease runs, then turn
-   UNCERTAIN until the session reconnects or expires.
+   Disconnected; the session may survive: holds stay HELD while their lease runs and no
+   reconnect's answer is awaited, then turn UNCERTAIN until the session reconnects (and
+   its lease runs again) or expires.
    */
   ZKL_SESSION_STATE_SUSPENDED = 1,
   /*

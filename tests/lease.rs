@@ -123,24 +123,27 @@ fn cut_off_holder_stops_believing(zk: &TestingServer, net: Net) {
     drop(g);
 }
 
-/// (b) Killing the ensemble member that serves the holder moves its session to another member;
-/// the hold stays Held throughout (the lease outlives the failover), and the lease is renewed.
+/// (b) Killing the ensemble member that serves the holder moves its session to another member.
+/// The hold is never lost: it is `Uncertain` only while its session asks to reconnect (a server
+/// may take the reconnect with a lower session timeout, which the holder learns only from the
+/// answer: hold-model.md, "The timeout, per connect"), `Held` again once the session moved, and
+/// its lease is renewed on the new member.
 #[test]
-fn holder_stays_held_through_the_failover_of_its_member() {
+fn holder_is_held_again_after_the_failover_of_its_member() {
     let cluster = TestingCluster::start(3).unwrap();
-    holder_stays_held_through_a_failover(cluster, Net::plain());
+    holder_is_held_again_after_a_failover(cluster, Net::plain());
 }
 
-/// As [`holder_stays_held_through_the_failover_of_its_member`], on an ensemble whose client
+/// As [`holder_is_held_again_after_the_failover_of_its_member`], on an ensemble whose client
 /// ports are TLS-only: the session moves with a new handshake.
 #[test]
-fn holder_stays_held_through_the_failover_of_its_member_over_tls() {
+fn holder_is_held_again_after_the_failover_of_its_member_over_tls() {
     let cluster = TestingCluster::start_tls(3, ClientAuth::None).unwrap();
     let net = Net::tls(cluster.certs().unwrap());
-    holder_stays_held_through_a_failover(cluster, net);
+    holder_is_held_again_after_a_failover(cluster, net);
 }
 
-fn holder_stays_held_through_a_failover(mut cluster: TestingCluster, net: Net) {
+fn holder_is_held_again_after_a_failover(mut cluster: TestingCluster, net: Net) {
     let hosts = cluster.connect_string();
     let holder = connect(&hosts, net.opts(6000));
     // The handle is the participant, so another thread may watch its hold.
@@ -150,15 +153,18 @@ fn holder_stays_held_through_a_failover(mut cluster: TestingCluster, net: Net) {
         .member_of_session(holder.session_id())
         .expect("the holder's member");
     let stop = Arc::new(AtomicBool::new(false));
-    let dipped = Arc::new(AtomicBool::new(false));
+    let lost = Arc::new(AtomicBool::new(false));
+    let not_held = Arc::new(std::sync::Mutex::new(Duration::ZERO));
     std::thread::scope(|s| {
-        let (stop2, dipped2) = (stop.clone(), dipped.clone());
+        let (stop2, lost2, not_held2) = (stop.clone(), lost.clone(), not_held.clone());
         let m = &m;
         s.spawn(move || {
-            // Watch every 5 ms: the hold must never look anything but Held.
+            // Watch every 5 ms: never Lost; how long it was not Held, in all.
             while !stop2.load(Ordering::SeqCst) {
-                if m.hold_state() != HoldState::Held {
-                    dipped2.store(true, Ordering::SeqCst);
+                match m.hold_state() {
+                    HoldState::Held => {}
+                    HoldState::Lost => lost2.store(true, Ordering::SeqCst),
+                    _ => *not_held2.lock().unwrap() += Duration::from_millis(5),
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -168,15 +174,20 @@ fn holder_stays_held_through_a_failover(mut cluster: TestingCluster, net: Net) {
         assert!(zklock::testing::eventually(Duration::from_secs(10), || {
             cluster.member_of_session(sid).is_some_and(|m| m != member)
         }));
-        // Let the lease renew on the new member.
-        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            zklock::testing::eventually(Duration::from_secs(10), || g.is_held()),
+            "Held again once the session moved"
+        );
         stop.store(true, Ordering::SeqCst);
     });
-    assert!(
-        !dipped.load(Ordering::SeqCst),
-        "is_held dipped during a survivable failover"
+    eprintln!(
+        "not Held for about {:?} in all through the failover",
+        *not_held.lock().unwrap()
     );
-    assert!(g.is_held());
+    assert!(
+        !lost.load(Ordering::SeqCst),
+        "the hold looked lost in a survivable failover"
+    );
     // Renewed on the new member: more than T/3 left (a hold keeps 0.3-0.5 T of its 0.9 T
     // lease between renewals, hold-model.md "The numbers"; an unrenewed one would have run
     // out since the kill). Polled: a loaded machine may renew late.

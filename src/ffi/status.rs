@@ -86,8 +86,9 @@ impl From<HoldState> for zkl_hold_state {
 pub enum zkl_session_state {
     /// Connected: locks held are held.
     ZKL_SESSION_STATE_CONNECTED = 0,
-    /// Disconnected; the session may survive: holds stay HELD while their lease runs, then turn
-    /// UNCERTAIN until the session reconnects or expires.
+    /// Disconnected; the session may survive: holds stay HELD while their lease runs and no
+    /// reconnect's answer is awaited, then turn UNCERTAIN until the session reconnects (and
+    /// its lease runs again) or expires.
     ZKL_SESSION_STATE_SUSPENDED = 1,
     /// The session expired: every lock it held is lost. A fresh session follows on the next call.
     ZKL_SESSION_STATE_EXPIRED = 2,

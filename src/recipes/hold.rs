@@ -90,8 +90,9 @@ impl Hold {
         }
     }
 
-    /// Held while the session's lease runs (connected or not: a failover the session survives
-    /// never makes a hold look lost), Uncertain once it ran out, Lost when the session ended.
+    /// Held while the session's lease runs (connected or not; not while a reconnect's answer
+    /// is awaited: a failover the session survives makes a hold Uncertain for that round trip,
+    /// never Lost), Uncertain once it ran out, Lost when the session ended.
     pub(crate) fn state(&self) -> HoldState {
         match self.session.state() {
             SessionState::Expired | SessionState::Closed => HoldState::Lost,
