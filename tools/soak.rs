@@ -22,8 +22,9 @@
 //! connection to it is cut, they may come back to it, it is cut again and refused), one on the
 //! clients (SIGSTOP past or short of the session timeout, black-hole a client's connections,
 //! reset them, drop one reply, kill a client and start a new one, or have a client fork a
-//! child that lets go of every handle it inherited and exits: nothing of the parent's may
-//! change, and the child must exit at once). A partition holds bytes, as
+//! child, through libc's fork or the raw clone system call, that lets go of every handle it
+//! inherited and exits: nothing of the parent's may change, and a forked child must exit at
+//! once; a cloned one may hang on a lock of libc's and is killed). A partition holds bytes, as
 //! a real one does ([`TestingCluster::isolate`]): what the follower forwarded before or during
 //! it reaches the leader at the heal, and is applied if the members had not yet given up on
 //! each other. Each kind comes up once per round, in a random order. With `--all-at-once true`
@@ -75,7 +76,7 @@ const LEASES: u32 = 3;
 const TICK: Duration = Duration::from_millis(500);
 
 /// The fault kinds, in the order of the summary line.
-const FAULT_KINDS: [&str; 13] = [
+const FAULT_KINDS: [&str; 14] = [
     "kill-leader",
     "kill-follower",
     "partition",
@@ -89,6 +90,7 @@ const FAULT_KINDS: [&str; 13] = [
     "drop-reply",
     "kill-client",
     "fork-child",
+    "clone-child",
 ];
 
 /// What went wrong with the soak's own machinery (a member that would not restart, a client
@@ -169,7 +171,7 @@ impl Deck {
     }
 }
 
-const CLIENT_FAULTS: [&str; 7] = [
+const CLIENT_FAULTS: [&str; 8] = [
     "sigstop-long",
     "sigstop-short",
     "blackhole",
@@ -177,6 +179,7 @@ const CLIENT_FAULTS: [&str; 7] = [
     "drop-reply",
     "kill-client",
     "fork-child",
+    "clone-child",
 ];
 const SERVER_FAULTS: [&str; 6] = [
     "kill-leader",
@@ -294,7 +297,8 @@ fn client_main(a: &Args) {
     // then closes it (close the session and exit).
     let stop = Arc::new(AtomicBool::new(false));
     let (exit_tx, exit_rx) = mpsc::channel::<()>();
-    let (fork_tx, fork_rx) = mpsc::channel::<()>();
+    // Whether the child is made by the raw clone system call (else by fork).
+    let (fork_tx, fork_rx) = mpsc::channel::<bool>();
     {
         let stop = stop.clone();
         std::thread::spawn(move || {
@@ -302,9 +306,12 @@ fn client_main(a: &Args) {
             while matches!(io::stdin().read_line(&mut line), Ok(n) if n > 0) {
                 match line.trim() {
                     "stop" => stop.store(true, Ordering::SeqCst),
-                    // The coordinator's fork fault.
+                    // The coordinator's fork faults.
                     "fork" => {
-                        let _ = fork_tx.send(());
+                        let _ = fork_tx.send(false);
+                    }
+                    "clone" => {
+                        let _ = fork_tx.send(true);
                     }
                     _ => {}
                 }
@@ -363,21 +370,26 @@ fn client_main(a: &Args) {
     {
         let (client, log) = (client.clone(), log.clone());
         std::thread::spawn(move || {
-            while fork_rx.recv().is_ok() {
+            while let Ok(raw) = fork_rx.recv() {
                 let handles: Vec<Arc<dyn Lockable>> = INHERITABLE
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone();
                 let inherited = client.clone();
                 let t = now_ns();
-                let child = zklock::testing::fork_child(move || {
+                let work = move || {
                     for h in &handles {
                         let _ = h.release();
                     }
                     drop(handles);
                     inherited.close();
                     0
-                });
+                };
+                let child = if raw {
+                    zklock::testing::clone_child(work)
+                } else {
+                    zklock::testing::fork_child(work)
+                };
                 let outcome = match child {
                     Ok(pid) => match zklock::testing::wait_child(pid, Duration::from_secs(10)) {
                         Some(code) => format!("exit {code}"),
@@ -389,7 +401,8 @@ fn client_main(a: &Args) {
                     },
                     Err(e) => format!("fork failed: {e}"),
                 };
-                log.put(json!({"e": "fork", "t": t, "x": outcome}));
+                let how = if raw { "clone" } else { "fork" };
+                log.put(json!({"e": "fork", "t": t, "x": outcome, "how": how}));
             }
         });
     }
@@ -857,15 +870,16 @@ fn client_fault(
         "blackhole" | "reset" | "drop-reply" => {
             return net_fault(kind, &slot.net, &target, rng, faults);
         }
-        "fork-child" => {
+        "fork-child" | "clone-child" => {
             let Some(stdin) = slot.child.as_mut().and_then(|c| c.stdin.as_mut()) else {
                 return false;
             };
-            if stdin
-                .write_all(b"fork\n")
-                .and_then(|()| stdin.flush())
-                .is_err()
-            {
+            let word: &[u8] = if kind == "fork-child" {
+                b"fork\n"
+            } else {
+                b"clone\n"
+            };
+            if stdin.write_all(word).and_then(|()| stdin.flush()).is_err() {
                 return false;
             }
             record(faults, kind, target, start);
@@ -1692,7 +1706,11 @@ fn fork_check(out: &Path, violations: &mut Vec<String>) -> io::Result<()> {
                 continue;
             }
             let outcome = v.get("x").and_then(Value::as_str).unwrap_or("");
-            if outcome != "exit 0" {
+            // A child of the raw clone call may hang on a lock of libc's that another thread
+            // held at the clone (malloc's: no atfork handler resets it); it is killed, and
+            // what matters is that nothing of the parent's changed (the judge's part).
+            let cloned = v.get("how").and_then(Value::as_str) == Some("clone");
+            if outcome != "exit 0" && !(cloned && outcome.starts_with("hung")) {
                 violations.push(format!("a forked child ({name}): {outcome}"));
             }
         }

@@ -70,6 +70,34 @@ pub fn fork_child(child: impl FnOnce() -> i32) -> std::io::Result<u32> {
     }
 }
 
+/// As [`fork_child`], but the child is made by the raw `clone` system call (flags `SIGCHLD`
+/// alone: a fork in all but libc's bookkeeping), as some runtimes and sandboxes make one: no
+/// `pthread_atfork` handler runs, and libc's own locks (malloc's among them) stay as the
+/// parent's other threads held them, so `child` may hang on one; kill it after a while.
+pub fn clone_child(child: impl FnOnce() -> i32) -> std::io::Result<u32> {
+    // SAFETY: clone(2) with SIGCHLD alone and no new stack has fork(2)'s (lack of)
+    // preconditions; in the child only this thread exists, and it runs `child` then _exit.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as libc::c_long,
+            0 as libc::c_long,
+            0 as libc::c_long,
+            0 as libc::c_long,
+            0 as libc::c_long,
+        )
+    };
+    match pid {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => {
+            let code = child();
+            // SAFETY: _exit(2) ends the process at once; nothing is touched after it.
+            unsafe { libc::_exit(code) }
+        }
+        pid => Ok(pid as u32),
+    }
+}
+
 /// Waits up to `timeout` for the child `pid` to end: its exit status (128 + the signal if
 /// a signal ended it), or None if it still runs (or is not our child).
 pub fn wait_child(pid: u32, timeout: std::time::Duration) -> Option<i32> {

@@ -54,12 +54,12 @@ pub mod ffi {
 
 /// The CPU time this process has used (the benchmark's client-cost column).
 pub use crate::sys::process::process_cpu_time;
-/// A pseudo-terminal and a child on it (the command's tests type Ctrl-C at a real terminal).
-pub use crate::sys::process::{controlling_terminal_on_stdin, open_pty};
 /// Sends a signal to a process; makes a child die with the thread that starts it (the
 /// command's tests and the soak stop and kill clients); forks a child that runs a closure and
 /// waits for it (the soak's forked children).
-pub use crate::sys::process::{die_with_parent, fork_child, send_signal, wait_child};
+pub use crate::sys::process::{clone_child, die_with_parent, fork_child, send_signal, wait_child};
+/// A pseudo-terminal and a child on it (the command's tests type Ctrl-C at a real terminal).
+pub use crate::sys::process::{controlling_terminal_on_stdin, open_pty};
 
 /// Polls `f` every 20 ms until it is true or `timeout` passes; returns whether it became true.
 ///
