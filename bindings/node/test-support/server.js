@@ -137,3 +137,36 @@ async function waitFor(predicate, ms = 10000) {
 useCheckoutLibrary();
 
 module.exports = { startServer, uniquePath, waitFor, ruok, CHECKOUT };
+
+/** A TCP relay to `target` ("host:port") that a test can cut, as if the server went silent:
+ * every relayed connection is destroyed and new ones are refused. { hosts, cut(), close() }. */
+async function startProxy(target) {
+  const [host, port] = target.split(':');
+  const sockets = new Set();
+  let cut = false;
+  const listener = net.createServer((client) => {
+    if (cut) {
+      client.destroy();
+      return;
+    }
+    const upstream = net.connect(Number(port), host);
+    for (const [a, b] of [[client, upstream], [upstream, client]]) {
+      sockets.add(a);
+      a.pipe(b);
+      a.on('error', () => b.destroy());
+      a.on('close', () => {
+        sockets.delete(a);
+        b.destroy();
+      });
+    }
+  });
+  await new Promise((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const doCut = () => {
+    cut = true;
+    for (const s of sockets) s.destroy();
+    listener.close();
+  };
+  return { hosts: `127.0.0.1:${listener.address().port}`, cut: doCut, close: doCut };
+}
+
+module.exports.startProxy = startProxy;
