@@ -1,8 +1,10 @@
 //! The lock recipes. This file is only their face: every public name, once. The front is
 //! `front`'s, the guard `guard`'s, the "any lock" trait `lockable`'s, the raw protocol trait
-//! `raw`'s, who holds `participants`'s, what a hold is and how a node goes away `hold`'s; the
-//! queue engine is `queue`; then one file (or folder) per recipe.
+//! `raw`'s, who holds `participants`'s, what a hold is and how a node goes away `hold`'s, one
+//! try at a lock and the nodes it makes `attempt`'s; the queue engine is `queue`; then one file
+//! (or folder) per recipe.
 
+mod attempt;
 mod front;
 mod guard;
 mod hold;
@@ -11,7 +13,6 @@ mod multi_lock;
 mod mutex;
 mod owned;
 mod participants;
-mod protected;
 mod queue;
 mod raw;
 mod revoke;
@@ -37,8 +38,3 @@ pub use rwlock::{
 };
 pub use semaphore::{Lease, RawSemaphore, Semaphore};
 pub use simple_lock::{RawSimpleLock, SimpleLock, SimpleLockGuard};
-
-/// How many times an acquire makes its lock's parents when its create finds one missing: the
-/// servers' container reaper may remove an emptied lock directory (made under the Curator
-/// protocol) between the parents' create and the node's, so once is not always enough.
-pub(crate) const PARENT_TRIES: u32 = 3;

@@ -5,13 +5,12 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Instant;
 
 use zookeeper_client as zk;
 
+use super::attempt::{Attempt, Created, Made};
 use super::guard::GuardNoSend;
-use super::hold::{self, Hold};
-use super::protected;
+use super::hold::Hold;
 use super::raw::{read_node, Participant, Recipe};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -143,9 +142,9 @@ impl<K> Clone for Queue<K> {
 /// What one create of a participant's node and the listing of its queue came to
 /// ([`Queue::enter_with`]).
 pub(crate) enum Entry {
-    /// Our node (name, czxid), and the queue as listed after its create (`None`: the listing
-    /// was lost, take it again).
-    Made(String, i64, Option<Vec<String>>),
+    /// Our node, and the queue as listed after its create (`None`: the listing was lost, take
+    /// it again).
+    Made(Made, Option<Vec<String>>),
     /// The queue's parents are missing: nothing was made.
     NoParents,
     /// The create's reply was lost and no node of it was found: a node with its id is removed
@@ -169,39 +168,18 @@ impl<K> Queue<K> {
     }
 
     /// Creates our node and lists the queue, pipelined: both requests leave before we wait for
-    /// either, so this costs one round trip. Returns (our node name, czxid, children).
-    fn create_and_list(
-        &self,
-        session: &Arc<Session>,
-        kind: Kind,
-        d: Deadline,
-        bound: Option<Instant>,
-    ) -> Result<(String, i64, Vec<String>)> {
-        // Parents are made again when the servers' container reaper removed an emptied one
-        // between their create and ours (`PARENT_TRIES` times at most).
-        let mut parents_made = 0;
-        loop {
-            let (entry, ()) = self.enter_with(session, kind, d, || ());
+    /// either, so this costs one round trip. Returns our node and the queue.
+    fn create_and_list(&self, a: &Attempt, kind: Kind, d: Deadline) -> Result<(Made, Vec<String>)> {
+        a.with_parents(&[&self.path], d, || loop {
+            let (entry, ()) = self.enter_with(a, kind, d, || ());
             match entry? {
-                Entry::Made(name, czxid, Some(children)) => return Ok((name, czxid, children)),
-                Entry::Made(name, czxid, None) => {
-                    return match self.list(session, d) {
-                        Ok(children) => Ok((name, czxid, children)),
-                        Err(e) => {
-                            self.cleanup(session, &name, bound);
-                            Err(e)
-                        }
-                    }
-                }
-                Entry::NoParents if parents_made < crate::recipes::PARENT_TRIES => {
-                    protected::create_parents(&self.client, session, &self.path, d, self.protocol)?;
-                    parents_made += 1;
-                }
-                Entry::NoParents => return Err(session.record_end_and_map(zk::Error::NoNode)),
+                Entry::Made(made, Some(children)) => return Ok(Some((made, children))),
+                Entry::Made(made, None) => return Ok(Some((made, self.list(&a.session, d)?))),
+                Entry::NoParents => return Ok(None),
                 // The next create gets a fresh id.
                 Entry::Unknown => {}
             }
-        }
+        })
     }
 
     /// One try of [`Queue::create_and_list`], with more requests riding in its round trip:
@@ -210,12 +188,13 @@ impl<K> Queue<K> {
     /// ours are in.
     pub(crate) fn enter_with<R>(
         &self,
-        session: &Arc<Session>,
+        a: &Attempt,
         kind: Kind,
         d: Deadline,
         ride: impl FnOnce() -> R,
     ) -> (Result<Entry>, R) {
-        // The attempt's id, fresh for every create whose earlier try may still be applied.
+        let session = &a.session;
+        // The create's id, fresh for every create whose earlier try may still be applied.
         let prefix = AttemptId::new().prefix(self.protocol, kind);
         let data = self.client.holder_id().as_bytes();
         let opts = self
@@ -230,30 +209,15 @@ impl<K> Queue<K> {
         // then already in (this thread is woken once per round trip, not twice).
         let listed = session.call_sent(sent, Via::Server, list, d);
         let created = session.call_sent(sent, Via::Leader, create, d);
-        let entry = match created {
-            Ok((stat, seq)) => Ok(Entry::Made(
-                format!("{prefix}{seq}"),
-                stat.czxid,
-                listed.ok(),
-            )),
-            Err(zk::Error::NoNode) => Ok(Entry::NoParents),
-            Err(e) if crate::session::is_retriable(&e) => {
-                // The create may have been applied although its reply was lost: find our node
-                // by its unique id before creating again (never two nodes for one attempt).
-                match protected::recover(session, &self.path, &prefix, true, d) {
-                    Ok(Some((name, czxid))) => Ok(Entry::Made(name, czxid, None)),
-                    Ok(None) => {
-                        // Not applied yet, but not dead: held in a partition, it may be
-                        // applied later, beside the node of the next create. That one gets a
-                        // fresh id, and a node with this one is removed when it appears.
-                        hold::background_forget(session, self.path.clone(), prefix);
-                        Ok(Entry::Unknown)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(session.record_end_and_map(e)),
-        };
+        // A listing is of the queue after our node only when the create was answered.
+        let answered = created.is_ok();
+        let entry = a
+            .settle(&self.path, &prefix, true, created, d)
+            .map(|c| match c {
+                Created::Made(made) => Entry::Made(made, listed.ok().filter(|_| answered)),
+                Created::NoParents => Entry::NoParents,
+                Created::Unknown(_) => Entry::Unknown,
+            });
         (entry, riding)
     }
 
@@ -263,12 +227,6 @@ impl<K> Queue<K> {
             Err(zk::Error::NoNode) => Ok(Vec::new()),
             Err(e) => Err(session.record_end_and_map(e)),
         }
-    }
-
-    /// Deletes our node of a failed attempt: now if possible, else in the background; waited
-    /// for until `bound` at most (a try-once attempt's pinned instant).
-    pub(crate) fn cleanup(&self, session: &Arc<Session>, name: &str, bound: Option<Instant>) {
-        let _ = hold::remove_node(session, &self.child(name), false, bound);
     }
 
     /// The queue: every contender with its holder id, in order.
@@ -325,7 +283,10 @@ impl<K: QueueKind> Recipe for Queue<K> {
     /// The acquire loop: create our node, list, watch the one node that blocks us (by the
     /// kind's rules), wait, look again.
     fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>> {
-        self.attempt_within(d, None, signal)
+        // This thread waits for every request it sends here (`session::waiting_caller`).
+        let _caller = crate::session::waiting_caller();
+        let a = Attempt::begin(&self.client, self.protocol, d, signal)?;
+        self.attempt_in(&a)
     }
 
     fn participants(&self) -> Result<Vec<Participant>> {
@@ -334,28 +295,13 @@ impl<K: QueueKind> Recipe for Queue<K> {
 }
 
 impl<K: QueueKind> Queue<K> {
-    /// [`Recipe::attempt`], with the removal of the attempt's node (when it fails) waited for
-    /// until `bound` at most: the pinned instant of the try-once operation this attempt is a
-    /// step of (the semaphore's guarding mutex), if any. A try-once attempt of the queue itself
-    /// is bounded by its own pinned instant.
-    pub(crate) fn attempt_within(
-        &self,
-        d: Deadline,
-        bound: Option<Instant>,
-        signal: &Arc<Signal>,
-    ) -> Result<Option<Hold>> {
-        let rules = &K::RULES;
-        // This thread waits for every request it sends here (`session::waiting_caller`).
-        let _caller = crate::session::waiting_caller();
-        // A try-once attempt has one instant for every step, the removal of its node included.
-        let (try_once, d) = d.pinned(self.client.session_timeout());
-        let bound = bound.or(if try_once { d.instant() } else { None });
-        let session = self.client.session_for(d, Some(signal))?;
+    /// [`Recipe::attempt`] within `a` (the semaphore's guarding mutex is a step of the
+    /// semaphore's attempt).
+    pub(crate) fn attempt_in(&self, a: &Attempt) -> Result<Option<Hold>> {
         // The first round trip runs to its answer even past a short deadline: a lock found
         // free in it is held (`Deadline::first_round`).
-        let first = d.first_round(self.client.session_timeout());
-        let entered = self.create_and_list(&session, rules.kind, first, bound)?;
-        self.queue_from(&session, entered, try_once, d, bound, signal)
+        let entered = self.create_and_list(a, K::RULES.kind, a.first_round())?;
+        self.queue_from(a, entered)
     }
 
     /// Whether our node `name` holds by the kind's rules in `children` (a listing taken after its
@@ -369,45 +315,32 @@ impl<K: QueueKind> Queue<K> {
     }
 
     /// The rest of an attempt whose node is made and whose queue was listed after it
-    /// (`entered`: our node's name, its czxid, the queue): held if nothing blocks it, else
-    /// watch the one node that blocks it, wait, look again. `try_once` and `d` as
-    /// [`Deadline::pinned`] gives them; the node, if the attempt fails, is removed by `bound`.
+    /// (`entered`): held if nothing blocks it, else watch the one node that blocks it, wait,
+    /// look again. Our node goes on every way out but the hold.
     pub(crate) fn queue_from(
         &self,
-        session: &Arc<Session>,
-        entered: (String, i64, Vec<String>),
-        try_once: bool,
-        d: Deadline,
-        bound: Option<Instant>,
-        signal: &Arc<Signal>,
+        a: &Attempt,
+        entered: (Made, Vec<String>),
     ) -> Result<Option<Hold>> {
         let rules = &K::RULES;
-        let (mut name, mut token, mut children) = entered;
-        let session = session.clone();
-        // Held, unless a cancel came meanwhile (then the node goes: cancel works at any time).
-        let held = |name: &str, token: i64| {
-            if signal.is_cancelled() {
-                self.cleanup(&session, name, bound);
-                return Err(session.ended_error().unwrap_or(Error::Cancelled));
-            }
-            Ok(Some(Hold::new(session.clone(), self.child(name), token)))
-        };
+        let (session, d) = (&a.session, a.d);
+        let (mut mine, mut children) = entered;
         loop {
             let queue = node::contenders(children);
-            let Some(idx) = queue.iter().position(|c| c.name == name) else {
+            let Some(idx) = queue.iter().position(|c| c.name == mine.name()) else {
                 // Our node is gone although the session lives (deleted by hand): queue again.
                 if let Some(e) = session.ended_error() {
                     return Err(e);
                 }
-                log::warn!("lock node {name} vanished; queueing again");
-                (name, token, children) = self.create_and_list(&session, rules.kind, d, bound)?;
+                log::warn!("lock node {} vanished; queueing again", mine.name());
+                mine.gone();
+                (mine, children) = self.create_and_list(a, rules.kind, d)?;
                 continue;
             };
             let Some((w, sole)) = (rules.blocker)(&queue, idx) else {
-                return held(&name, token);
+                return self.held(a, mine);
             };
-            if try_once {
-                self.cleanup(&session, &name, bound);
+            if a.try_once {
                 return Ok(None);
             }
             // The no-relist handoff is safe only if nothing can appear ahead of us: a downgrade
@@ -428,36 +361,28 @@ impl<K: QueueKind> Queue<K> {
                 // socket's error, not ConnectionLoss): look again once reconnected.
                 Ok((None, _)) => None,
                 Err(e) if crate::session::is_retriable(&e) => None,
-                Err(e) => {
-                    self.cleanup(&session, &name, bound);
-                    return Err(session.record_end_and_map(e));
-                }
+                Err(e) => return Err(session.record_end_and_map(e)),
             };
             if let Some(watcher) = watched {
-                match session.wait_watch(watcher, d.instant(), signal) {
-                    Ok(Some(zk::EventType::NodeDeleted)) if fast => return held(&name, token),
-                    Ok(Some(_)) => {}
-                    Ok(None) => {
-                        self.cleanup(&session, &name, bound);
-                        return Ok(None);
-                    }
-                    Err(e) => {
-                        self.cleanup(&session, &name, bound);
-                        return Err(e);
-                    }
+                match session.wait_watch(watcher, d.instant(), &a.signal)? {
+                    Some(zk::EventType::NodeDeleted) if fast => return self.held(a, mine),
+                    Some(_) => {}
+                    None => return Ok(None),
                 }
             } else if d.passed() {
-                self.cleanup(&session, &name, bound);
                 return Ok(None);
             }
-            children = match self.list(&session, d) {
-                Ok(c) => c,
-                Err(e) => {
-                    self.cleanup(&session, &name, bound);
-                    return Err(e);
-                }
-            };
+            children = self.list(session, d)?;
         }
+    }
+
+    /// Our node holds: the hold, unless a cancel came meanwhile (then the node goes: cancel
+    /// works at any time).
+    fn held(&self, a: &Attempt, mine: Made) -> Result<Option<Hold>> {
+        if a.signal.is_cancelled() {
+            return Err(a.session.ended_error().unwrap_or(Error::Cancelled));
+        }
+        Ok(Some(mine.into_hold()))
     }
 }
 

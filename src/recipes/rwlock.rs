@@ -5,12 +5,12 @@
 
 use std::sync::{Arc, Weak};
 
+use super::attempt::Attempt;
 use super::front::Lock;
 use super::guard::{Guard, GuardNoSend};
 use super::hold::{Hold, HoldState};
 use super::lockable::Lockable;
 use super::participants::{Holds, Owner, Policy};
-use super::protected;
 use super::queue::{Queue, Reader, Writer};
 use super::raw::{Participant, Recipe};
 use crate::deadline::Deadline;
@@ -288,20 +288,10 @@ impl Core {
             Error::ZooKeeper(format!("write lock node {name} has no sequence number").into())
         })?;
         let data = q.client.holder_id().as_bytes();
-        let (made, _) = protected::create_ephemeral(
-            &q.client,
-            &write.session,
-            &q.path,
-            &read_name,
-            data,
-            false,
-            d,
-        )?;
-        log::debug!("downgraded {} to the read node {made}", write.node);
-        Ok(Hold::new(
-            write.session.clone(),
-            format!("{}/{made}", q.path),
-            write.token,
-        ))
+        let a = Attempt::on(&q.client, q.protocol, &write.session, d);
+        let made = a.create(&q.path, &read_name, data, false, d)?;
+        log::debug!("downgraded {} to the read node {}", write.node, made.name());
+        // The read hold keeps the write hold's token.
+        Ok(made.into_hold_with_token(write.token))
     }
 }

@@ -4,16 +4,16 @@ use std::sync::Arc;
 
 use zookeeper_client as zk;
 
+use super::attempt::Attempt;
 use super::front::Lock;
 use super::guard::{Guard, GuardNoSend};
 use super::hold::{background_forget_witnessed, Hold};
 use super::participants::{Owner, Policy};
-use super::protected::create_parents_of;
 use super::raw::{read_node, Participant, Recipe};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Protocol};
-use crate::session::{is_retriable, Client, Session};
+use crate::session::{is_retriable, Client};
 use crate::wait::Signal;
 
 /// The recipe of [`SimpleLock`]: one ephemeral node at the path, whose data carries the holder
@@ -68,10 +68,11 @@ impl RawSimpleLock {
     /// still be (held in a partition): only its witness tells, now or later.
     fn try_create(
         &self,
-        session: &Arc<Session>,
+        a: &Attempt,
         unsettled: &mut Vec<String>,
         d: Deadline,
     ) -> Result<Option<Hold>> {
+        let session = &a.session;
         let opts = self.client.create_options(zk::CreateMode::Ephemeral);
         let held = |czxid, witness: String| {
             Some(Hold::witnessed(
@@ -81,9 +82,6 @@ impl RawSimpleLock {
                 witness,
             ))
         };
-        // Parents are made again when the servers' container reaper removed an emptied one
-        // between their create and ours (`PARENT_TRIES` times at most).
-        let mut parents_made = 0;
         // No answer: a timeout if the deadline ran out on a connected session.
         let unknown = |e: &zk::Error| {
             Err(session.unanswered(
@@ -92,37 +90,46 @@ impl RawSimpleLock {
             ))
         };
         loop {
-            let id = AttemptId::new().text(Protocol::Kazoo);
-            let data = node::simple_lock_data(self.client.holder_id(), &id);
-            let witness = node::witness_path(&self.path, &id);
-            // Sent now (the crate sends a request when it is made; the call waits for it). The
-            // token is the lock node's czxid: the witness's, as all of a multi's nodes share its
-            // zxid. A server before 3.9 answers a multi's creates without their stat, but a
-            // write's stat always comes back: hence the (empty) write of the witness.
-            let mut multi = session.zk.new_multi_writer();
-            multi
-                .add_create(&self.path, &data, &opts)
-                .and_then(|()| multi.add_create(&witness, &[], &opts))
-                .and_then(|()| multi.add_set_data(&witness, &[], None))
-                .map_err(|e| session.record_end_and_map(e))?;
-            let sent = multi.commit();
-            // The request's failure is the call's; an operation's failure is the answer: the
-            // token if the nodes were made.
-            let create = async move {
-                match sent.await {
-                    Ok(made) => Ok(Ok(made.iter().find_map(|r| match r {
-                        zk::MultiWriteResult::SetData { stat } if !stat.is_invalid() => {
-                            Some(stat.czxid)
+            // One create, made again with the parents when one is missing.
+            let (witness, answer) =
+                a.with_parents(&[crate::path::parent(&self.path)], d, || {
+                    let id = AttemptId::new().text(Protocol::Kazoo);
+                    let data = node::simple_lock_data(self.client.holder_id(), &id);
+                    let witness = node::witness_path(&self.path, &id);
+                    // Sent now (the crate sends a request when it is made; the call waits for it).
+                    // The token is the lock node's czxid: the witness's, as all of a multi's nodes
+                    // share its zxid. A server before 3.9 answers a multi's creates without their
+                    // stat, but a write's stat always comes back: hence the (empty) write of the
+                    // witness.
+                    let mut multi = session.zk.new_multi_writer();
+                    multi
+                        .add_create(&self.path, &data, &opts)
+                        .and_then(|()| multi.add_create(&witness, &[], &opts))
+                        .and_then(|()| multi.add_set_data(&witness, &[], None))
+                        .map_err(|e| session.record_end_and_map(e))?;
+                    let sent = multi.commit();
+                    // The request's failure is the call's; an operation's failure is the answer:
+                    // the token if the nodes were made.
+                    let create = async move {
+                        match sent.await {
+                            Ok(made) => Ok(Ok(made.iter().find_map(|r| match r {
+                                zk::MultiWriteResult::SetData { stat } if !stat.is_invalid() => {
+                                    Some(stat.czxid)
+                                }
+                                _ => None,
+                            }))),
+                            Err(zk::MultiWriteError::OperationFailed { index, source }) => {
+                                Ok(Err((index, source)))
+                            }
+                            Err(zk::MultiWriteError::RequestFailed { source }) => Err(source),
                         }
-                        _ => None,
-                    }))),
-                    Err(zk::MultiWriteError::OperationFailed { index, source }) => {
-                        Ok(Err((index, source)))
+                    };
+                    match session.call(create, d) {
+                        Ok(Err((_, zk::Error::NoNode))) => Ok(None),
+                        answer => Ok(Some((witness, answer))),
                     }
-                    Err(zk::MultiWriteError::RequestFailed { source }) => Err(source),
-                }
-            };
-            match session.call(create, d) {
+                })?;
+            match answer {
                 Ok(Ok(Some(czxid))) => return Ok(held(czxid, witness)),
                 // Made, with no stat to read the token from: the witness check below reads it.
                 Ok(Ok(None)) => unsettled.push(witness),
@@ -130,17 +137,6 @@ impl RawSimpleLock {
                 // It is ours only if an earlier create of this attempt was applied after all.
                 Ok(Err((0, zk::Error::NodeExists))) if unsettled.is_empty() => return Ok(None),
                 Ok(Err((_, zk::Error::NodeExists))) => {}
-                Ok(Err((_, zk::Error::NoNode))) if parents_made < crate::recipes::PARENT_TRIES => {
-                    create_parents_of(
-                        &self.client,
-                        session,
-                        &self.path,
-                        d,
-                        self.client.protocol(),
-                    )?;
-                    parents_made += 1;
-                    continue;
-                }
                 Ok(Err((_, e))) => return Err(session.record_end_and_map(e)),
                 Err(e) => {
                     if !is_retriable(&e) {
@@ -184,19 +180,13 @@ impl RawSimpleLock {
 
     /// [`Recipe::attempt`] once the session is known; `unsettled` as in
     /// [`RawSimpleLock::try_create`].
-    fn attempt_in(
-        &self,
-        session: &Arc<Session>,
-        signal: &Arc<Signal>,
-        try_once: bool,
-        d: Deadline,
-        unsettled: &mut Vec<String>,
-    ) -> Result<Option<Hold>> {
+    fn attempt_in(&self, a: &Attempt, unsettled: &mut Vec<String>) -> Result<Option<Hold>> {
+        let (session, d, signal) = (&a.session, a.d, &a.signal);
         // The first round trip runs to its answer even past a short deadline: a lock found
         // free in it is held (`Deadline::first_round`).
-        let mut round = d.first_round(self.client.session_timeout());
+        let mut round = a.first_round();
         loop {
-            let tried = self.try_create(session, unsettled, round);
+            let tried = self.try_create(a, unsettled, round);
             round = d;
             if let Some(h) = tried? {
                 if signal.is_cancelled() {
@@ -206,7 +196,7 @@ impl RawSimpleLock {
                 }
                 return Ok(Some(h));
             }
-            if try_once {
+            if a.try_once {
                 return Ok(None);
             }
             let watcher = match session.call(session.zk.check_and_watch_stat(&self.path), d) {
@@ -238,14 +228,13 @@ impl Recipe for RawSimpleLock {
         // This thread waits for every request it sends here (`session::waiting_caller`).
         let _caller = crate::session::waiting_caller();
         // A try-once attempt still needs its requests answered: one session timeout in all.
-        let (try_once, d) = d.pinned(self.client.session_timeout());
-        let session = self.client.session_for(d, Some(signal))?;
+        let a = Attempt::begin(&self.client, self.client.protocol(), d, signal)?;
         let mut unsettled = Vec::new();
-        let r = self.attempt_in(&session, signal, try_once, d, &mut unsettled);
+        let r = self.attempt_in(&a, &mut unsettled);
         // A create whose reply was lost and whose node is not the hold: removed in the
         // background if it was applied, or when it is.
         for witness in unsettled {
-            background_forget_witnessed(&session, self.path.clone(), witness);
+            background_forget_witnessed(&a.session, self.path.clone(), witness);
         }
         r
     }

@@ -7,19 +7,16 @@
 //! (2 round trips a cycle with the release, as the mutex's); when it was not free, the lease
 //! node goes away again and the acquirer waits for the mutex the ordinary way.
 
-use std::sync::Arc;
-
 use zookeeper_client as zk;
 
-use super::leases::{bound, list_watch, wait, Leases};
+use super::leases::{list_watch, wait, Leases};
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::node::{lease_prefix, Kind};
+use crate::recipes::attempt::{Attempt, Created, Made};
 use crate::recipes::hold::Hold;
-use crate::recipes::protected::{self, create_ephemeral};
 use crate::recipes::queue::{Entry, Exclusive, Queue};
-use crate::session::{SendTime, Session, Via};
-use crate::wait::Signal;
+use crate::session::{SendTime, Via};
 
 /// What the first round trip of an acquire ([`Leases::take_curator_first`]) came to.
 pub(super) enum First {
@@ -27,91 +24,61 @@ pub(super) enum First {
     Held(Hold),
     /// The guarding mutex is ours and the lease is still to take: our lease node (made while
     /// the mutex was ours, so counted as Curator counts it), if one was made.
-    Guarded(Hold, Option<(String, i64)>),
-    /// Queued for the guarding mutex behind another holder (our node in it, its czxid, the
-    /// queue as listed); our lease node is gone again.
-    Queued(String, i64, Vec<String>),
+    Guarded(Hold, Option<Made>),
+    /// Queued for the guarding mutex behind another holder (our node in it, the queue as
+    /// listed); our lease node is gone again.
+    Queued(Made, Vec<String>),
     /// Nothing of ours is left: take the ordinary way.
     Again,
 }
 
 impl Leases {
     /// Curator, holding the guarding mutex: create our lease node (or take `start`, made while
-    /// it was ours), then hold once there are at most N lease nodes (a try-once attempt,
-    /// `try_once`, never waits for that: its `d` is its pinned instant).
-    pub(super) fn take_curator(
-        &self,
-        session: &Arc<Session>,
-        d: Deadline,
-        try_once: bool,
-        signal: &Arc<Signal>,
-        start: Option<(String, i64)>,
-    ) -> Result<Option<Hold>> {
-        let mut prefix = lease_prefix();
+    /// it was ours), then hold once there are at most N lease nodes (a try-once attempt never
+    /// waits for that).
+    pub(super) fn take_curator(&self, a: &Attempt, start: Option<Made>) -> Result<Option<Hold>> {
+        let (session, d) = (&a.session, a.d);
         let data = self.client.holder_id().as_bytes();
         // First try: our lease node made while holding the mutex (`start`, then listed again
         // with a watch), or create it and list the leases in one round trip.
         let (mut made, mut listed) = match start {
             Some(m) => (Some(m), None),
-            None => self.create_and_list(session, &prefix, data, d)?,
+            None => self.create_and_list(a, data, d)?,
         };
-        if made.is_none() {
-            // Not made, or not known to be (a create held in a partition may be applied
-            // later; its node is removed when it appears): the next create gets a fresh id.
-            prefix = lease_prefix();
-        }
         loop {
-            let (name, token) = match &made {
-                Some(m) => m.clone(),
-                None => {
-                    // (A create whose outcome stays unknown fails the attempt; its node is
-                    // removed in the background if it appears.)
-                    let m =
-                        create_ephemeral(&self.client, session, &self.dir, &prefix, data, true, d)?;
-                    made = Some(m.clone());
-                    m
-                }
+            // (A create whose outcome stays unknown fails the attempt; its node is removed in
+            // the background if it appears.)
+            let mine = match made.take() {
+                Some(m) => m,
+                None => a.create(&self.dir, &lease_prefix(), data, true, d)?,
             };
             let listing = match listed.take() {
-                Some(c) => Ok(Some((c, None))),
-                None => list_watch(session, &self.dir, d).map(|l| l.map(|(c, w)| (c, Some(w)))),
+                Some(c) => Some((c, None)),
+                None => list_watch(session, &self.dir, d)?.map(|(c, w)| (c, Some(w))),
             };
-            let (children, watcher) = match listing {
-                Ok(Some((c, w))) => (c, w),
-                Ok(None) => (Vec::new(), None),
-                Err(e) => {
-                    self.remove_lease(session, &name, try_once, d);
-                    return Err(e);
-                }
-            };
-            if !children.contains(&name) {
+            let (children, watcher) = listing.unwrap_or((Vec::new(), None));
+            if !children.iter().any(|c| c == mine.name()) {
                 if let Some(e) = session.ended_error() {
+                    mine.gone();
                     return Err(e);
                 }
-                log::warn!("lease node {name} vanished; creating it again");
-                made = None;
+                log::warn!("lease node {} vanished; creating it again", mine.name());
+                mine.gone();
                 continue;
             }
             if children.len() <= self.max_leases as usize {
-                return Ok(Some(Hold::new(session.clone(), self.child(&name), token)));
+                return Ok(Some(mine.into_hold()));
             }
-            if try_once {
-                self.remove_lease(session, &name, try_once, d);
+            if a.try_once {
                 return Ok(None);
             }
             // Listed without a watch (the first time): list again, with one.
-            let Some(watcher) = watcher else { continue };
-            match wait(session, watcher, d, signal) {
-                Ok(true) => {}
-                Ok(false) => {
-                    self.remove_lease(session, &name, try_once, d);
+            if let Some(watcher) = watcher {
+                if !wait(session, watcher, d, &a.signal)? {
                     return Ok(None);
                 }
-                Err(e) => {
-                    self.remove_lease(session, &name, try_once, d);
-                    return Err(e);
-                }
             }
+            made = Some(mine);
         }
     }
 
@@ -127,22 +94,20 @@ impl Leases {
     pub(super) fn take_curator_first(
         &self,
         guard: &Queue<Exclusive>,
-        session: &Arc<Session>,
-        d: Deadline,
-        try_once: bool,
+        a: &Attempt,
     ) -> Result<First> {
+        let session = &a.session;
         let data = self.client.holder_id().as_bytes();
         let opts = self
             .client
             .create_options(zk::CreateMode::EphemeralSequential);
         // The first round trip runs to its answer even past a short deadline, as the mutex's.
-        let first = d.first_round(self.client.session_timeout());
-        let mut parents_made = 0;
-        loop {
+        let first = a.first_round();
+        a.with_parents(&[&guard.path, &self.dir], a.d, || {
             let prefix = lease_prefix();
             let full = self.child(&prefix);
             let sent = SendTime::now();
-            let (entry, (create, list)) = guard.enter_with(session, Kind::Lock, first, || {
+            let (entry, (create, list)) = guard.enter_with(a, Kind::Lock, first, || {
                 (
                     session.zk.create(&full, data, &opts),
                     session.zk.list_children(&self.dir),
@@ -150,100 +115,67 @@ impl Leases {
             });
             let listed = session.call_sent(sent, Via::Server, list, first);
             let created = session.call_sent(sent, Via::Leader, create, first);
-            // Nothing of ours is left behind when either fails.
-            let (entry, lease) = match (entry, self.lease_made(session, &prefix, created, d)) {
-                (Ok(entry), Ok(lease)) => (entry, lease),
-                (Ok(Entry::Made(name, ..)), Err(e)) => {
-                    guard.cleanup(session, &name, bound(try_once, d));
-                    return Err(e);
-                }
-                (Err(e), Ok(lease)) => {
-                    self.give_back(session, &lease, try_once, d);
-                    return Err(e);
-                }
-                (Ok(_), Err(e)) | (Err(e), Err(_)) => return Err(e),
+            // The leases' listing counts our node only when its create was answered.
+            let answered = created.is_ok();
+            let lease = a.settle(&self.dir, &prefix, true, created, a.d);
+            // Nothing of ours is left behind when either fails: what was made goes as it drops.
+            let (entry, lease) = (entry?, lease?);
+            let lease = match lease {
+                Created::Made(m) => Some(m),
+                // Not made (parents missing, or its reply lost): made the ordinary way.
+                Created::NoParents | Created::Unknown(_) => None,
             };
-            match entry {
-                Entry::Made(name, czxid, Some(queue)) => {
-                    if !guard.holds_in(&name, queue.clone()) {
-                        self.give_back(session, &lease, try_once, d);
-                        return Ok(First::Queued(name, czxid, queue));
-                    }
-                    let guard_hold = Hold::new(session.clone(), guard.child(&name), czxid);
-                    let Some((lease_name, token)) = lease else {
-                        // Not made (parents missing, or its reply lost): made the ordinary way.
-                        return Ok(First::Guarded(guard_hold, None));
-                    };
-                    return Ok(match listed {
-                        Ok(c) if c.contains(&lease_name) && c.len() <= self.max_leases as usize => {
-                            guard_hold.release_unwaited();
-                            First::Held(Hold::new(session.clone(), self.child(&lease_name), token))
-                        }
-                        // Our node vanished: a fresh one.
-                        Ok(c) if !c.contains(&lease_name) => First::Guarded(guard_hold, None),
-                        // Over N (or the listing lost): wait with the mutex, as Curator does.
-                        _ => First::Guarded(guard_hold, Some((lease_name, token))),
-                    });
-                }
-                Entry::Made(name, czxid, None) => {
+            let queue = match entry {
+                Entry::Made(mine, Some(queue)) => (mine, queue),
+                Entry::Made(mine, None) => {
                     // The mutex's listing was lost: ours or not is learned the ordinary way.
-                    self.give_back(session, &lease, try_once, d);
-                    let queue = match guard.list(session, d) {
-                        Ok(q) => q,
-                        Err(e) => {
-                            guard.cleanup(session, &name, bound(try_once, d));
-                            return Err(e);
-                        }
-                    };
-                    return Ok(First::Queued(name, czxid, queue));
+                    drop(lease);
+                    let queue = guard.list(session, a.d)?;
+                    return Ok(Some(First::Queued(mine, queue)));
                 }
-                Entry::NoParents if parents_made < crate::recipes::PARENT_TRIES => {
-                    self.give_back(session, &lease, try_once, d);
-                    protected::create_parents_all(
-                        &self.client,
-                        session,
-                        &[&guard.path, &self.dir],
-                        d,
-                        self.protocol,
-                    )?;
-                    parents_made += 1;
-                }
-                Entry::NoParents | Entry::Unknown => {
-                    self.give_back(session, &lease, try_once, d);
-                    return Ok(First::Again);
-                }
+                Entry::NoParents => return Ok(None),
+                Entry::Unknown => return Ok(Some(First::Again)),
+            };
+            let (mine, queue) = queue;
+            if !guard.holds_in(mine.name(), queue.clone()) {
+                drop(lease);
+                return Ok(Some(First::Queued(mine, queue)));
             }
-        }
+            let guard_hold = mine.into_hold();
+            let Some(lease) = lease else {
+                return Ok(Some(First::Guarded(guard_hold, None)));
+            };
+            Ok(Some(match listed {
+                Ok(c) if answered && !c.iter().any(|n| n == lease.name()) => {
+                    // Our node vanished: a fresh one.
+                    lease.gone();
+                    First::Guarded(guard_hold, None)
+                }
+                Ok(c) if answered && c.len() <= self.max_leases as usize => {
+                    guard_hold.release_unwaited();
+                    First::Held(lease.into_hold())
+                }
+                // Over N (or the listing lost): wait with the mutex, as Curator does.
+                _ => First::Guarded(guard_hold, Some(lease)),
+            }))
+        })
     }
 
-    /// Removes the lease node of a first round trip that did not count it (`lease`, if made).
-    fn give_back(
-        &self,
-        session: &Arc<Session>,
-        lease: &Option<(String, i64)>,
-        try_once: bool,
-        d: Deadline,
-    ) {
-        if let Some((name, _)) = lease {
-            self.remove_lease(session, name, try_once, d);
-        }
-    }
-
-    /// Creates the lease node `prefix<seq>` and lists the leases, pipelined: one round trip.
-    /// Returns the node (None if the create must be retried the protected way) and the listing
-    /// (None if it must be taken again).
-    #[allow(clippy::type_complexity)]
+    /// Creates a lease node and lists the leases, pipelined: one round trip. Returns the node
+    /// (None if the create must be made again: its parents are missing, or its reply was lost
+    /// and no node of it was found) and the listing (None if it must be taken again).
     fn create_and_list(
         &self,
-        session: &Arc<Session>,
-        prefix: &str,
+        a: &Attempt,
         data: &[u8],
         d: Deadline,
-    ) -> Result<(Option<(String, i64)>, Option<Vec<String>>)> {
+    ) -> Result<(Option<Made>, Option<Vec<String>>)> {
+        let session = &a.session;
         let opts = self
             .client
             .create_options(zk::CreateMode::EphemeralSequential);
-        let full = self.child(prefix);
+        let prefix = lease_prefix();
+        let full = self.child(&prefix);
         let sent = SendTime::now();
         let create = session.zk.create(&full, data, &opts);
         // No watch yet: mostly there is a lease free, and a watch set and dropped unfired
@@ -252,41 +184,10 @@ impl Leases {
         // Replies come in request order: the listing's after the create's.
         let listed = session.call_sent(sent, Via::Server, list, d).ok();
         let created = session.call_sent(sent, Via::Leader, create, d);
-        let made = self.lease_made(session, prefix, created, d)?;
-        let listed = listed.filter(|_| made.is_some());
-        Ok((made, listed))
-    }
-
-    /// What the reply to our lease node's create (`prefix<seq>`) says of it: the node, or
-    /// None when it must be made again (its parents are missing; or its reply was lost and no
-    /// node of it was found, and a node with its id is removed when it appears: the next
-    /// create needs a fresh id). A create whose reply was lost is looked up by its attempt id,
-    /// never sent twice.
-    fn lease_made(
-        &self,
-        session: &Arc<Session>,
-        prefix: &str,
-        created: std::result::Result<(zk::Stat, zk::CreateSequence), zk::Error>,
-        d: Deadline,
-    ) -> Result<Option<(String, i64)>> {
-        match created {
-            Ok((stat, seq)) => Ok(Some((format!("{prefix}{seq}"), stat.czxid))),
-            // The parents are missing: the protected create makes them.
-            Err(zk::Error::NoNode) => Ok(None),
-            Err(e) if crate::session::is_retriable(&e) => {
-                let found = protected::recover(session, &self.dir, prefix, true, d)?;
-                if found.is_none() {
-                    // Not applied yet, but not dead: held in a partition, it may be applied
-                    // later; a node with this id is removed when it appears.
-                    crate::recipes::hold::background_forget(
-                        session,
-                        self.dir.clone(),
-                        prefix.to_string(),
-                    );
-                }
-                Ok(found)
-            }
-            Err(e) => Err(session.record_end_and_map(e)),
-        }
+        let answered = created.is_ok();
+        Ok(match a.settle(&self.dir, &prefix, true, created, d)? {
+            Created::Made(m) => (Some(m), listed.filter(|_| answered)),
+            Created::NoParents | Created::Unknown(_) => (None, None),
+        })
     }
 }

@@ -3,14 +3,12 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
 
 use zookeeper_client as zk;
 
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::node::Protocol;
-use crate::recipes::hold::remove_node;
 use crate::recipes::raw::read_node;
 use crate::session::{Client, Session};
 use crate::wait::Signal;
@@ -74,29 +72,6 @@ impl Leases {
 
     pub(super) fn child(&self, name: &str) -> String {
         format!("{}/{}", self.dir, name)
-    }
-
-    /// Removes our lease node `name` (not held: a failed, timed-out or cancelled attempt's),
-    /// through the one release path, waited for but a try-once attempt (`try_once`) never past
-    /// its pinned instant `d`.
-    pub(super) fn remove_lease(
-        &self,
-        session: &Arc<Session>,
-        name: &str,
-        try_once: bool,
-        d: Deadline,
-    ) {
-        let _ = remove_node(session, &self.child(name), false, bound(try_once, d));
-    }
-}
-
-/// How long a give-back of a semaphore's attempt is waited for: a try-once attempt's
-/// (`try_once`) never past its pinned instant `d`; any other's, the release path's own bound.
-pub(super) fn bound(try_once: bool, d: Deadline) -> Option<Instant> {
-    if try_once {
-        d.instant()
-    } else {
-        None
     }
 }
 

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::attempt::Attempt;
 use super::front::Lock;
 use super::guard::{Guard, GuardSend};
 use super::hold::Hold;
@@ -191,28 +192,24 @@ impl Recipe for RawSemaphore {
         let _caller = crate::session::waiting_caller();
         // A try-once attempt has one instant for every step, as the mutex's: the guarding
         // mutex, the lease's create and listing, the recovery of a lost reply, a fresh session.
-        let (try_once, d) = d.pinned(self.leases.client.session_timeout());
-        let session = self.leases.client.session_for(d, Some(signal))?;
+        let a = Attempt::begin(&self.leases.client, self.leases.protocol, d, signal)?;
         if self.leases.protocol == Protocol::Kazoo
             && !self.leases.root_checked.load(Ordering::Acquire)
         {
-            self.leases.ensure_kazoo_root(&session, d)?;
+            self.leases.ensure_kazoo_root(&a)?;
         }
-        // The guard's node, if its attempt fails, is given back by this instant too.
-        let bound = if try_once { d.instant() } else { None };
-        let guard_d = if try_once {
-            Deadline::At(d.capped(TRY_GUARD_WAIT))
+        // The guard's own deadline (a try waits for it `TRY_GUARD_WAIT`); its node, if its
+        // attempt fails, is given back by the semaphore's bound.
+        let guarded = a.within(if a.try_once {
+            Deadline::At(a.d.capped(TRY_GUARD_WAIT))
         } else {
-            d
-        };
+            a.d
+        });
         // Curator's layout: the first round trip tries for the mutex and a lease at once.
         let mut start = None;
         let mut queued = None;
         if self.leases.protocol == Protocol::Curator && !signal.is_cancelled() {
-            match self
-                .leases
-                .take_curator_first(&self.guard, &session, d, try_once)?
-            {
+            match self.leases.take_curator_first(&self.guard, &a)? {
                 First::Held(hold) if signal.is_cancelled() => {
                     // Cancel works at any time: what was taken is given back.
                     let _ = hold.release();
@@ -220,7 +217,7 @@ impl Recipe for RawSemaphore {
                 }
                 First::Held(hold) => return Ok(Some(hold)),
                 First::Guarded(guard, made) => start = Some((guard, made)),
-                First::Queued(name, czxid, queue) => queued = Some((name, czxid, queue)),
+                First::Queued(made, queue) => queued = Some((made, queue)),
                 First::Again => {}
             }
         }
@@ -228,14 +225,8 @@ impl Recipe for RawSemaphore {
             Some(s) => s,
             None => {
                 let guard = match queued {
-                    // The guard's own pinned instant (a try waits for it `TRY_GUARD_WAIT`).
-                    Some(entered) => {
-                        let (guard_try, guard_d) =
-                            guard_d.pinned(self.leases.client.session_timeout());
-                        self.guard
-                            .queue_from(&session, entered, guard_try, guard_d, bound, signal)?
-                    }
-                    None => self.guard.attempt_within(guard_d, bound, signal)?,
+                    Some(entered) => self.guard.queue_from(&guarded, entered)?,
+                    None => self.guard.attempt_in(&guarded)?,
                 };
                 let Some(guard) = guard else {
                     return Ok(None);
@@ -244,17 +235,13 @@ impl Recipe for RawSemaphore {
             }
         };
         let r = if signal.is_cancelled() {
-            if let Some((name, _)) = &made {
-                self.leases.remove_lease(&guard.session, name, try_once, d);
-            }
+            // A lease node made meanwhile goes first, while the mutex is still ours.
+            drop(made);
             Err(Error::Cancelled)
         } else {
             match self.leases.protocol {
-                Protocol::Curator => {
-                    self.leases
-                        .take_curator(&guard.session, d, try_once, signal, made)
-                }
-                Protocol::Kazoo => self.leases.take_kazoo(&guard.session, d, try_once, signal),
+                Protocol::Curator => self.leases.take_curator(&a, made),
+                Protocol::Kazoo => self.leases.take_kazoo(&a),
             }
         };
         let r = match r {
@@ -268,7 +255,7 @@ impl Recipe for RawSemaphore {
         // Waited for, not sent and forgotten: a process that exits right after a failed acquire
         // would otherwise leave the guard's node, blocking every acquirer until its session
         // expires.
-        if let Err(e) = guard.release_by(leases::bound(try_once, d)) {
+        if let Err(e) = guard.release_by(a.bound()) {
             log::warn!(
                 "releasing the mutex of the semaphore {}: {e}",
                 self.leases.path
