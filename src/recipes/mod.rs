@@ -11,6 +11,9 @@ mod hold;
 mod lockable;
 mod multi_lock;
 mod mutex;
+// The add-a-recipe example (src/recipes/raw.rs): compiled and run by the tests.
+#[cfg(test)]
+mod naive_lock;
 mod owned;
 mod participants;
 mod queue;

@@ -8,94 +8,14 @@
 //!
 //! The Rust half is lock_api's three steps: a raw type, its protocol ([`Recipe`]), and the
 //! front as a type alias over [`Lock`](super::front::Lock). A toy, a lock that never waits
-//! (one ephemeral node at the path; a real recipe waits until its deadline, and settles a
-//! create whose reply was lost: see [`RawSimpleLock`](super::simple_lock::RawSimpleLock), the
-//! whole form of this toy):
+//! (a queue node, held if it is first; a real recipe waits until its deadline: see the
+//! mutex's [`Queue`](super::queue::Queue), or [`RawSimpleLock`](super::simple_lock::RawSimpleLock)
+//! for one node at the path). Its one create is the [`Attempt`](super::attempt::Attempt)'s:
+//! parents, a lost reply found again by the create's id, and the node removed on every way out
+//! but the hold are written there once. This is `src/recipes/naive_lock.rs`, which the tests
+//! compile and run against a real server:
 //!
-//! ```ignore
-//! // src/recipes/naive_lock.rs: the protocol only.
-//! use std::sync::Arc;
-//!
-//! use zookeeper_client as zk;
-//!
-//! use super::front::{Guard, Lock};
-//! use super::hold::Hold;
-//! use super::holds::{Owner, Policy};
-//! use super::raw::{read_node, Participant, Recipe};
-//! use crate::deadline::Deadline;
-//! use crate::error::Result;
-//! use crate::session::Client;
-//! use crate::wait::Signal;
-//!
-//! // 1. The raw type: what the protocol needs, nothing of who holds.
-//! /// The recipe of [`NaiveLock`]: one ephemeral node at the path.
-//! #[derive(Clone)]
-//! pub struct RawNaiveLock {
-//!     client: Client,
-//!     path: String,
-//! }
-//!
-//! // 2. The protocol: one attempt, and who is queued. Reentrancy, cancel, statistics,
-//! //    revocation and the guard are the front's.
-//! impl Recipe for RawNaiveLock {
-//!     type GuardSend = *const ();
-//!     const NAME: &'static str = "NaiveLock";
-//!
-//!     fn path(&self) -> &str {
-//!         &self.path
-//!     }
-//!     fn client(&self) -> &Client {
-//!         &self.client
-//!     }
-//!     /// Creates the node: held, or busy (`None`).
-//!     fn attempt(&self, d: Deadline, signal: &Arc<Signal>) -> Result<Option<Hold>> {
-//!         let session = self.client.session_for(d, Some(signal))?;
-//!         let opts = self.client.create_options(zk::CreateMode::Ephemeral);
-//!         let data = self.client.holder_id().as_bytes();
-//!         match session.call(session.zk.create(&self.path, data, &opts), d) {
-//!             Ok((stat, _)) => Ok(Some(Hold::new(session.clone(), self.path.clone(), stat.czxid))),
-//!             Err(zk::Error::NodeExists) => Ok(None),
-//!             Err(e) => Err(session.map_err(e)),
-//!         }
-//!     }
-//!     /// The holder, if any.
-//!     fn participants(&self) -> Result<Vec<Participant>> {
-//!         let s = self.client.session()?;
-//!         let read = s.retry(Deadline::Forever, || s.zk.get_data(&self.path));
-//!         let Some((data, created_ms, hidden)) = read_node(&s, &self.path, read, Deadline::Forever)?
-//!         else {
-//!             return Ok(Vec::new());
-//!         };
-//!         Ok(vec![Participant {
-//!             node: crate::path::name(&self.path).to_string(),
-//!             sequence: 0,
-//!             holder_id: String::from_utf8(data).unwrap_or_default(),
-//!             hidden,
-//!             is_holder: true,
-//!             is_reader: false,
-//!             created_ms,
-//!             revocable: false,
-//!         }])
-//!     }
-//! }
-//!
-//! // 3. The front: a type alias, its guard, and a constructor that says who the participant
-//! //    is (`Owner`) and how often it may hold (`Policy`).
-//! /// A lock that never waits: one ephemeral node at the path.
-//! pub type NaiveLock = Lock<RawNaiveLock>;
-//! /// Holds a [`NaiveLock`]; releases on drop.
-//! pub type NaiveLockGuard<'a> = Guard<'a, NaiveLock>;
-//!
-//! impl NaiveLock {
-//!     /// A naive lock at `path`.
-//!     pub fn new(client: &Client, path: &str) -> Result<NaiveLock> {
-//!         crate::path::validate_path(path)?;
-//!         let raw = RawNaiveLock { client: client.clone(), path: path.to_string() };
-//!         Ok(Lock::from_raw(raw, Owner::Handle, Policy::Once, "naive lock"))
-//!     }
-//! }
-//! ```
-//!
+#![doc = concat!("```ignore\n", include_str!("naive_lock.rs"), "```\n")]
 //! Then the other doors, each a few lines copied from the simple lock's (grep for
 //! `simple_lock` / `SimpleLock` / `Simple`):
 //!
