@@ -85,6 +85,8 @@ export class Lock {
   readonly leaseRemaining: number;
   acquire(options?: AcquireOptions): Promise<Guard>;
   tryAcquire(options?: AcquireOptions): Promise<Guard | null>;
+  cancel(): void;
+  resetCancel(): boolean;
   participants(): Promise<Participant[]>;
   stats(): Stats;
   close(): Promise<void>;

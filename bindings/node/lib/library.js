@@ -138,6 +138,7 @@ const PROTOTYPES = [
   'int zkl_lock_acquire_in(zkl_lock *lock, int64_t timeout_ms, const zkl_cancel_scope *scope)',
   'int zkl_lock_release(zkl_lock *lock)',
   'int zkl_lock_cancel(const zkl_lock *lock)',
+  'int zkl_lock_reset_cancel(const zkl_lock *lock)',
   'int zkl_lock_is_held(const zkl_lock *lock)',
   'int zkl_lock_hold_state(const zkl_lock *lock, _Out_ uint32_t *out_state)',
   'int zkl_lock_fencing_token(const zkl_lock *lock, _Out_ int64_t *out_token)',

@@ -222,6 +222,20 @@ class Lock {
     throw replyError(reply);
   }
 
+  /** Ends the acquire under way on this handle, whichever it is (it rejects with
+   * CancelledError). Sticky: with none under way, the handle's next acquire rejects at once,
+   * forgetting it (as kazoo's cancel()). To give up one acquire of several, use its signal. */
+  cancel() {
+    this.#cell.open('the lock');
+    check(c.zkl_lock_cancel(this.#cell.ptr));
+  }
+
+  /** Forgets a cancel() remembered for the next acquire: true if there was one. */
+  resetCancel() {
+    this.#cell.open('the lock');
+    return c.zkl_lock_reset_cancel(this.#cell.ptr) === 1;
+  }
+
   /** Held by this handle, and the session provably alive. */
   get isHeld() {
     return !this.#cell.freed && c.zkl_lock_is_held(this.#cell.ptr) === 1;

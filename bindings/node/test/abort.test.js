@@ -85,3 +85,18 @@ it('an acquire queued behind maxAcquires is aborted without ever starting', asyn
     zklock.configure({ maxAcquires: before });
   }
 });
+
+it("lock.cancel() is the handle's sticky cancel: it ends the next acquire, once", async () => {
+  const lock = client.mutex(uniquePath('sticky'));
+  lock.cancel();
+  const err = await lock.acquire({ timeout: 0 }).catch((e) => e);
+  assert.ok(err instanceof zklock.CancelledError, String(err));
+  assert.equal(err.code, 'ZKL_CANCELLED');
+  const g = await lock.acquire({ timeout: 0 });
+  await g.release();
+  lock.cancel();
+  assert.equal(lock.resetCancel(), true);
+  assert.equal(lock.resetCancel(), false);
+  await (await lock.acquire({ timeout: 0 })).release();
+  await lock.close();
+});

@@ -237,3 +237,25 @@ describe('errors and closing', () => {
     assert.match(zklock.version(), /^\d+\.\d+\.\d+/);
   });
 });
+
+describe('threads', () => {
+  it("12 acquires waiting in this process starve neither libuv's threadpool nor the holder's release", async () => {
+    const path = uniquePath('starve');
+    const holder = await client.mutex(path).acquire();
+    const waiting = Array.from({ length: 12 }, (_, i) => (i % 2 ? client : other).mutex(path))
+      .map((lock) => lock.acquire({ timeout: 30000 }).then((g) => g.release().then(() => g)));
+    assert.ok(await waitFor(async () => (await holder.lock.participants()).length === 13));
+    // fs and crypto run on libuv's threadpool (4 threads): they are not queued behind waits.
+    const started = Date.now();
+    await Promise.all([
+      require('node:fs/promises').readFile(__filename),
+      new Promise((resolve, reject) => require('node:crypto').pbkdf2('pw', 'salt', 1, 32, 'sha256',
+        (e, k) => (e ? reject(e) : resolve(k)))),
+    ]);
+    assert.ok(Date.now() - started < 1000, `threadpool work took ${Date.now() - started} ms`);
+    await holder.release();
+    const guards = await Promise.all(waiting);
+    assert.equal(guards.length, 12);
+    assert.ok(guards.every((g) => g.fencingToken > holder.fencingToken));
+  });
+});
