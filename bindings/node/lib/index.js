@@ -1,14 +1,29 @@
 'use strict';
 // zklock: distributed locks on Apache ZooKeeper, over the zklock C library (through koffi).
 //
-//   const zklock = require('zklock');
+//   const zklock = require('zklock');            // or: import { connect } from 'zklock';
 //   const client = await zklock.connect('127.0.0.1:2181');
 //   const guard = await client.mutex('/locks/orders').acquire({ timeout: 5000 });
 //   try { /* ... */ } finally { await guard.release(); }
 //   await client.close();
 
 const { c } = require('./native');
-const errors = require('./errors');
+const {
+  ZkLockError,
+  TimeoutError,
+  InvalidArgumentError,
+  NotHeldError,
+  ConnectionLossError,
+  SessionExpiredError,
+  ZooKeeperError,
+  InternalError,
+  CancelledError,
+  LockLostError,
+  ClosedError,
+  WouldDeadlockError,
+  AuthFailedError,
+  AbortError,
+} = require('./errors');
 const { STATUS } = require('./library');
 const { connect, Client } = require('./client');
 const { Lock, Guard } = require('./lock');
@@ -33,5 +48,19 @@ module.exports = {
   version,
   configure,
   STATUS,
-  ...Object.fromEntries(Object.entries(errors).filter(([k]) => /Error$/.test(k))),
+  // Shorthand, one by one: ESM's `import { TimeoutError } from 'zklock'` sees them.
+  ZkLockError,
+  TimeoutError,
+  InvalidArgumentError,
+  NotHeldError,
+  ConnectionLossError,
+  SessionExpiredError,
+  ZooKeeperError,
+  InternalError,
+  CancelledError,
+  LockLostError,
+  ClosedError,
+  WouldDeadlockError,
+  AuthFailedError,
+  AbortError,
 };
