@@ -130,6 +130,12 @@ const collected = new FinalizationRegistry((cell) => {
 
 let ended = false;
 
+function connected(clientCell) {
+  if (!clientCell || clientCell.freed) return false;
+  const state = [3];
+  return c.zkl_client_session_state(clientCell.ptr, state) === 0 && state[0] === 0;
+}
+
 /** The process is ending: synchronously, cancel, wait for the workers' calls, free. */
 function endOfProcess() {
   if (ended) return;
@@ -143,6 +149,9 @@ function endOfProcess() {
   for (const cell of locks) {
     // A free a worker began is that worker's (done, or stuck: then it is left to it).
     if (stuck.has(cell) || (cell.freeTask && cell.freeTask.started)) continue;
+    // Cut off from ZooKeeper, a free would wait up to twice the session timeout to delete a
+    // node that the session's end removes anyway: the process ends now instead.
+    if (!connected(cell.client)) continue;
     cell.forget();
     c.zkl_lock_free(cell.ptr);
   }

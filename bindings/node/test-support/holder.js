@@ -18,7 +18,11 @@ const [hosts, path, role, mode] = process.argv.slice(2);
   }
   process.stdout.write('ready\n');
   if (mode === 'exit') process.exit(3);
-  if (mode === 'signal') setInterval(() => {}, 1000); // until the parent's signal
+  if (mode === 'signal') {
+    // Until the parent's signal; and no longer than the parent: its end closes our stdin.
+    process.stdin.on('end', () => process.exit(4));
+    process.stdin.resume();
+  }
   if (mode === 'throw') setImmediate(() => { throw new Error('uncaught, on purpose'); });
   // 'normal': nothing is left to do; with a hold only, the event loop runs dry and the
   // process ends.

@@ -32,7 +32,7 @@ after(async () => {
 /** Runs holder.js; resolves to { child, ended } once it said "ready". */
 function holder(lockPath, role, mode) {
   const child = spawn(process.execPath, [HOLDER, server.hosts, lockPath, role, mode],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
+    { stdio: ['pipe', 'pipe', 'pipe'] });
   children.add(child);
   let err = '';
   child.stderr.on('data', (d) => { err += d; });
