@@ -95,6 +95,9 @@ pub(crate) enum Kind {
     Write,
     /// Shared half of a read-write lock.
     Read,
+    /// A participant of a leader election (Curator's `LeaderLatch`; kazoo's `Election` is a
+    /// kazoo lock).
+    Latch,
 }
 
 /// A fresh unique id of one acquire attempt.
@@ -121,7 +124,8 @@ impl AttemptId {
             (Protocol::Curator, Kind::Lock) => format!("_c_{id}-lock-"),
             (Protocol::Curator, Kind::Write) => format!("_c_{id}-__WRIT__"),
             (Protocol::Curator, Kind::Read) => format!("_c_{id}-__READ__"),
-            (Protocol::Kazoo, Kind::Lock | Kind::Write) => format!("{id}__lock__"),
+            (Protocol::Curator, Kind::Latch) => format!("_c_{id}-latch-"),
+            (Protocol::Kazoo, Kind::Lock | Kind::Write | Kind::Latch) => format!("{id}__lock__"),
             (Protocol::Kazoo, Kind::Read) => format!("{id}__rlock__"),
         }
     }

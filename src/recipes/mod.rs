@@ -5,6 +5,7 @@
 //! (or folder) per recipe.
 
 mod attempt;
+mod election;
 mod front;
 mod guard;
 mod hold;
@@ -23,6 +24,7 @@ mod rwlock;
 mod semaphore;
 mod simple_lock;
 
+pub use election::{LeaderElection, Leadership, RawLeaderElection};
 pub use front::Lock;
 pub use guard::Guard;
 pub use hold::HoldState;

@@ -45,6 +45,12 @@ impl Rules {
         blocker: reader_blocker,
         fast_handoff: true,
     };
+    /// A participant of a leader election: first in sequence leads, as in the mutex.
+    pub(crate) const LATCH: Rules = Rules {
+        kind: Kind::Latch,
+        blocker: exclusive_blocker,
+        fast_handoff: true,
+    };
     /// A writer: no fast handoff (a downgrade read node gets an earlier writer's number, i.e.
     /// it can appear below a queued writer).
     pub(crate) const WRITE: Rules = Rules {
@@ -73,6 +79,9 @@ pub enum Reader {}
 /// A writer of a read-write lock.
 pub enum Writer {}
 
+/// A participant of a leader election.
+pub enum Latch {}
+
 impl QueueKind for Exclusive {
     const RULES: Rules = Rules::EXCLUSIVE;
 }
@@ -83,6 +92,11 @@ impl QueueKind for Reader {
 
 impl QueueKind for Writer {
     const RULES: Rules = Rules::WRITE;
+}
+
+impl QueueKind for Latch {
+    const RULES: Rules = Rules::LATCH;
+    const NAME: &'static str = "LeaderElection";
 }
 
 /// Exclusive: blocked by the immediate predecessor; it is the only blocker iff it is first.
