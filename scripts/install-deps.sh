@@ -10,6 +10,7 @@
 #   - python3, python3-venv (only if missing; the Python package is built and tested in a venv)
 #   - pkg-config, binutils, valgrind (only if missing; the C library's packaging and memory tests)
 #   - openssl               (only if missing; the TLS tests encrypt a client key with it)
+#   - nodejs, npm           (only if missing; the Node.js package and its tests)
 #   - clippy, rustfmt       (rustup components, only if missing)
 #   - cargo-nextest         (only if missing: scripts/run-tests.sh runs the tests with it; plain
 #                            `cargo test --features testing` runs them too, one binary at a time)
@@ -35,6 +36,8 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: everything is already installed"
