@@ -34,7 +34,7 @@ export ZKL_FEATURES=$features
 # In the background, in target/pkg (cargo locks a target directory per build, so the tests'
 # builds in target/ never wait for these): the Python package installed from the checkout into
 # a venv (pip builds the release library with cargo and bundles it) while the tests build; its
-# pytest suite once they are built. Beside that suite (it waits on servers, not on the CPU), at
+# pytest suite once they are built, then the Node.js package's tests. Beside that suite (it waits on servers, not on the CPU), at
 # a lower priority: the packaged crate as a dependent builds it (its published files alone, no
 # features: no warning either), the API docs as docs.rs builds them (no broken links), and the
 # release build that the packaging
@@ -48,10 +48,10 @@ mkdir -p "$pkg"
   export CARGO_TARGET_DIR=$pkg
   scripts/test-python.sh install
   echo "test.sh: +$SECONDS s: Python package installed (background)"
+  # First what a test waits for (the Rust tests' second pass, the Node.js package's tests).
+  nice -n 10 cargo build --release --locked --quiet --features capi,cli --lib --bin zklock
+  echo "test.sh: +$SECONDS s: the installed build, built ahead (background)"
   (
-    # First what a test waits for (the Rust tests' second pass starts at about +430 s).
-    nice -n 10 cargo build --release --locked --quiet --features capi,cli --lib --bin zklock
-    echo "test.sh: +$SECONDS s: the installed build, built ahead (background)"
     # In the release profile, as the builds above: the dependencies' build scripts ran for them
     # already (aws-lc-sys's C build is half a minute of a core). Clippy lints the packaged
     # crate (the published files alone, no features: it builds as a dependent builds it).
@@ -69,8 +69,13 @@ mkdir -p "$pkg"
   py=0
   ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-python.sh test || py=$?
   echo "test.sh: +$SECONDS s: Python tests (background), exit $py"
+  # The Node.js package, over the release library built above.
+  nd=0
+  ZKLOCK_LIBRARY=$pkg/release/libzklock.so \
+    ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-node.sh || nd=$?
+  echo "test.sh: +$SECONDS s: Node.js tests (background), exit $nd"
   wait "$lints"
-  exit "$py"
+  [ "$py" = 0 ] && [ "$nd" = 0 ]
 ) >target/test-background.log 2>&1 &
 background=$!
 
@@ -123,7 +128,7 @@ step "soak (beside the tests)"
 bg=0
 wait "$background" || bg=$?
 cat target/test-background.log >&2
-step "the background: Python tests, clippy without features, docs, the installed build"
+step "the background: Python and Node.js tests, clippy without features, docs, the installed build"
 if [ "$rc" != 0 ] || [ "$sk" != 0 ] || [ "$bg" != 0 ]; then
   echo "test.sh: failed (Rust tests exit $rc, soak exit $sk, background exit $bg)" >&2
   [ "$sk" = 0 ] || cat target/test-soak.log >&2
