@@ -172,7 +172,7 @@ impl<R: Recipe> Lock<R> {
 /// try-once acquire's `d` is its attempt's pinned instant): a session that cannot prove its
 /// lease in that long may already have been expired by the leader, and waiting longer would
 /// only keep the node from the next in line.
-fn vouch(hold: &super::hold::Hold, d: Deadline, signal: &Signal) -> Result<()> {
+pub(crate) fn vouch(hold: &super::hold::Hold, d: Deadline, signal: &Signal) -> Result<()> {
     let d = match d {
         Deadline::Forever => Deadline::At(hold.session.cap(d)),
         d => d,
@@ -216,6 +216,10 @@ impl<R: Recipe> Lockable for Lock<R> {
 
     fn release(&self) -> Result<()> {
         self.holds.release(None)
+    }
+
+    fn acquire_holds(&self, n: u32, d: Deadline) -> Result<Option<Vec<i64>>> {
+        self.acquire_many_in(n, d)
     }
 
     fn hold_state(&self) -> HoldState {

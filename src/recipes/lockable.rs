@@ -55,6 +55,18 @@ pub trait Lockable: Send + Sync {
     /// semaphore handle whose own leases fill it).
     fn acquire(&self, deadline: Deadline) -> Result<Option<i64>>;
 
+    /// Takes `n` holds at once for the calling participant, all or none (a semaphore's leases:
+    /// [`Semaphore::acquire_many`](crate::Semaphore::acquire_many)); their fencing tokens,
+    /// `Ok(None)` as [`Lockable::acquire`]. Other locks: [`Error::InvalidArgument`].
+    #[doc(hidden)]
+    fn acquire_holds(&self, n: u32, deadline: Deadline) -> Result<Option<Vec<i64>>> {
+        let _ = (n, deadline);
+        Err(crate::error::Error::invalid(format!(
+            "the lock at {} takes one hold per acquire (only a semaphore takes several)",
+            self.path()
+        )))
+    }
+
     /// Releases one hold of the calling participant (its most recent).
     ///
     /// # Errors
@@ -228,6 +240,7 @@ macro_rules! forward_lockable {
         impl<L: Lockable + ?Sized> Lockable for $t {
             fn path(&self) -> &str { (**self).path() }
             fn acquire(&self, d: Deadline) -> Result<Option<i64>> { (**self).acquire(d) }
+            fn acquire_holds(&self, n: u32, d: Deadline) -> Result<Option<Vec<i64>>> { (**self).acquire_holds(n, d) }
             fn release(&self) -> Result<()> { (**self).release() }
             fn hold_state(&self) -> HoldState { (**self).hold_state() }
             fn fencing_token(&self) -> Result<i64> { (**self).fencing_token() }

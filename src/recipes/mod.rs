@@ -41,5 +41,5 @@ pub use raw::Participant;
 pub use rwlock::{
     RawReadLock, RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, WriteGuard, WriteLock,
 };
-pub use semaphore::{Lease, RawSemaphore, Semaphore};
+pub use semaphore::{Lease, LeaseSet, RawSemaphore, Semaphore};
 pub use simple_lock::{RawSimpleLock, SimpleLock, SimpleLockGuard};

@@ -155,4 +155,25 @@ pub trait Recipe: Send + Sync {
     fn revocable(&self) -> bool {
         true
     }
+
+    /// The most holds one acquire may take at once (the semaphore's leases: its N); `None`
+    /// for a recipe that takes one per acquire.
+    fn max_per_acquire(&self) -> Option<usize> {
+        None
+    }
+
+    /// One attempt at `n` holds at once, all or none, as [`Recipe::attempt`] (only a recipe
+    /// with [`Recipe::max_per_acquire`] has one).
+    fn attempt_many(
+        &self,
+        n: usize,
+        d: Deadline,
+        signal: &Arc<Signal>,
+    ) -> Result<Option<Vec<Hold>>> {
+        let _ = (n, d, signal);
+        Err(crate::error::Error::invalid(format!(
+            "the lock at {} takes one hold per acquire",
+            self.path()
+        )))
+    }
 }

@@ -7,6 +7,7 @@
 mod curator;
 mod kazoo;
 mod leases;
+mod many;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use crate::session::Client;
 use crate::wait::Signal;
 use curator::First;
 use leases::Leases;
+pub use many::LeaseSet;
 
 /// How long a try-once acquire may wait for the mutex that guards the lease count (it never
 /// waits for a lease to be returned).
@@ -292,5 +294,19 @@ impl Recipe for RawSemaphore {
     /// Curator's semaphore has no revocation.
     fn revocable(&self) -> bool {
         false
+    }
+
+    /// All N leases at most (`Semaphore::acquire_many`).
+    fn max_per_acquire(&self) -> Option<usize> {
+        Some(self.leases.max_leases as usize)
+    }
+
+    fn attempt_many(
+        &self,
+        n: usize,
+        d: Deadline,
+        signal: &Arc<Signal>,
+    ) -> Result<Option<Vec<Hold>>> {
+        self.attempt_many_leases(n, d, signal)
     }
 }
