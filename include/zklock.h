@@ -741,6 +741,25 @@ enum zkl_status zkl_semaphore_mutex_new(struct zkl_client *client,
                                         struct zkl_lock **out_lock);
 
 /*
+ Makes a participant of a leader election (laid out as Curator's LeaderLatch, or kazoo's
+ Election under the kazoo protocol): zkl_lock_acquire joins and waits for leadership,
+ zkl_lock_is_held says whether it leads now (false as soon as the leadership's lease is not
+ provably alive, before another participant could lead), zkl_lock_fencing_token is the
+ term (strictly greater than every earlier leader's), zkl_lock_release relinquishes, and
+ zkl_lock_participants marks the leader as the holder. Not reentrant.
+
+ On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
+ on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
+ a malformed path. Never blocks. Any thread.
+
+ Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
+ NULL or valid for writing.
+ */
+enum zkl_status zkl_leader_election_new(struct zkl_client *client,
+                                        const char *path,
+                                        struct zkl_lock **out_lock);
+
+/*
  Makes a simple lock: one ephemeral node at path itself. Not fair (every waiter wakes on each
  release), cheapest when contention is rare; not reentrant.
 
@@ -1093,6 +1112,53 @@ enum zkl_status zkl_lock_revoke_holders(const struct zkl_lock *lock, size_t *out
  call.
  */
 void zkl_lock_free(struct zkl_lock *lock);
+
+/*
+ Takes n leases of a semaphore (zkl_semaphore_new) at once, all or none, under one timeout:
+ Curator's InterProcessSemaphoreV2.acquire(qty) in its layout (kazoo's too, per the client's
+ protocol), but never holding some while waiting for the rest: the mutex that guards the count
+ is taken once and the n lease nodes are held together. timeout_ms < 0 waits forever; 0
+ tries once (never waiting for a lease, but up to half a second for the mutex); > 0 waits at
+ most that long in all.
+
+ On ZKL_OK the handle holds n more leases, Held as it returns, and out_tokens[0..n) are their
+ fencing tokens (oldest first); return them with zkl_semaphore_release_many (or one by one with
+ zkl_lock_release, or all with zkl_lock_free). On any other status out_tokens is left unchanged
+ and no lease of this acquire is left: ZKL_TIMEOUT when they were not all free in time,
+ ZKL_CANCELLED (zkl_lock_cancel), ZKL_WOULD_DEADLOCK when this handle's own leases leave fewer
+ than n free (it could only wait for itself), ZKL_INVALID_ARGUMENT for NULL, n 0, n over
+ max_leases or a lock that is not a semaphore, ZKL_CONNECTION_LOSS or ZKL_SESSION_EXPIRED when
+ the session failed, ZKL_CLOSED after zkl_client_close. Blocks at most timeout_ms plus the
+ session timeout. One thread at a time per handle (as zkl_lock_acquire).
+
+ ```c
+ int64_t tokens[3];
+ if (zkl_semaphore_acquire_many(sem, 3, 5000, tokens) == ZKL_OK) {
+     use_three_slots(tokens);
+     zkl_semaphore_release_many(sem, tokens, 3);
+ }
+ ```
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call; out_tokens is NULL or
+ valid for writing n int64_t values.
+ */
+enum zkl_status zkl_semaphore_acquire_many(struct zkl_lock *lock,
+                                           uint32_t n,
+                                           int64_t timeout_ms,
+                                           int64_t *out_tokens);
+
+/*
+ Returns the leases with these fencing tokens (as zkl_semaphore_acquire_many wrote them)
+ together: each one is returned whatever became of the others, and the status is the first
+ failure's (ZKL_NOT_HELD for a token this handle holds no lease of, ZKL_LOCK_LOST for a lease
+ lost meanwhile, ZKL_CONNECTION_LOSS when a delete was handed to the background: see
+ zkl_lock_release), else ZKL_OK. ZKL_INVALID_ARGUMENT for NULL or n 0 (nothing is returned
+ then). Blocks at most the session timeout per lease. One thread at a time per handle.
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call; tokens is NULL or
+ points to n readable int64_t values.
+ */
+enum zkl_status zkl_semaphore_release_many(struct zkl_lock *lock, const int64_t *tokens, size_t n);
 
 /*
  Takes a snapshot of the lock's participants, holders first, then waiters in queue order

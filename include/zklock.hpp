@@ -457,6 +457,9 @@ class Client {
   Lock read_lock(const std::string& path) { return make(zkl_read_lock_new, path); }
   Lock write_lock(const std::string& path) { return make(zkl_write_lock_new, path); }
   Lock simple_lock(const std::string& path) { return make(zkl_simple_lock_new, path); }
+  // A participant of a leader election: acquire waits for leadership, is_held says whether it
+  // leads now, fencing_token is the term, release relinquishes.
+  Lock leader_election(const std::string& path) { return make(zkl_leader_election_new, path); }
   // A semaphore of max_leases leases: each acquire takes one lease, each release returns the
   // most recent one (a handle may hold several).
   Lock semaphore(const std::string& path, uint32_t max_leases) {

@@ -32,6 +32,9 @@ pub enum LockKind {
     Semaphore(Protocol, Option<u32>),
     /// A simple lock: an ephemeral node at the path itself.
     Simple,
+    /// A leader election in Curator's `LeaderLatch` layout (one under the kazoo protocol is a
+    /// kazoo lock: [`LockKind::Mutex`]).
+    Election,
     /// Children that are no lock layout zklock knows; the text says what was found.
     Unknown(String),
 }
@@ -61,6 +64,9 @@ pub(crate) fn classify(children: &[String], ephemeral: bool, data: &[u8]) -> Loc
         return LockKind::ReadWrite(Protocol::Kazoo);
     }
     if contenders.len() == children.len() {
+        if has("-latch-") {
+            return LockKind::Election;
+        }
         if has("-lock-") {
             return LockKind::Mutex(Protocol::Curator);
         }

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use zklock::testing::{ClientAuth, ClientCert, TestingCerts, TestingServer};
-use zklock::{Client, Lockable, Mutex, ReadWriteLock, Semaphore, SimpleLock};
+use zklock::{Client, LeaderElection, Lockable, Mutex, ReadWriteLock, Semaphore, SimpleLock};
 
 const ZKLOCK: &str = env!("CARGO_BIN_EXE_zklock");
 
@@ -166,6 +166,38 @@ fn holders_lists_the_queue_with_holder_ids() {
         drop(g);
         waiter.join().unwrap().unwrap();
     });
+}
+
+/// `--elect`: COMMAND runs while leading, with the term as its fencing token; a Rust leader
+/// keeps it out, and after the Rust leader relinquishes the command leads with a later term.
+#[test]
+fn elect_runs_the_command_while_leading_with_the_term() {
+    let h = hosts();
+    let c = client(&h, "rust-leader");
+    let p = path("elect");
+    let e = LeaderElection::new(&c, &p).unwrap();
+    let first = e
+        .await_leadership(zklock::Deadline::Forever)
+        .unwrap()
+        .unwrap();
+    assert_eq!(run(zklock(&h, &["--elect", "-n", &p, "true"])).0, 75);
+    let (code, out, _) = run(zklock(&h, &["holders", &p]));
+    assert!(code == 0 && out.contains("rust-leader"), "{code} {out}");
+    e.relinquish().unwrap();
+    let (code, out, err) = run(zklock(
+        &h,
+        &[
+            "--elect",
+            "-n",
+            &p,
+            "sh",
+            "-c",
+            "echo $ZKLOCK_FENCING_TOKEN",
+        ],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let term: i64 = out.trim().parse().unwrap();
+    assert!(term > first, "term {term} after {first}");
 }
 
 #[test]

@@ -12,8 +12,8 @@ use super::lock::{zkl_lock, Body, LockHandle};
 use super::status::zkl_status;
 use crate::recipes::same_path_conflict;
 use crate::{
-    Client, Lockable, MultiLock, Mutex, ReadWriteLock, Result, Semaphore, SemaphoreMutex,
-    SimpleLock,
+    Client, LeaderElection, Lockable, MultiLock, Mutex, ReadWriteLock, Result, Semaphore,
+    SemaphoreMutex, SimpleLock,
 };
 
 /// The common part of the constructors: check every argument, make the lock, hand it out.
@@ -80,6 +80,31 @@ pub unsafe extern "C" fn zkl_semaphore_mutex_new(
     ffi_boundary!(status {
         // SAFETY: our caller's contract is new_lock's.
         unsafe { new_lock(client, path, out_lock, SemaphoreMutex::new) }
+    })
+}
+
+/// Makes a participant of a leader election (laid out as Curator's LeaderLatch, or kazoo's
+/// Election under the kazoo protocol): zkl_lock_acquire joins and waits for leadership,
+/// zkl_lock_is_held says whether it leads now (false as soon as the leadership's lease is not
+/// provably alive, before another participant could lead), zkl_lock_fencing_token is the
+/// term (strictly greater than every earlier leader's), zkl_lock_release relinquishes, and
+/// zkl_lock_participants marks the leader as the holder. Not reentrant.
+///
+/// On ZKL_OK, *out_lock owns a new handle that holds nothing yet: free it with zkl_lock_free;
+/// on any other status *out_lock is left unchanged. ZKL_INVALID_ARGUMENT for a NULL argument or
+/// a malformed path. Never blocks. Any thread.
+///
+/// Pointers: client is NULL or a live zkl_client; path is NULL or NUL-terminated; out_lock is
+/// NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zkl_leader_election_new(
+    client: *mut zkl_client,
+    path: *const c_char,
+    out_lock: *mut *mut zkl_lock,
+) -> zkl_status {
+    ffi_boundary!(status {
+        // SAFETY: our caller's contract is new_lock's.
+        unsafe { new_lock(client, path, out_lock, LeaderElection::new) }
     })
 }
 

@@ -344,3 +344,26 @@ def test_a_cancel_before_acquire_ends_it_at_once(zk_hosts, path):
         assert lock.reset_cancel()
         assert lock.acquire(0)
         lock.release()
+
+
+def test_a_leader_election_has_one_leader_and_terms_that_grow(zk_hosts, path):
+    with zklock.Client(zk_hosts, 5.0) as a, zklock.Client(zk_hosts, 5.0) as b:
+        first, second = a.leader_election(path), b.leader_election(path)
+        assert first.acquire(5.0), "the first participant leads"
+        assert first.is_held
+        term = first.fencing_token
+        assert not second.acquire(0), "a second leader while the first leads"
+        done = {}
+        t = threading.Thread(target=lambda: done.update(led=second.acquire(10.0)))
+        t.start()
+        queue = []
+        deadline = time.monotonic() + 10
+        while len(queue) < 2 and time.monotonic() < deadline:
+            queue = first.participants()
+        assert [p.is_holder for p in queue] == [True, False], queue
+        assert all("-latch-" in p.node for p in queue), "not LeaderLatch's names"
+        first.release()
+        t.join()
+        assert done["led"] and second.is_held and not first.is_held
+        assert second.fencing_token > term
+        second.release()

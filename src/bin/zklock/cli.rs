@@ -155,6 +155,10 @@ pub(crate) struct KindArgs {
     /// Take a simple lock (one ephemeral node at PATH itself).
     #[arg(long)]
     pub(crate) simple: bool,
+    /// Join the leader election at PATH (Curator's LeaderLatch layout) and run COMMAND while
+    /// leading; ZKLOCK_FENCING_TOKEN is the term.
+    #[arg(long)]
+    pub(crate) elect: bool,
 }
 
 #[derive(Args, Debug)]
@@ -273,6 +277,7 @@ pub(crate) enum Kind {
     Write,
     Semaphore(u32),
     Simple,
+    Election,
 }
 
 impl KindArgs {
@@ -286,6 +291,8 @@ impl KindArgs {
             Some(Kind::Semaphore(n))
         } else if self.simple {
             Some(Kind::Simple)
+        } else if self.elect {
+            Some(Kind::Election)
         } else {
             None
         }
@@ -340,7 +347,10 @@ pub(crate) fn command() -> clap::Command {
     Cli::command()
         .mut_subcommand("holders", |s| quiet(s, &["verbose"]))
         .mut_subcommand("revoke", |s| {
-            quiet(s, &["verbose", "read", "write", "semaphore", "simple"])
+            quiet(
+                s,
+                &["verbose", "read", "write", "semaphore", "simple", "elect"],
+            )
         })
 }
 

@@ -22,6 +22,7 @@ fn kind_at(client: &Client, path: &str, asked: Option<Kind>) -> Result<Option<Ki
         LockKind::ReadWrite(p) => (Kind::Write, p),
         LockKind::Semaphore(p, n) => (Kind::Semaphore(n.unwrap_or(1)), p),
         LockKind::Simple => (Kind::Simple, Protocol::Curator),
+        LockKind::Election => (Kind::Election, Protocol::Curator),
         LockKind::Unknown(why) => {
             eprintln!("zklock: cannot tell what lock {path} is: {why}");
             return Err(ExitCode::from(EXIT_UNKNOWN_LAYOUT));

@@ -30,7 +30,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use zklock::{
-    Acl, Client, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore, SimpleLock,
+    Acl, Client, LeaderElection, Lockable, Mutex, Options, Protocol, ReadWriteLock, Semaphore,
+    SimpleLock,
 };
 
 use crate::argv::subcommand_first;
@@ -142,5 +143,6 @@ fn make_lock(client: &Client, path: &str, kind: Kind) -> zklock::Result<Box<dyn 
         Kind::Write => Box::new(ReadWriteLock::new(client, path)?.write_lock()),
         Kind::Semaphore(n) => Box::new(Semaphore::new(client, path, n)?),
         Kind::Simple => Box::new(SimpleLock::new(client, path)?),
+        Kind::Election => Box::new(LeaderElection::new(client, path)?),
     })
 }

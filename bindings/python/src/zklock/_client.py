@@ -457,6 +457,13 @@ class Client(_Managed):
         """One ephemeral node at ``path`` itself: cheapest, not fair, not reentrant."""
         return self._make("simple_lock", _lib.zkl_simple_lock_new, path)
 
+    def leader_election(self, path: str) -> Lock:
+        """A participant of the leader election at ``path`` (Curator's LeaderLatch layout):
+        ``acquire`` waits for leadership, ``is_held`` says whether it leads now (false as
+        soon as that is not provable, before another could lead), ``fencing_token`` is the
+        term (greater than every earlier leader's), ``release`` relinquishes."""
+        return self._make("leader_election", _lib.zkl_leader_election_new, path)
+
     def __enter__(self) -> "Client":
         return self
 

@@ -121,6 +121,7 @@ _SIGNATURES = {
     "zkl_rwlock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p), POINTER(_lock_p)]),
     "zkl_semaphore_new": (_status, [_client_p, c_char_p, c_uint32, POINTER(_lock_p)]),
     "zkl_simple_lock_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
+    "zkl_leader_election_new": (_status, [_client_p, c_char_p, POINTER(_lock_p)]),
     "zkl_multi_lock_new": (_status, [POINTER(_lock_p), c_size_t, POINTER(_lock_p)]),
     "zkl_multi_lock_token_at": (_status, [_lock_p, c_size_t, POINTER(c_int64)]),
     "zkl_multi_lock_token_of": (_status, [_lock_p, c_char_p, POINTER(c_int64)]),
