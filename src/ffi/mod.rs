@@ -28,6 +28,7 @@ mod last_error;
 
 mod constructors;
 mod lock;
+mod semaphore;
 
 mod participants;
 mod stats;
@@ -50,6 +51,7 @@ pub use log::*;
 pub use options::*;
 pub use options_secure::*;
 pub use participants::*;
+pub use semaphore::*;
 pub use stats::*;
 pub use status::*;
 pub use version::*;
