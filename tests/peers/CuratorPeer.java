@@ -3,10 +3,12 @@
 // Usage: CuratorPeer <connect> <path> <lock> <action> <ms> <history> <who> <read_fraction>
 //   lock:   mutex (InterProcessMutex) | read | write | rw (InterProcessReadWriteLock halves;
 //           rw picks read with probability read_fraction) | semaphore:N (InterProcessSemaphoreV2)
+//           | latch (LeaderLatch: held = leading)
 //   action: load (hold repeatedly for <ms>) | hold (once, <ms> long) | try (wait at most <ms>)
 //           | revocable (mutex made revocable with makeRevocable; hold until a revocation is
 //             requested or <ms> passed, then release: prints HELD, REVOKE_REQUESTED or
 //             NOT_ASKED, RELEASED) | revoke (Revoker.attemptRevoke on the node <path>: REVOKED)
+//           | leader (a latch's getLeader(), not joining: prints LEADER <id> or LEADER none)
 // Every hold appends "enter <R|W|S> <who>" after acquiring and "exit <R|W|S> <who>" before
 // releasing to <history>, one write per line on an append-mode file (so the file order is a
 // valid order of the real events). Prints HELD / RELEASED / ACQUIRED / NOT_ACQUIRED / DONE n.
@@ -18,6 +20,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -32,6 +35,7 @@ public class CuratorPeer {
     static InterProcessReadWriteLock rw;
     static InterProcessSemaphoreV2 semaphore;
     static Lease lease;
+    static LeaderLatch latch;
 
     static void append(String event, char kind) throws IOException {
         history.write((event + " " + kind + " " + who + "\n").getBytes(StandardCharsets.UTF_8));
@@ -44,6 +48,16 @@ public class CuratorPeer {
 
     /** Acquires; waitMs < 0 waits forever. */
     static boolean acquire(String lock, char kind, long waitMs) throws Exception {
+        if (lock.equals("latch")) {
+            latch.start();
+            if (waitMs < 0) {
+                latch.await();
+                return true;
+            }
+            if (latch.await(waitMs, TimeUnit.MILLISECONDS)) return true;
+            latch.close();
+            return false;
+        }
         if (kind == 'S') {
             lease = waitMs < 0 ? semaphore.acquire() : semaphore.acquire(waitMs, TimeUnit.MILLISECONDS);
             return lease != null;
@@ -58,7 +72,9 @@ public class CuratorPeer {
     }
 
     static void release(String lock, char kind) throws Exception {
-        if (kind == 'S') {
+        if (lock.equals("latch")) {
+            latch.close();
+        } else if (kind == 'S') {
             semaphore.returnLease(lease);
             lease = null;
         } else if (lock.equals("mutex")) {
@@ -98,6 +114,9 @@ public class CuratorPeer {
         } else if (lock.equals("mutex")) {
             mutex = new InterProcessMutex(cf, path);
             fixed = 'W';
+        } else if (lock.equals("latch")) {
+            latch = new LeaderLatch(cf, path, who);
+            fixed = 'W';
         } else {
             rw = new InterProcessReadWriteLock(cf, path);
             fixed = lock.equals("read") ? 'R' : 'W';
@@ -133,6 +152,11 @@ public class CuratorPeer {
                 append("exit", 'W');
                 mutex.release();
                 say("RELEASED");
+                break;
+            }
+            case "leader": {
+                org.apache.curator.framework.recipes.leader.Participant l = latch.getLeader();
+                say("LEADER " + (l.isLeader() ? l.getId() : "none"));
                 break;
             }
             case "revoke":

@@ -2,7 +2,8 @@
 
 Usage: kazoo_peer.py <connect> <path> <lock> <action> <ms> <history> <who> <read_fraction>
   lock:   mutex (Lock) | read (ReadLock) | write (WriteLock) | rw (ReadLock or WriteLock, read
-          with probability read_fraction) | semaphore:N (Semaphore(max_leases=N))
+          with probability read_fraction) | semaphore:N (Semaphore(max_leases=N)) | election
+          (Election: held = leading; kazoo's election is its lock, taken as Election.run does)
   action: load (hold repeatedly for <ms>) | hold (once, <ms> long) | try (wait at most <ms>)
 Every hold appends "enter <R|W|S> <who>" after acquiring and "exit <R|W|S> <who>" before
 releasing to <history>, one os.write per line on an O_APPEND descriptor (so the file order is a
@@ -38,6 +39,9 @@ def main():
         fixed = "S"
     elif lock == "mutex":
         locks = {"W": zk.Lock(path, who)}
+        fixed = "W"
+    elif lock == "election":
+        locks = {"W": zk.Election(path, who).lock}
         fixed = "W"
     else:
         # One object per kind, reused (kazoo's locks are not reentrant).
