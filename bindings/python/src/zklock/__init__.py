@@ -90,6 +90,7 @@ from ._ffi import (
     version,
 )
 from ._lock import HoldState, Lock, Participant, Percentiles, Stats, multi_lock
+from ._many import LeaseSet
 from ._log import set_log_level
 
 # What tests/test_header.py checks against zklock.h (the C declarations and the status ->
@@ -108,6 +109,7 @@ from ._ffi import (  # noqa: F401
 __all__ = [
     "Client",
     "Lock",
+    "LeaseSet",
     "Participant",
     "Stats",
     "Percentiles",

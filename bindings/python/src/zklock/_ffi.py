@@ -131,6 +131,8 @@ _SIGNATURES = {
     "zkl_cancel_scope_cancel": (_status, [_cancel_scope_p]),
     "zkl_cancel_scope_free": (None, [_cancel_scope_p]),
     "zkl_lock_release": (_status, [_lock_p]),
+    "zkl_semaphore_acquire_many": (_status, [_lock_p, c_uint32, c_int64, POINTER(c_int64)]),
+    "zkl_semaphore_release_many": (_status, [_lock_p, POINTER(c_int64), c_size_t]),
     "zkl_lock_cancel": (_status, [_lock_p]),
     "zkl_lock_reset_cancel": (c_int, [_lock_p]),
     "zkl_lock_is_held": (c_int, [_lock_p]),

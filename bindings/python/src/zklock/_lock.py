@@ -36,11 +36,13 @@ from ._ffi import (
     _plain,
     _Stats,
 )
+from . import _many
 from ._log import _logger
 from ._managed import _exiting, _Managed, _start_watcher
 
 if TYPE_CHECKING:
     from ._client import Client
+    from ._many import LeaseSet
 
 
 class HoldState(enum.IntEnum):
@@ -218,6 +220,19 @@ class Lock(_Managed):
         """``async with lock.hold_async(timeout=2.0):`` holds the lock for the block
         (:class:`Timeout` if not acquired in time; cancellation-safe as :meth:`acquire_async`)."""
         return _AsyncHold(self, timeout)
+
+    def acquire_many(self, n: int, timeout: Optional[float] = None) -> Optional["LeaseSet"]:
+        """A semaphore's ``n`` leases at once, all or none, under one timeout (Curator's
+        ``acquire(qty)``, in its layout or kazoo's): a :class:`LeaseSet` of them, held as it
+        returns; None when not all were free in time (0: now), with none of them left taken.
+        :class:`InvalidArgument` for ``n`` below 1 or over ``max_leases``, or a lock that is
+        not a semaphore; :class:`WouldDeadlock` when this handle's own leases leave fewer than
+        ``n`` free. Timeouts and Ctrl-C as :meth:`acquire`::
+
+            with sem.acquire_many(3, timeout=5.0) as leases:  # (None if not in 5 s)
+                print(leases.tokens)
+        """
+        return _many.acquire_many(self, n, timeout)
 
     def release(self) -> None:
         """Releases one hold (:class:`NotHeld` if none; :class:`LockLost` if it had been
