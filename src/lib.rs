@@ -90,6 +90,8 @@ pub use recipes::{
     RawSimpleLock, RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, Semaphore, SemaphoreMutex,
     SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard, WriteLock,
 };
-pub use session::{Acl, ChildrenWatch, Client, Options, Sasl, SessionEvent, SessionState, Tls};
+pub use session::{
+    Acl, ChildrenWatch, Client, Gssapi, Options, Sasl, SessionEvent, SessionState, Tls,
+};
 pub use stats::{LockStats, Percentiles};
 pub use wait::CancelToken;

@@ -117,6 +117,7 @@ impl Client {
             opts.tls.as_ref(),
             parsed.names_tls(),
             opts.sasl.as_ref(),
+            &parsed.hosts.iter().map(|h| h.1).collect::<Vec<_>>(),
         )?;
         let (list, chroot) = (parsed.list.to_string(), parsed.chroot.map(str::to_string));
         // What is left of the wait after the connect is kept to say why it failed (a TLS

@@ -12,6 +12,8 @@ mod clock;
 mod connect;
 mod events;
 mod hosts;
+#[cfg(feature = "sasl-gssapi")]
+mod kerberos;
 mod kinds;
 mod lease;
 mod options;
@@ -26,7 +28,7 @@ mod watch;
 pub use client::Client;
 pub use kinds::{SessionEvent, SessionState};
 pub use options::{Acl, Options};
-pub use sasl::Sasl;
+pub use sasl::{Gssapi, Sasl};
 pub use tls::Tls;
 pub use watch::ChildrenWatch;
 

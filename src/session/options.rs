@@ -152,8 +152,8 @@ impl Options {
     /// ```
     /// let opts = zklock::Options::default().sasl(zklock::Sasl::digest_md5("bob", "secret"));
     /// ```
-    pub fn sasl(mut self, sasl: Sasl) -> Self {
-        self.sasl = Some(sasl);
+    pub fn sasl(mut self, sasl: impl Into<Sasl>) -> Self {
+        self.sasl = Some(sasl.into());
         self
     }
     /// Whether the client proves an identity the servers can name in an ACL: `auth`, SASL or

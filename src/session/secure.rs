@@ -12,16 +12,22 @@ use zookeeper_client as zk;
 use super::sasl::{Mechanism, Sasl};
 #[cfg(feature = "tls")]
 use super::tls::tls_options;
-use super::tls::{without, Tls};
-use crate::error::{Error, Result};
+#[cfg(not(all(feature = "tls", feature = "sasl", feature = "sasl-gssapi")))]
+use super::tls::without;
+use super::tls::Tls;
+#[cfg(not(all(feature = "tls", feature = "sasl", feature = "sasl-gssapi")))]
+use crate::error::Error;
+use crate::error::Result;
 
 /// Adds TLS and SASL to a connector. `tls_hosts`: some host of the list says `tcp+tls://`
-/// (TLS with the system's CAs when no [`Tls`] is given).
+/// (TLS with the system's CAs when no [`Tls`] is given). `servers`: the hosts of the host
+/// list, whose Kerberos principals a GSSAPI session needs tickets for.
 pub(crate) fn apply(
     connector: zk::Connector,
     tls: Option<&Tls>,
     tls_hosts: bool,
     sasl: Option<&Sasl>,
+    #[cfg_attr(not(feature = "sasl-gssapi"), allow(unused_variables))] servers: &[&str],
 ) -> Result<zk::Connector> {
     #[cfg_attr(not(all(feature = "tls", feature = "sasl")), allow(unused_mut))]
     let mut connector = connector;
@@ -53,12 +59,13 @@ pub(crate) fn apply(
             )))
         }
         #[cfg(feature = "sasl-gssapi")]
-        Some(Mechanism::Gssapi { user, host }) => {
+        Some(Mechanism::Gssapi(g)) => {
+            super::kerberos::check_credentials(g, servers)?;
             let mut o = zk::SaslOptions::gssapi();
-            if let Some(u) = user {
-                o = o.with_username(u.clone());
+            if let Some(s) = &g.service {
+                o = o.with_username(s.clone());
             }
-            if let Some(h) = host {
+            if let Some(h) = &g.host {
                 o = o.with_hostname(h.clone());
             }
             connector = connector.with_sasl(o);

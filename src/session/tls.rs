@@ -276,9 +276,15 @@ pub(super) fn tls_options(tls: Tls) -> Result<zk::TlsOptions> {
 }
 
 /// The message for an option that needs a cargo feature this build lacks.
+#[cfg(not(all(feature = "tls", feature = "sasl", feature = "sasl-gssapi")))]
 pub(super) fn without(feature: &str) -> String {
     format!(
         "zklock was built without its `{feature}` cargo feature: rebuild with \
-         `--features {feature}` (the C library, the Python package and the command have it)"
+         `--features {feature}` ({})",
+        if feature == "sasl-gssapi" {
+            "and the Kerberos headers: Debian's libkrb5-dev"
+        } else {
+            "the C library, the Python package and the command have it"
+        }
     )
 }

@@ -2,8 +2,9 @@
 //! proxy, in the spirit of Curator's `curator-test`; secured variants too: a TLS-only server
 //! ([`TestingServer::start_tls`], mutual or server-authenticated, with certificates made at
 //! test time by [`TestingCerts`]), a server that requires SASL DIGEST-MD5
-//! ([`TestingServer::start_sasl`]) and an ensemble with TLS client ports
-//! ([`TestingCluster::start_tls`]).
+//! ([`TestingServer::start_sasl`]), one that requires Kerberos
+//! ([`TestingServer::start_kerberos`], against a real MIT KDC: [`TestingKdc`]) and an
+//! ensemble with TLS client ports ([`TestingCluster::start_tls`]).
 //!
 //! Compiled only with the cargo feature `testing`. The servers are real Apache ZooKeeper
 //! processes (Java); on Debian/Ubuntu run `scripts/install-deps.sh` (or
@@ -32,6 +33,7 @@
 
 pub mod admin;
 mod cluster;
+mod kerberos;
 mod link;
 mod proxy;
 mod secure;
@@ -39,6 +41,7 @@ mod server;
 
 pub use admin::{Admin, NodeInfo};
 pub use cluster::TestingCluster;
+pub use kerberos::{KerberosPrincipal, TestingKdc, REALM, SERVER_PRINCIPAL};
 pub use proxy::TcpProxy;
 pub use secure::{ClientAuth, ClientCert, TestingCerts};
 pub use server::TestingServer;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     base_config, four_letter_at, four_letter_via, free_port, wait_serving, ClientAuth,
-    ServerProcess, TestingCerts, TlsProbe, FOUR_LETTER_TIMEOUT,
+    ServerProcess, TestingCerts, TestingKdc, TlsProbe, FOUR_LETTER_TIMEOUT,
 };
 
 const STANDALONE_MAIN: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
@@ -14,7 +14,8 @@ const STANDALONE_MAIN: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
 /// directory, for tests (like Curator's `TestingServer`).
 ///
 /// Secured variants: [`TestingServer::start_tls`] (a TLS-only client port, mutual or
-/// server-authenticated) and [`TestingServer::start_sasl`] (SASL DIGEST-MD5 required).
+/// server-authenticated), [`TestingServer::start_sasl`] (SASL DIGEST-MD5 required) and
+/// [`TestingServer::start_kerberos`] (SASL GSSAPI required, against a [`TestingKdc`]).
 ///
 /// Dropping it kills the server (SIGKILL) and removes the data directory.
 ///
@@ -29,6 +30,8 @@ pub struct TestingServer {
     log: PathBuf,
     jvm_opts: Vec<String>,
     tls: Option<Tls>,
+    /// Kerberos clients name the server `localhost` (its principal's host).
+    kerberos: bool,
     process: Option<ServerProcess>,
 }
 
@@ -84,6 +87,7 @@ impl TestingServer {
             dir,
             jvm_opts: Vec::new(),
             tls: None,
+            kerberos: false,
             process: None,
         })
     }
@@ -188,6 +192,59 @@ impl TestingServer {
         TestingServer::start_secured(None, Some(users), extra)
     }
 
+    /// Starts a server on a plain client port that requires SASL GSSAPI (Kerberos)
+    /// authentication of every session against `kdc`: the server logs in as
+    /// [`SERVER_PRINCIPAL`](super::SERVER_PRINCIPAL) (`zookeeper/localhost`) with its keytab
+    /// (a JAAS `Server` section with `Krb5LoginModule`, `-Djava.security.krb5.conf` the KDC's),
+    /// `SASLAuthenticationProvider`, `enforce.auth.enabled=true`, `enforce.auth.schemes=sasl`.
+    /// A client is known by its whole principal: `sasl:alice@ZKLOCK.TEST`.
+    ///
+    /// [`connect_string`](Self::connect_string) is `localhost:PORT`: a Kerberos client asks for
+    /// a ticket to `zookeeper/<the host it connects to>`. The KDC must outlive the server's start
+    /// (the server reads its key then).
+    ///
+    /// ```no_run
+    /// use zklock::testing::{TestingKdc, TestingServer};
+    /// let kdc = TestingKdc::start().unwrap();
+    /// let server = TestingServer::start_kerberos(&kdc).unwrap();
+    /// assert!(server.connect_string().starts_with("localhost:"));
+    /// ```
+    pub fn start_kerberos(kdc: &TestingKdc) -> io::Result<TestingServer> {
+        TestingServer::start_kerberos_with_config(kdc, &[])
+    }
+
+    /// As [`start_kerberos`](Self::start_kerberos), with `extra` lines in `zoo.cfg` (or `-D`
+    /// JVM options), e.g. `kerberos.removeRealmFromPrincipal=true`.
+    pub fn start_kerberos_with_config(
+        kdc: &TestingKdc,
+        extra: &[&str],
+    ) -> io::Result<TestingServer> {
+        let principal = kdc.server_principal();
+        let jaas = kdc.dir().join(format!("jaas-server-{}.conf", free_port()?));
+        std::fs::write(
+            &jaas,
+            format!(
+                "Server {{\n  com.sun.security.auth.module.Krb5LoginModule required\n  \
+                 useKeyTab=true\n  keyTab=\"{}\"\n  storeKey=true\n  useTicketCache=false\n  \
+                 principal=\"{}\";\n}};\n",
+                principal.keytab_path().display(),
+                principal.name()
+            ),
+        )?;
+        let mut lines = vec![
+            format!("-Djava.security.krb5.conf={}", kdc.krb5_conf().display()),
+            format!("-Djava.security.auth.login.config={}", jaas.display()),
+            "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider".into(),
+            "enforce.auth.enabled=true".into(),
+            "enforce.auth.schemes=sasl".into(),
+        ];
+        lines.extend(extra.iter().map(|l| l.to_string()));
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let mut server = TestingServer::start_secured(None, None, &lines)?;
+        server.kerberos = true;
+        Ok(server)
+    }
+
     fn start_secured(
         tls: Option<(&TestingCerts, ClientAuth)>,
         sasl: Option<&[(&str, &str)]>,
@@ -248,6 +305,7 @@ impl TestingServer {
             log,
             jvm_opts,
             tls,
+            kerberos: false,
             process: None,
         };
         server.launch()?;
@@ -266,11 +324,13 @@ impl TestingServer {
     }
 
     /// `"127.0.0.1:PORT"`; `"tcp+tls://127.0.0.1:PORT"` for a TLS server
-    /// ([`start_tls`](Self::start_tls)).
+    /// ([`start_tls`](Self::start_tls)); `"localhost:PORT"` for a Kerberos one
+    /// ([`start_kerberos`](Self::start_kerberos): the host its principal names).
     pub fn connect_string(&self) -> String {
-        match self.tls {
-            Some(_) => format!("tcp+tls://{}", self.address()),
-            None => self.address(),
+        match (&self.tls, self.kerberos) {
+            (Some(_), _) => format!("tcp+tls://{}", self.address()),
+            (None, true) => format!("localhost:{}", self.port),
+            (None, false) => self.address(),
         }
     }
 
