@@ -10,6 +10,10 @@
 #   - python3, python3-venv (only if missing; the Python package is built and tested in a venv)
 #   - pkg-config, binutils, valgrind (only if missing; the C library's packaging and memory tests)
 #   - openssl               (only if missing; the TLS tests encrypt a client key with it)
+#   - libkrb5-dev, libclang-dev (only if missing; `testing` builds SASL GSSAPI: the Kerberos
+#                            headers, and libclang for the bindings' generator)
+#   - krb5-kdc, krb5-admin-server, krb5-user (only if missing; the Kerberos tests' KDC:
+#                            krb5kdc, kdb5_util, kadmin.local, kinit)
 #   - nodejs, npm           (only if missing; the Node.js package and its tests)
 #   - clippy, rustfmt       (rustup components, only if missing)
 #   - cargo-nextest         (only if missing: scripts/run-tests.sh runs the tests with it; plain
@@ -36,6 +40,11 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+[ -f /usr/include/gssapi/gssapi_krb5.h ] || missing+=(libkrb5-dev)
+ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || ls /usr/lib/*/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+[ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
+[ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
+command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 
