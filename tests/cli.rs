@@ -1676,3 +1676,82 @@ fn a_command_frozen_past_its_session_while_its_hold_is_proven_never_runs() {
     assert!(!status.success(), "zklock exited 0 without its command");
     assert!(gn.is_held());
 }
+
+/// The holder's link to the servers goes silent while its COMMAND runs (and ignores SIGTERM,
+/// with a long --kill-after): zklock must kill COMMAND before the servers could hand the lock
+/// on, so another zklock's COMMAND starts only after the first one's last heartbeat.
+/// `ZKLOCK_HANDOVER_TRIALS=200` runs the long measurement and prints the smallest margin.
+#[test]
+fn a_lost_commands_last_heartbeat_comes_before_the_next_commands_first() {
+    let trials: usize = std::env::var("ZKLOCK_HANDOVER_TRIALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let h = hosts();
+    let dir = tempfile::tempdir().unwrap();
+    let mut margins = Vec::new();
+    for trial in 0..trials {
+        let proxy = zklock::testing::TcpProxy::start(&h).unwrap();
+        let p = path("handover");
+        let (beats, next) = (
+            dir.path().join(format!("beats-{trial}")),
+            dir.path().join(format!("next-{trial}")),
+        );
+        let heartbeat = format!(
+            "trap '' TERM; while :; do date +%s%N >> {}; sleep 0.01; done",
+            beats.display()
+        );
+        let mut holder = zklock(
+            &proxy.connect_string(),
+            &[
+                "--session-timeout",
+                "2",
+                "--kill-after",
+                "30",
+                &p,
+                "sh",
+                "-c",
+                &heartbeat,
+            ],
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        assert!(
+            eventually(Duration::from_secs(30), || std::fs::read_to_string(&beats)
+                .is_ok_and(|b| b.lines().count() >= 3)),
+            "the holder's COMMAND runs"
+        );
+        proxy.set_blackhole(true);
+        let first = format!("date +%s%N >> {}", next.display());
+        let (code, _, err) = run(zklock(&h, &["-w", "30", &p, "sh", "-c", &first]));
+        assert_eq!(code, 0, "the next zklock: {err}");
+        let status = holder.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(80), "the holder's exit: {stderr}");
+        let read = |f: &std::path::Path| -> Vec<i128> {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect()
+        };
+        let last = *read(&beats).iter().max().unwrap();
+        let start = *read(&next).iter().min().unwrap();
+        let margin_ms = (start - last) as f64 / 1e6;
+        assert!(
+            margin_ms > 0.0,
+            "trial {trial}: the lost COMMAND's last heartbeat came {:.1} ms after the next COMMAND's first; holder said: {stderr}",
+            -margin_ms
+        );
+        margins.push(margin_ms);
+    }
+    margins.sort_by(f64::total_cmp);
+    eprintln!(
+        "{} trials: smallest margin {:.1} ms, median {:.1} ms",
+        margins.len(),
+        margins[0],
+        margins[margins.len() / 2]
+    );
+}

@@ -293,6 +293,29 @@ impl Client {
         self.inner.options.session_timeout
     }
 
+    /// How long, at least, before the servers could expire the current session and hand its
+    /// locks to another client, as far as this client can prove it: a hold's lease ends a
+    /// tenth of the session timeout before that instant, and this is how long a holder that
+    /// stopped believing has to stop whatever the lock protects (`zklock` kills its COMMAND
+    /// by then). Zero once that may have happened, or while a reconnect's answer is awaited
+    /// (the server that takes it may grant a session timeout the client does not know yet);
+    /// `None` once the client is closed.
+    ///
+    /// ```no_run
+    /// # let client = zklock::Client::connect("127.0.0.1:2181", zklock::Options::default())?;
+    /// if let Some(left) = client.handover_bound() {
+    ///     println!("no other client can hold our locks for {left:?} yet");
+    /// }
+    /// # Ok::<(), zklock::Error>(())
+    /// ```
+    pub fn handover_bound(&self) -> Option<Duration> {
+        self.inner
+            .current
+            .lock()
+            .as_ref()
+            .map(|s| s.handover_bound())
+    }
+
     /// The servers' tick the current session's lease reckons with: the one given in
     /// [`Options::server_tick_time`], else the longest `tickTime` the servers reported to the
     /// `conf` four-letter word at connect, else ZooKeeper's default of 2 s (`None` once the

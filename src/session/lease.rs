@@ -449,6 +449,23 @@ impl Session {
         }
     }
 
+    /// How long, at least, before the leader could expire the session (and the servers hand
+    /// its locks on): the lease's anchor plus the least grant (the lease itself ends a tenth
+    /// before). Zero once it ended, or while a reconnect's answer is awaited (a server may have
+    /// taken the session with a grant the client does not know: "The timeout, per connect").
+    pub(crate) fn handover_bound(&self) -> Duration {
+        let unknown_grant = crate::grants::asking_since(self.id).is_some()
+            || (!crate::grants::readable()
+                && !matches!(
+                    self.zk.state(),
+                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
+                ));
+        if self.state().is_terminal() || unknown_grant {
+            return Duration::ZERO;
+        }
+        (*self.lease_anchor.lock() + self.granted()).saturating_sub(boot_now())
+    }
+
     /// Whether the session is provably alive now (not ended, and the lease is running).
     pub(crate) fn lease_live(&self) -> bool {
         !self.lease_remaining().is_zero()

@@ -177,13 +177,15 @@ pub(crate) struct RunArgs {
     /// Exit status when the lock is not acquired in time.
     #[arg(short = 'E', long, value_name = "N", default_value_t = EXIT_NOT_ACQUIRED)]
     pub(crate) conflict_exit_code: u8,
-    /// When the lock stops being provably held while COMMAND runs (its lease ran out: from
-    /// then on the server may give it to someone else): send COMMAND SIGTERM, SIGKILL, or
-    /// ignore it; a message goes to stderr, and zklock exits 80, in every case.
+    /// When the lock stops being provably held while COMMAND runs (its lease ran out, or its
+    /// session is reconnecting): send COMMAND SIGTERM, SIGKILL, or ignore it; a message goes to
+    /// stderr, and zklock exits 80, in every case. After SIGTERM, COMMAND is killed before the
+    /// servers could hand the lock to another client (a tenth of the session timeout after the
+    /// lease ran out; at once while a reconnect's answer is awaited), --kill-after or not.
     #[arg(long, value_enum, default_value_t = OnLost::Term)]
     pub(crate) on_lost: OnLost,
     /// With --on-lost term or --revocable term: SIGKILL COMMAND if it still runs S seconds
-    /// after that SIGTERM.
+    /// after that SIGTERM (for a lost lock, sooner if the servers could hand it on sooner).
     #[arg(long, value_name = "S", value_parser = seconds)]
     pub(crate) kill_after: Option<Duration>,
     /// Make the hold revocable: on a request to let go (`zklock revoke PATH`, Curator's

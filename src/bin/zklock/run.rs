@@ -4,7 +4,7 @@
 use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use libc::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use zklock::{Client, Deadline, Lockable, SessionState};
@@ -192,6 +192,11 @@ fn interrupted(path: &str, sig: i32) -> ExitCode {
 /// The signals zklock passes on to COMMAND.
 const FORWARDED: [i32; 4] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT];
 
+/// How long before the earliest instant the servers could hand a lost lock on COMMAND is
+/// killed: the wait loop's look (a millisecond near the kill) and the kill's delivery, with
+/// room for a loaded machine.
+const KILL_LEAD: Duration = Duration::from_millis(100);
+
 /// Whether signal `o` went to zklock's whole process group (a Ctrl-C or Ctrl-\ typed at the
 /// terminal, a hangup, a supervisor's `kill -- -PGID`): the kernel sent it, or the group's
 /// witness got it too. A signal sent to zklock alone and one sent to its group look the same to
@@ -247,7 +252,8 @@ fn wait_child(
     path: &str,
 ) -> std::io::Result<(std::process::ExitStatus, Ended)> {
     let mut ended = Ended::ByItself;
-    let mut termed_at: Option<std::time::Instant> = None;
+    // When COMMAND, sent SIGTERM, is killed if it still runs; and why, for the message.
+    let mut kill_at: Option<(Instant, &str)> = None;
     let pid = child.id();
     let mut witness = match GroupWitness::start(&FORWARDED) {
         Ok(w) => Some(w),
@@ -276,11 +282,11 @@ fn wait_child(
             }
             sys::process::send_signal(pid, sig);
         }
-        if let (Some(t), Some(after)) = (termed_at, args.kill_after) {
-            if t.elapsed() >= after {
-                eprintln!("zklock: {pid} still runs {after:?} after SIGTERM; killing it (SIGKILL)");
+        if let Some((at, why)) = kill_at {
+            if Instant::now() >= at {
+                eprintln!("zklock: {pid} still runs {why}; killing it (SIGKILL)");
                 let _ = child.kill();
-                termed_at = None;
+                kill_at = None;
             }
         }
         if ended == Ended::ByItself && revoke_rx.try_recv().is_ok() {
@@ -295,23 +301,55 @@ fn wait_child(
                         "zklock: {path}: asked to let go (revoked); sending SIGTERM to {pid}"
                     );
                     sys::process::send_signal(pid, SIGTERM);
-                    termed_at = Some(std::time::Instant::now());
+                    kill_at = args
+                        .kill_after
+                        .map(|after| (Instant::now() + after, "after --kill-after"));
                 }
             }
         }
         let lost = ended == Ended::Lost;
-        if !lost && lost_rx.recv_timeout(Duration::from_millis(20)).is_ok() {
+        // Looked at often enough to land a kill on time.
+        let tick = match kill_at {
+            Some((at, _)) => at
+                .saturating_duration_since(Instant::now())
+                .clamp(Duration::from_millis(1), Duration::from_millis(20)),
+            None => Duration::from_millis(20),
+        };
+        if !lost && lost_rx.recv_timeout(tick).is_ok() {
             ended = Ended::Lost;
             let why = match client.state() {
                 SessionState::Closed => "the ZooKeeper session was closed",
                 SessionState::Expired => "the ZooKeeper session expired",
                 _ => "no answer from ZooKeeper within the session's lease",
             };
+            // The servers may hand the lock on from this instant: COMMAND is dead by then,
+            // whatever --kill-after says (the kill is sent early enough to land before it).
+            let handover = client
+                .handover_bound()
+                .unwrap_or_default()
+                .saturating_sub(KILL_LEAD);
             match args.on_lost {
+                OnLost::Term if handover.is_zero() => {
+                    eprintln!(
+                        "zklock: lost the lock on {path} ({why}), and another client may hold it \
+                         at once; killing {pid} (SIGKILL)"
+                    );
+                    let _ = child.kill();
+                }
                 OnLost::Term => {
-                    eprintln!("zklock: lost the lock on {path} ({why}); sending SIGTERM to {pid}");
+                    eprintln!(
+                        "zklock: lost the lock on {path} ({why}); sending SIGTERM to {pid}, \
+                         SIGKILL in {handover:?} at most"
+                    );
                     sys::process::send_signal(pid, SIGTERM);
-                    termed_at = Some(std::time::Instant::now());
+                    let now = Instant::now();
+                    kill_at = Some(match args.kill_after {
+                        Some(after) if after < handover => (now + after, "after --kill-after"),
+                        _ => (
+                            now + handover,
+                            "as the servers may soon hand the lock to another client",
+                        ),
+                    });
                 }
                 OnLost::Kill => {
                     eprintln!("zklock: lost the lock on {path} ({why}); killing {pid} (SIGKILL)");
@@ -324,7 +362,7 @@ fn wait_child(
                 }
             }
         } else if lost {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(tick);
         }
     }
 }
