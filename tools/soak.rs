@@ -61,8 +61,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use zklock::testing::{eventually, Admin, TcpProxy, TestingCluster};
 use zklock::{
-    Client, Deadline, Lockable, MultiLock, Mutex, Options, ReadWriteLock, Semaphore,
-    SemaphoreMutex, SimpleLock,
+    Client, Deadline, LeaderElection, Lockable, MultiLock, Mutex, Options, ReadWriteLock,
+    Semaphore, SemaphoreMutex, SimpleLock,
 };
 
 const ROOT: &str = "/soak";
@@ -71,6 +71,8 @@ const SMUTEX: &str = "/soak/smutex";
 const SIMPLE: &str = "/soak/simple";
 const RW: &str = "/soak/rw";
 const SEM: &str = "/soak/sem";
+/// A leader election: a hold is a leadership, believed while `is_leader()`.
+const ELECTION: &str = "/soak/election";
 const LEASES: u32 = 3;
 /// The servers' tickTime (`TestingCluster`'s zoo.cfg).
 const TICK: Duration = Duration::from_millis(500);
@@ -267,9 +269,10 @@ enum Work {
     RwReader,
     Semaphore,
     Multi,
+    Election,
 }
 
-const WORKS: [(Work, &str); 7] = [
+const WORKS: [(Work, &str); 8] = [
     (Work::Mutex, "mutex"),
     (Work::SemaphoreMutex, "smutex"),
     (Work::Simple, "simple"),
@@ -277,6 +280,7 @@ const WORKS: [(Work, &str); 7] = [
     (Work::RwReader, "reader"),
     (Work::Semaphore, "sem"),
     (Work::Multi, "multi"),
+    (Work::Election, "election"),
 ];
 
 fn client_main(a: &Args) {
@@ -469,6 +473,11 @@ fn handles(work: Work, client: &Client, quiet: bool) -> zklock::Result<Handles> 
             h
         }
         Work::Semaphore => one(Arc::new(Semaphore::new(client, SEM, LEASES)?), SEM, "l"),
+        Work::Election => one(
+            Arc::new(LeaderElection::new(client, ELECTION)?),
+            ELECTION,
+            "x",
+        ),
         Work::Multi => {
             let m: Arc<dyn Lockable> = Arc::new(Mutex::new(client, MUTEX)?);
             let s: Arc<dyn Lockable> = Arc::new(SemaphoreMutex::new(client, SMUTEX)?);
@@ -1446,8 +1455,10 @@ fn coordinator(a: &Args) -> io::Result<bool> {
     } else {
         String::new()
     };
+    // Two participants of the election that both said `is_leader()` at once.
+    let double_leaders = violations.iter().filter(|v| v.contains(ELECTION)).count();
     println!(
-        "soak: {:.1} min, {} holds, faults: {}; successes not Held at the first look {not_held}; violations {}{problems}",
+        "soak: {:.1} min, {} holds, faults: {}; successes not Held at the first look {not_held}; double leaders {double_leaders}; violations {}{problems}",
         soak_secs / 60.0,
         group_thousands(acquired),
         counts.join(", "),
@@ -2122,6 +2133,12 @@ fn end_checks(cluster: &TestingCluster, session: Duration, violations: &mut Vec<
     acquirable(
         SIMPLE,
         SimpleLock::new(&client, SIMPLE).map(|l| boxed(Box::new(l))),
+        wait,
+        violations,
+    );
+    acquirable(
+        ELECTION,
+        LeaderElection::new(&client, ELECTION).map(|l| boxed(Box::new(l))),
         wait,
         violations,
     );
