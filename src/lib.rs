@@ -84,11 +84,11 @@ pub use path::validate_path;
 #[allow(deprecated)]
 pub use recipes::RawMultiLock;
 pub use recipes::{
-    AcquireFuture, AsyncLock, Guard, HoldState, LeaderElection, Leadership, Lease, LeaseSet, Lock,
-    Lockable, MultiLock, MultiLockFailure, MultiLockGuard, Mutex, MutexGuard, OwnedGuard,
-    Participant, RawLeaderElection, RawMutex, RawReadLock, RawSemaphore, RawSemaphoreMutex,
-    RawSimpleLock, RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, Semaphore, SemaphoreMutex,
-    SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard, WriteLock,
+    AcquireFuture, AsyncLock, CreateMode, Guard, HoldState, LeaderElection, Leadership, Lease,
+    LeaseSet, Lock, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, Mutex, MutexGuard, Op,
+    OpResult, OwnedGuard, Participant, RawLeaderElection, RawMutex, RawReadLock, RawSemaphore,
+    RawSemaphoreMutex, RawSimpleLock, RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, Semaphore,
+    SemaphoreMutex, SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard, WriteLock,
 };
 pub use session::{
     Acl, ChildrenWatch, Client, Gssapi, Options, Sasl, SessionEvent, SessionState, Tls,

@@ -344,6 +344,15 @@ impl<R: Recipe> Lockable for Lock<R> {
     fn node_of(&self, token: i64) -> Option<String> {
         self.holds.hold(Some(token)).map(|h| h.node)
     }
+
+    fn fence_of(&self, token: i64) -> Option<super::fenced::Fence> {
+        self.holds
+            .hold(Some(token))
+            .map(|hold| super::fenced::Fence {
+                hold,
+                client: self.raw.client().clone(),
+            })
+    }
 }
 
 /// An attempt whose deadline ran out inside a request, on a connected session

@@ -227,6 +227,14 @@ pub trait Lockable: Send + Sync {
         self.on_lost(f)
     }
 
+    /// What a guarded write of the hold with this fencing token checks (`fenced.rs`); `None`
+    /// if there is no such hold, or no one node proves it (a multi-lock's).
+    #[doc(hidden)]
+    fn fence_of(&self, token: i64) -> Option<super::fenced::Fence> {
+        let _ = token;
+        None
+    }
+
     /// The node of the hold with this fencing token.
     #[doc(hidden)]
     fn node_of(&self, token: i64) -> Option<String> {
@@ -263,6 +271,7 @@ macro_rules! forward_lockable {
             fn wait_lost_of(&self, t: i64, to: Option<Duration>) -> bool { (**self).wait_lost_of(t, to) }
             fn on_lost_of(&self, t: i64, f: Box<dyn FnOnce() + Send>) { (**self).on_lost_of(t, f) }
             fn node_of(&self, t: i64) -> Option<String> { (**self).node_of(t) }
+            fn fence_of(&self, t: i64) -> Option<super::fenced::Fence> { (**self).fence_of(t) }
         }
     )*};
 }

@@ -6,6 +6,7 @@
 
 mod attempt;
 mod election;
+mod fenced;
 mod front;
 mod guard;
 mod hold;
@@ -25,6 +26,7 @@ mod semaphore;
 mod simple_lock;
 
 pub use election::{LeaderElection, Leadership, RawLeaderElection};
+pub use fenced::{CreateMode, Op, OpResult};
 pub use front::Lock;
 pub use guard::Guard;
 pub use hold::HoldState;

@@ -372,8 +372,8 @@ impl<L: AsyncLock> OwnedGuard<L> {
         }
     }
 
-    /// `f(lock, token)` as this hold's participant.
-    fn as_holder<T>(&self, f: impl FnOnce(&L, i64) -> T) -> T {
+    /// `f(lock, token)` as this hold's participant (and for its guarded writes, `fenced.rs`).
+    pub(super) fn as_holder<T>(&self, f: impl FnOnce(&L, i64) -> T) -> T {
         as_participant(self.task, || f(&self.lock, self.token))
     }
 }
