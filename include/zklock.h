@@ -1590,6 +1590,40 @@ enum zkl_status zkl_options_set_sasl_digest_md5(struct zkl_options *o,
                                                 const char *password);
 
 /*
+ Sets SASL GSSAPI (Kerberos) authentication at every (re)connect, with the process's
+ Kerberos credentials: the ticket in the credential cache (KRB5CCNAME, else the default
+ cache; kinit makes it), else the client keytab (KRB5_CLIENT_KTNAME), from which Kerberos
+ gets tickets itself; KRB5_CONFIG names the krb5.conf. The servers know the client as
+ sasl:PRINCIPAL (sasl:alice@EXAMPLE.COM). Each argument may be NULL:
+   - principal: the principal the credentials must be for ("alice@EXAMPLE.COM", or "alice"
+     in any realm); NULL: whichever they are for;
+   - service: the service of the servers' principal (NULL: "zookeeper");
+   - host: the host of every server's principal (NULL: each server's host as the host list
+     names it).
+
+ The credentials are looked at before each new session: a missing keytab, an expired ticket,
+ another principal's credentials, or a principal the KDC does not know fail the connect at
+ once with ZKL_AUTH_FAILED and a message saying which. Needs a library built with the Rust
+ crate's sasl-gssapi feature; otherwise the connect fails with ZKL_INVALID_ARGUMENT, saying
+ so.
+
+ ```c
+ // KRB5_CLIENT_KTNAME=/etc/zklock/alice.keytab in the environment
+ zkl_options_set_sasl_gssapi(o, "alice@EXAMPLE.COM", NULL, NULL);
+ ```
+
+ Returns ZKL_INVALID_ARGUMENT for a NULL o or text that is not UTF-8. Never blocks. Any
+ thread.
+
+ Pointers: o is NULL or a live zkl_options; principal, service and host are NULL or
+ NUL-terminated.
+ */
+enum zkl_status zkl_options_set_sasl_gssapi(struct zkl_options *o,
+                                            const char *principal,
+                                            const char *service,
+                                            const char *host);
+
+/*
  The name of a zkl_status value, e.g. "ZKL_TIMEOUT"; "ZKL_UNKNOWN_STATUS" for any other
  number. Never NULL; the string is static and owned by the library (never free it).
  Never blocks; any thread.

@@ -301,20 +301,9 @@ fn a_server_principal_the_kdc_does_not_know_says_which_was_asked_for() {
 fn an_expired_ticket_says_to_get_a_new_one() {
     let frank = principal("frank");
     let cache = frank.kinit(Some(Duration::from_secs(2))).unwrap();
-    // The ticket's end, as klist sees it (`klist -s` fails once it has expired).
-    let expired = || {
-        !Command::new("klist")
-            .args(["-s", "-c"])
-            .arg(format!("FILE:{}", cache.display()))
-            .env("KRB5_CONFIG", realm().kdc.krb5_conf())
-            .status()
-            .unwrap()
-            .success()
-    };
-    assert!(zklock::testing::eventually(
-        Duration::from_secs(10),
-        expired
-    ));
+    assert!(zklock::testing::eventually(Duration::from_secs(10), || {
+        ticket_expired(&cache)
+    }));
     let e = connect_error(&frank.ccache_env(&cache), &[]);
     assert!(e.contains("authentication failed"), "{e}");
     assert!(e.contains("expired"), "{e}");
@@ -324,13 +313,8 @@ fn an_expired_ticket_says_to_get_a_new_one() {
 #[test]
 fn a_missing_keytab_is_named() {
     let gina = principal("gina");
-    let mut env = gina.keytab_env();
-    let missing = realm().kdc.dir().join("gina-moved.keytab");
-    for (k, v) in env.iter_mut() {
-        if k == "KRB5_CLIENT_KTNAME" {
-            *v = missing.clone().into();
-        }
-    }
+    let env = moved_keytab(&gina);
+    let missing = realm().kdc.dir().join("gina@ZKLOCK.TEST-moved.keytab");
     let e = connect_error(&env, &[]);
     assert!(e.contains("authentication failed"), "{e}");
     assert!(
@@ -340,4 +324,144 @@ fn a_missing_keytab_is_named() {
         )),
         "{e}"
     );
+}
+
+/// `ffi-examples/c/kerberos.c`, compiled once per test process against this build's library.
+fn c_example() -> &'static std::path::Path {
+    static EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        // The library under its SONAME too (libzklock.so.0.<minor>), where the example finds it.
+        let so = common::ffi::cdylib();
+        let dir = common::ffi::profile_dir().join("kerberos-c");
+        let lib = dir.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        let soname = format!("libzklock.so.0.{}", env!("CARGO_PKG_VERSION_MINOR"));
+        for name in ["libzklock.so", soname.as_str()] {
+            let link = lib.join(name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&so, &link).unwrap();
+        }
+        let exe = dir.join("kerberos");
+        let repo = common::ffi::repo();
+        let out = Command::new("cc")
+            .args([
+                "-std=c99",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pedantic",
+                "-pthread",
+            ])
+            .arg("-I")
+            .arg(repo.join("include"))
+            .arg(repo.join("ffi-examples/c/kerberos.c"))
+            .arg("-o")
+            .arg(&exe)
+            .arg("-L")
+            .arg(&lib)
+            .arg("-lzklock")
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cc ffi-examples/c/kerberos.c failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        exe
+    })
+}
+
+/// Runs the C example in `mode` with `env` (the Kerberos variables) and `vars`; its exit
+/// status and its output (stdout, then stderr).
+fn c_run(mode: &str, env: &[(String, OsString)], vars: &[(&str, &str)]) -> (bool, String) {
+    let out = Command::new(c_example())
+        .arg(mode)
+        .env_remove("KRB5CCNAME")
+        .env_remove("KRB5_CLIENT_KTNAME")
+        .env_remove("KRB5_CONFIG")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .envs(vars.iter().copied())
+        .env("ZKL_HOSTS", realm().server.connect_string())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The C door: a keytab and a credential cache lock under a creator-only ACL, another
+/// principal is refused the nodes, and the three credential mistakes are ZKL_AUTH_FAILED with
+/// words that say which.
+#[test]
+fn c_locks_with_a_keytab_and_a_cache_and_says_what_is_wrong() {
+    let hank = principal("c-hank");
+    let ivy = principal("c-ivy");
+    let root = unique_root("krb-c");
+    let at = [("ZKL_PATH", root.as_str())];
+    let (ok, out) = c_run("lock", &hank.keytab_env(), &at);
+    assert!(ok && out.contains("fencing token"), "{out}");
+    let cache = hank.kinit(None).unwrap();
+    let with_principal = [
+        ("ZKL_PATH", root.as_str()),
+        ("ZKL_KRB_PRINCIPAL", "c-hank@ZKLOCK.TEST"),
+    ];
+    let (ok, out) = c_run("lock", &hank.ccache_env(&cache), &with_principal);
+    assert!(ok && out.contains("fencing token"), "{out}");
+    // hank's nodes are his alone.
+    let (ok, out) = c_run("denied", &ivy.keytab_env(), &at);
+    assert!(ok, "{out}");
+    assert!(out.contains("sasl:c-ivy@ZKLOCK.TEST"), "{out}");
+    // Credentials for another principal than asked.
+    let (ok, out) = c_run("refused", &ivy.keytab_env(), &with_principal);
+    assert!(ok, "{out}");
+    assert!(out.starts_with("ZKL_AUTH_FAILED"), "{out}");
+    assert!(
+        out.contains("for c-ivy@ZKLOCK.TEST, not c-hank@ZKLOCK.TEST"),
+        "{out}"
+    );
+    // An expired ticket.
+    let short = hank.kinit(Some(Duration::from_secs(1))).unwrap();
+    assert!(zklock::testing::eventually(Duration::from_secs(10), || {
+        ticket_expired(&short)
+    }));
+    let (ok, out) = c_run("refused", &hank.ccache_env(&short), &at);
+    assert!(
+        ok && out.contains("expired") && out.contains("kinit"),
+        "{out}"
+    );
+    // A missing keytab.
+    let (ok, out) = c_run("refused", &moved_keytab(&hank), &at);
+    assert!(
+        ok && out.contains("(KRB5_CLIENT_KTNAME) does not exist"),
+        "{out}"
+    );
+}
+
+/// Whether the ticket in `cache` has expired (`klist -s` fails then).
+fn ticket_expired(cache: &std::path::Path) -> bool {
+    !Command::new("klist")
+        .args(["-s", "-c"])
+        .arg(format!("FILE:{}", cache.display()))
+        .env("KRB5_CONFIG", realm().kdc.krb5_conf())
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// `p`'s keytab environment with the keytab moved away (KRB5_CLIENT_KTNAME names a file that
+/// is not there).
+fn moved_keytab(p: &KerberosPrincipal) -> Vec<(String, OsString)> {
+    let missing = realm().kdc.dir().join(format!("{}-moved.keytab", p.name()));
+    p.keytab_env()
+        .into_iter()
+        .map(|(k, v)| match k.as_str() {
+            "KRB5_CLIENT_KTNAME" => (k, missing.clone().into()),
+            _ => (k, v),
+        })
+        .collect()
 }
