@@ -465,3 +465,76 @@ fn moved_keytab(p: &KerberosPrincipal) -> Vec<(String, OsString)> {
         })
         .collect()
 }
+
+/// `zklock --kerberos ...` with `env` (the Kerberos variables): its exit status and stderr.
+#[cfg(feature = "cli")]
+fn zklock_run(env: &[(String, OsString)], args: &[&str]) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zklock"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ZKL_") || k.starts_with("KRB5") {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .arg("--hosts")
+        .arg(realm().server.connect_string())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().expect("zklock exits"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The command: `--kerberos` with a keytab and with a credential cache runs COMMAND under a
+/// creator-only ACL; another principal is refused the nodes (77, naming it); another principal
+/// than --kerberos-principal, an expired ticket and a missing keytab exit 77 saying which.
+#[cfg(feature = "cli")]
+#[test]
+fn the_command_locks_with_a_keytab_and_a_cache_and_says_what_is_wrong() {
+    let jack = principal("cli-jack");
+    let kate = principal("cli-kate");
+    let p = unique_root("krb-cli");
+    let (code, err) = zklock_run(
+        &jack.keytab_env(),
+        &["--kerberos", "--acl", "creator", &p, "true"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let cache = jack.kinit(None).unwrap();
+    let (code, err) = zklock_run(
+        &jack.ccache_env(&cache),
+        &["--kerberos-principal", "cli-jack@ZKLOCK.TEST", &p, "true"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = zklock_run(&kate.keytab_env(), &["--kerberos", "-n", &p, "true"]);
+    assert_eq!(code, 77, "{err}");
+    assert!(err.contains("sasl:cli-kate@ZKLOCK.TEST"), "{err}");
+    let (code, err) = zklock_run(
+        &kate.keytab_env(),
+        &["--kerberos-principal", "cli-jack@ZKLOCK.TEST", &p, "true"],
+    );
+    assert_eq!(code, 77, "{err}");
+    assert!(
+        err.contains("for cli-kate@ZKLOCK.TEST, not cli-jack@ZKLOCK.TEST"),
+        "{err}"
+    );
+    let short = jack.kinit(Some(Duration::from_secs(1))).unwrap();
+    assert!(zklock::testing::eventually(Duration::from_secs(10), || {
+        ticket_expired(&short)
+    }));
+    let (code, err) = zklock_run(&jack.ccache_env(&short), &["--kerberos", &p, "true"]);
+    assert_eq!(code, 77, "{err}");
+    assert!(err.contains("expired") && err.contains("kinit"), "{err}");
+    let (code, err) = zklock_run(&moved_keytab(&jack), &["--kerberos", &p, "true"]);
+    assert_eq!(code, 77, "{err}");
+    assert!(err.contains("(KRB5_CLIENT_KTNAME) does not exist"), "{err}");
+    let (code, err) = zklock_run(
+        &jack.keytab_env(),
+        &["--kerberos", "--sasl-user", "bob", &p, "true"],
+    );
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("one SASL mechanism or the other"), "{err}");
+}

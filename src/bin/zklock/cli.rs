@@ -27,10 +27,13 @@ A timeout too long for the clock to count (-w 1e30, -w inf) is forever, as no -w
 COMMAND's environment also gets ZKLOCK_PATH and ZKLOCK_FENCING_TOKEN (the hold's fencing token:
 strictly increasing from one holder of the lock to the next).
 
-Secured ensembles: every --tls*, --sasl-*, --digest-* option and --acl may be given by the
-environment variable its help names (ZKL_TLS, ZKL_TLS_CA, ZKL_TLS_CERT, ZKL_TLS_KEY,
-ZKL_TLS_KEY_PASSWORD_FILE, ZKL_SASL_USER, ZKL_SASL_PASSWORD_FILE, ZKL_DIGEST_USER,
+Secured ensembles: every --tls*, --sasl-*, --kerberos*, --digest-* option and --acl may be given
+by the environment variable its help names (ZKL_TLS, ZKL_TLS_CA, ZKL_TLS_CERT, ZKL_TLS_KEY,
+ZKL_TLS_KEY_PASSWORD_FILE, ZKL_SASL_USER, ZKL_SASL_PASSWORD_FILE, ZKL_KERBEROS,
+ZKL_KERBEROS_PRINCIPAL, ZKL_KERBEROS_SERVICE, ZKL_KERBEROS_HOST, ZKL_DIGEST_USER,
 ZKL_DIGEST_PASSWORD_FILE, ZKL_ACL), so that a script needs nothing secret on its command line.
+Kerberos takes the process's credentials, as every Kerberos program does: KRB5CCNAME (kinit),
+KRB5_CLIENT_KTNAME (a keytab), KRB5_CONFIG.
 A password is never an option (ps shows the command line): it comes from a file
 (--sasl-password-file, --digest-password-file, --tls-key-password-file; one trailing newline is
 stripped), else from the environment's ZKL_SASL_PASSWORD, ZKL_DIGEST_PASSWORD or

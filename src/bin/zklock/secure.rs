@@ -72,6 +72,43 @@ pub(crate) struct Secure {
         help_heading = "Secured ensembles"
     )]
     sasl_password_file: Option<PathBuf>,
+    /// Authenticate with Kerberos (SASL GSSAPI) with this process's Kerberos credentials: the
+    /// ticket in the credential cache (KRB5CCNAME; kinit makes it), else the client keytab
+    /// (KRB5_CLIENT_KTNAME); KRB5_CONFIG names the krb5.conf. The servers know the client as
+    /// sasl:<principal>. Any --kerberos-* option implies it.
+    #[arg(
+        long,
+        env = "ZKL_KERBEROS",
+        value_parser = clap::builder::FalseyValueParser::new(),
+        help_heading = "Secured ensembles"
+    )]
+    kerberos: bool,
+    /// The principal the Kerberos credentials must be for (alice@EXAMPLE.COM): others are
+    /// refused before connecting.
+    #[arg(
+        long,
+        value_name = "PRINCIPAL",
+        env = "ZKL_KERBEROS_PRINCIPAL",
+        help_heading = "Secured ensembles"
+    )]
+    kerberos_principal: Option<String>,
+    /// The service of the servers' Kerberos principal (default zookeeper).
+    #[arg(
+        long,
+        value_name = "SERVICE",
+        env = "ZKL_KERBEROS_SERVICE",
+        help_heading = "Secured ensembles"
+    )]
+    kerberos_service: Option<String>,
+    /// The host of every server's Kerberos principal (default: each server's host as --hosts
+    /// names it).
+    #[arg(
+        long,
+        value_name = "HOST",
+        env = "ZKL_KERBEROS_HOST",
+        help_heading = "Secured ensembles"
+    )]
+    kerberos_host: Option<String>,
     /// Add ZooKeeper digest authentication as USER (addauth digest USER:PASSWORD); the servers
     /// know the client as digest:USER. The password comes from --digest-password-file, else the
     /// environment's ZKL_DIGEST_PASSWORD. Digest sends the password in clear at every connect:
@@ -159,6 +196,34 @@ impl Secure {
                 }
             }
             opts = opts.tls(tls);
+        }
+        let kerberos = self.kerberos
+            || self.kerberos_principal.is_some()
+            || self.kerberos_service.is_some()
+            || self.kerberos_host.is_some();
+        if kerberos && self.sasl_user.is_some() {
+            return Err(
+                "--kerberos and --sasl-user: one SASL mechanism or the other (Kerberos, or \
+                 DIGEST-MD5)"
+                    .into(),
+            );
+        }
+        if kerberos {
+            let mut gssapi = Sasl::gssapi();
+            for (flag, value) in [
+                ("--kerberos-principal", &self.kerberos_principal),
+                ("--kerberos-service", &self.kerberos_service),
+                ("--kerberos-host", &self.kerberos_host),
+            ] {
+                match value.as_deref() {
+                    Some("") => return Err(format!("{flag} is empty")),
+                    Some(v) if flag == "--kerberos-principal" => gssapi = gssapi.principal(v),
+                    Some(v) if flag == "--kerberos-service" => gssapi = gssapi.service(v),
+                    Some(v) => gssapi = gssapi.host(v),
+                    None => {}
+                }
+            }
+            opts = opts.sasl(gssapi);
         }
         if let Some(user) = self.user("--sasl-user", &self.sasl_user)? {
             let pw = password(self.sasl_password_file.as_deref(), "ZKL_SASL_PASSWORD")?
