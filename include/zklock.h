@@ -67,6 +67,46 @@
 #define ZKL_VERSION_STRING "0.3.0"
 
 /*
+ zkl_op.kind: create the node (zkl_op.mode says how it lives).
+ */
+#define ZKL_OP_CREATE 0
+
+/*
+ zkl_op.kind: replace the node's data.
+ */
+#define ZKL_OP_SET_DATA 1
+
+/*
+ zkl_op.kind: delete the node (it must have no children).
+ */
+#define ZKL_OP_DELETE 2
+
+/*
+ zkl_op.kind: write nothing, but fail the whole write unless the node exists.
+ */
+#define ZKL_OP_CHECK 3
+
+/*
+ zkl_op.mode of a create: stays until deleted.
+ */
+#define ZKL_NODE_PERSISTENT 0
+
+/*
+ zkl_op.mode of a create: goes when the holder's session ends.
+ */
+#define ZKL_NODE_EPHEMERAL 1
+
+/*
+ zkl_op.mode of a create: persistent, its name followed by a number the server gives.
+ */
+#define ZKL_NODE_PERSISTENT_SEQUENTIAL 2
+
+/*
+ zkl_op.mode of a create: ephemeral, its name followed by a number the server gives.
+ */
+#define ZKL_NODE_EPHEMERAL_SEQUENTIAL 3
+
+/*
  The result of every fallible call. Values are fixed: new statuses only ever get new numbers.
  */
 typedef enum zkl_status {
@@ -328,6 +368,36 @@ typedef struct zkl_session_event {
    */
   uint64_t generation;
 } zkl_session_event;
+
+/*
+ One write of zkl_lock_multi, as ZooKeeper's multi takes them.
+ */
+typedef struct zkl_op {
+  /*
+   ZKL_OP_CREATE, ZKL_OP_SET_DATA, ZKL_OP_DELETE or ZKL_OP_CHECK.
+   */
+  uint32_t kind;
+  /*
+   The node's path (NUL-terminated UTF-8).
+   */
+  const char *path;
+  /*
+   The data of a create or set-data (len bytes; NULL with len 0 for none); else ignored.
+   */
+  const uint8_t *data;
+  /*
+   How many bytes data has.
+   */
+  size_t len;
+  /*
+   The data version a set-data, delete or check requires; -1 for any. Ignored by a create.
+   */
+  int32_t version;
+  /*
+   A create's ZKL_NODE_* mode; else ignored.
+   */
+  uint32_t mode;
+} zkl_op;
 
 /*
  One participant of a lock, as zkl_participants_get writes it.
@@ -877,6 +947,71 @@ enum zkl_status zkl_semaphore_new(struct zkl_client *client,
 enum zkl_status zkl_multi_lock_new(struct zkl_lock *const *locks,
                                    size_t count,
                                    struct zkl_lock **out_lock);
+
+/*
+ Applies ops[0..count) to ZooKeeper in one multi, together with a check that this handle's
+ hold (its most recent, for a semaphore's several leases) still exists: all of them, or none.
+ The fence for writes to ZooKeeper: a holder that lost its lock (its session expired while it
+ was paused or cut off, and someone else took the lock) cannot write, however late its request
+ reaches the servers. For any other resource, fence with zkl_lock_fencing_token.
+
+ Returns ZKL_OK when every write was applied. ZKL_LOCK_LOST when the hold's node is gone or
+ its session ended, ZKL_NOT_HELD when the handle holds nothing, ZKL_ZOOKEEPER_ERROR when an
+ operation failed (its index and path in zkl_last_error_message): nothing was written then.
+ ZKL_CONNECTION_LOSS when no reply came within the session timeout: the writes may have been
+ applied, and then only while the hold was held. ZKL_INVALID_ARGUMENT for NULL, count 0, an
+ unknown kind or mode, a malformed path or a multi-lock. Blocks at most the session timeout.
+ One thread at a time per handle.
+
+ ```c
+ zkl_op ops[2] = {
+     { ZKL_OP_SET_DATA, "/config/primary", (const uint8_t *)"db-2", 4, -1, 0 },
+     { ZKL_OP_CREATE, "/config/history/db-2", NULL, 0, -1, ZKL_NODE_PERSISTENT },
+ };
+ if (zkl_lock_multi(lock, ops, 2) == ZKL_LOCK_LOST) stop_acting_as_holder();
+ ```
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call; ops is NULL or points to
+ count readable zkl_op values, each path NULL or NUL-terminated and each data NULL or readable
+ for len bytes.
+ */
+enum zkl_status zkl_lock_multi(struct zkl_lock *lock, const struct zkl_op *ops, size_t count);
+
+/*
+ Replaces the data of path (any version) with data[0..len) only while this handle's hold
+ holds: zkl_lock_multi of one ZKL_OP_SET_DATA, with its statuses.
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call; path is NULL or
+ NUL-terminated; data is NULL (with len 0) or readable for len bytes.
+ */
+enum zkl_status zkl_lock_set_data(struct zkl_lock *lock,
+                                  const char *path,
+                                  const uint8_t *data,
+                                  size_t len);
+
+/*
+ Creates path holding data[0..len) as mode says (a ZKL_NODE_* value) only while this handle's
+ hold holds: zkl_lock_multi of one ZKL_OP_CREATE, with its statuses (ZKL_ZOOKEEPER_ERROR if the
+ node exists or its parent does not). A sequential node's name is not returned: list the
+ parent to find it.
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call; path is NULL or
+ NUL-terminated; data is NULL (with len 0) or readable for len bytes.
+ */
+enum zkl_status zkl_lock_create(struct zkl_lock *lock,
+                                const char *path,
+                                const uint8_t *data,
+                                size_t len,
+                                uint32_t mode);
+
+/*
+ Deletes path (any version) only while this handle's hold holds: zkl_lock_multi of one
+ ZKL_OP_DELETE, with its statuses.
+
+ Pointers: lock is NULL or a live zkl_lock, not freed during the call; path is NULL or
+ NUL-terminated.
+ */
+enum zkl_status zkl_lock_delete(struct zkl_lock *lock, const char *path);
 
 /*
  Acquires the lock. timeout_ms < 0 waits forever; 0 tries once without waiting; > 0 waits

@@ -60,7 +60,11 @@ fn a_paused_holders_write_is_refused_after_another_client_took_the_lock() {
         ga.create(&format!("{target}-a"), b"a", CreateMode::Persistent),
         Err(Error::LockLost)
     );
-    assert_eq!(data(&admin, &target).unwrap(), b"b1", "the old holder wrote");
+    assert_eq!(
+        data(&admin, &target).unwrap(),
+        b"b1",
+        "the old holder wrote"
+    );
     assert!(admin.node(&format!("{target}-a")).unwrap().is_none());
     assert!(gb.is_held());
     gb.set_data(&target, b"b2").unwrap();

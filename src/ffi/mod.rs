@@ -27,6 +27,7 @@ mod client;
 mod last_error;
 
 mod constructors;
+mod fenced;
 mod lock;
 mod semaphore;
 
@@ -45,6 +46,7 @@ mod version;
 pub use cancel_scope::*;
 pub use client::*;
 pub use constructors::*;
+pub use fenced::*;
 pub use last_error::*;
 pub use lock::*;
 pub use log::*;

@@ -300,6 +300,19 @@ fn lost_on_end(e: Error) -> Error {
     }
 }
 
+/// The guarded write `ops` of the calling participant's most recent hold of `lock` (the C
+/// API's, whose handle is the participant and holds no guard).
+pub(crate) fn guarded_multi(lock: &dyn Lockable, ops: &[Op]) -> Result<Vec<OpResult>> {
+    let token = match lock.fencing_token() {
+        Ok(t) => t,
+        Err(Error::NotHeld) if lock.hold_state() == super::HoldState::Lost => {
+            return Err(Error::LockLost)
+        }
+        Err(e) => return Err(e),
+    };
+    fence(lock, token)?.multi(ops)
+}
+
 /// The fence of the hold `token` of `lock`, or why there is none.
 fn fence<L: Lockable + ?Sized>(lock: &L, token: i64) -> Result<Fence> {
     match lock.fence_of(token) {

@@ -26,6 +26,7 @@ mod semaphore;
 mod simple_lock;
 
 pub use election::{LeaderElection, Leadership, RawLeaderElection};
+pub(crate) use fenced::guarded_multi;
 pub use fenced::{CreateMode, Op, OpResult};
 pub use front::Lock;
 pub use guard::Guard;
