@@ -19,20 +19,26 @@
 //!                      made for the run; prints ca=, cert= and key= (a client certificate, CN
 //!                      "client", and its key: PEM files)
 //!   --sasl USER:PW     a server that requires SASL DIGEST-MD5, knowing USER (repeatable)
+//!   --kerberos NAME    a server that requires Kerberos (SASL GSSAPI), with a real MIT KDC of
+//!                      its own, and a principal NAME@ZKLOCK.TEST with a keytab (repeatable);
+//!                      the connect string is localhost:PORT (the host of the servers'
+//!                      principal); prints krb5_conf= (KRB5_CONFIG), realm=, kdc_dir= (the
+//!                      KDC's directory: a place for credential caches) and keytab.NAME= (a
+//!                      keytab file) for each NAME
 //! ```
 
 use std::io::{Read, Write};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use zklock::testing::{ClientAuth, TestingServer};
+use zklock::testing::{ClientAuth, TestingKdc, TestingServer};
 
 fn usage(why: &str) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::InvalidInput,
         format!(
             "{why}; usage: testing_server [--until-parent-exits] [--tls need|want|none] \
-             [--sasl USER:PASSWORD]..."
+             [--sasl USER:PASSWORD]... [--kerberos NAME]..."
         ),
     )
 }
@@ -64,6 +70,7 @@ fn main() -> std::io::Result<()> {
     let starter = std::os::unix::process::parent_id();
     let mut tls = None;
     let mut users: Vec<(String, String)> = Vec::new();
+    let mut principals: Vec<String> = Vec::new();
     let mut read_stdin = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -86,12 +93,34 @@ fn main() -> std::io::Result<()> {
                     .ok_or_else(|| usage("--sasl takes USER:PASSWORD"))?;
                 users.push((user.to_string(), pw.to_string()));
             }
+            "--kerberos" => {
+                principals.push(args.next().ok_or_else(|| usage("--kerberos takes NAME"))?)
+            }
             other => return Err(usage(&format!("unknown argument {other:?}"))),
         }
     }
     let mut lines = Vec::new();
+    let secured = [tls.is_some(), !users.is_empty(), !principals.is_empty()];
+    if secured.iter().filter(|&&on| on).count() > 1 {
+        return Err(usage("--tls, --sasl and --kerberos: one of them"));
+    }
+    // Kept to the end: the KDC serves the clients' tickets while the server runs.
+    let mut kdc = None;
     let server = match (tls, users.is_empty()) {
-        (Some(_), false) => return Err(usage("--tls and --sasl: one or the other")),
+        (None, true) if !principals.is_empty() => {
+            let k = TestingKdc::start()?;
+            let server = TestingServer::start_kerberos(&k)?;
+            lines.push(format!("krb5_conf={}", k.krb5_conf().display()));
+            lines.push(format!("realm={}", k.realm()));
+            lines.push(format!("kdc_dir={}", k.dir().display()));
+            for name in &principals {
+                let p = k.add_principal(name)?;
+                lines.push(format!("keytab.{name}={}", p.keytab_path().display()));
+            }
+            kdc = Some(k);
+            server
+        }
+        (Some(_), false) => unreachable!("refused above"),
         (Some(auth), true) => {
             let server = TestingServer::start_tls(auth)?;
             let certs = server.certs().expect("a TLS server has certificates");
@@ -123,5 +152,6 @@ fn main() -> std::io::Result<()> {
     drop(out);
     wait_for_the_end(starter, read_stdin);
     drop(server);
+    drop(kdc);
     Ok(())
 }
