@@ -14,6 +14,7 @@ C_TYPES = {
     "zkl_status": "status",
     "int": ctypes.c_int,
     "uint32_t": ctypes.c_uint32,
+    "uint8_t": ctypes.c_uint8,
     "int64_t": ctypes.c_int64,
     "uint64_t": ctypes.c_uint64,
     "size_t": ctypes.c_size_t,
@@ -48,7 +49,7 @@ def _ctype(decl):
                 "zkl_cancel_scope") and stars == 2:
         return ctypes.POINTER(ctypes.c_void_p)
     structs = {"zkl_participant": zklock._Participant, "zkl_stats": zklock._Stats,
-               "zkl_session_event": zklock._SessionEvent}
+               "zkl_session_event": zklock._SessionEvent, "zkl_op": zklock._ZklOp}
     if base in structs and stars == 1:
         return ctypes.POINTER(structs[base])
     if base == "zkl_log_callback":

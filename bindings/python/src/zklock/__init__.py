@@ -90,6 +90,13 @@ from ._ffi import (
     version,
 )
 from ._lock import HoldState, Lock, Participant, Percentiles, Stats, multi_lock
+from ._fenced import (
+    NODE_EPHEMERAL,
+    NODE_EPHEMERAL_SEQUENTIAL,
+    NODE_PERSISTENT,
+    NODE_PERSISTENT_SEQUENTIAL,
+    Op,
+)
 from ._many import LeaseSet
 from ._log import set_log_level
 
@@ -103,6 +110,7 @@ from ._ffi import (  # noqa: F401
     _Participant,
     _SessionEvent,
     _Stats,
+    _ZklOp,
     _status,
 )
 
@@ -110,6 +118,11 @@ __all__ = [
     "Client",
     "Lock",
     "LeaseSet",
+    "Op",
+    "NODE_PERSISTENT",
+    "NODE_EPHEMERAL",
+    "NODE_PERSISTENT_SEQUENTIAL",
+    "NODE_EPHEMERAL_SEQUENTIAL",
     "Participant",
     "Stats",
     "Percentiles",

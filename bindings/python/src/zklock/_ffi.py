@@ -15,6 +15,7 @@ from ctypes import (
     c_int32,
     c_int64,
     c_size_t,
+    c_uint8,
     c_uint32,
     c_uint64,
     c_void_p,
@@ -81,6 +82,12 @@ class _SessionEvent(Structure):
     _fields_ = [("seq", c_uint64), ("state", c_uint32), ("session_id", c_int64),
                 ("generation", c_uint64)]
 
+
+class _ZklOp(Structure):
+    """zkl_op: one write of zkl_lock_multi."""
+    _fields_ = [("kind", c_uint32), ("path", c_char_p), ("data", POINTER(c_uint8)),
+                ("len", c_size_t), ("version", c_int32), ("mode", c_uint32)]
+
 # Every function of zklock.h this package calls: (restype, argtypes). tests/test_header.py
 # checks this table against the header, so the two cannot drift apart.
 _SIGNATURES = {
@@ -133,6 +140,10 @@ _SIGNATURES = {
     "zkl_lock_release": (_status, [_lock_p]),
     "zkl_semaphore_acquire_many": (_status, [_lock_p, c_uint32, c_int64, POINTER(c_int64)]),
     "zkl_semaphore_release_many": (_status, [_lock_p, POINTER(c_int64), c_size_t]),
+    "zkl_lock_multi": (_status, [_lock_p, POINTER(_ZklOp), c_size_t]),
+    "zkl_lock_set_data": (_status, [_lock_p, c_char_p, POINTER(c_uint8), c_size_t]),
+    "zkl_lock_create": (_status, [_lock_p, c_char_p, POINTER(c_uint8), c_size_t, c_uint32]),
+    "zkl_lock_delete": (_status, [_lock_p, c_char_p]),
     "zkl_lock_cancel": (_status, [_lock_p]),
     "zkl_lock_reset_cancel": (c_int, [_lock_p]),
     "zkl_lock_is_held": (c_int, [_lock_p]),

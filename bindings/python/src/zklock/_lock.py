@@ -9,7 +9,7 @@ import ctypes
 import enum
 import threading
 from ctypes import c_int64, c_size_t, c_uint32
-from typing import TYPE_CHECKING, Callable, Iterable, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, List, NamedTuple, Optional, Union
 
 from ._args import _millis, _text
 from ._attempt import (
@@ -36,12 +36,13 @@ from ._ffi import (
     _plain,
     _Stats,
 )
-from . import _many
+from . import _fenced, _many
 from ._log import _logger
 from ._managed import _exiting, _Managed, _start_watcher
 
 if TYPE_CHECKING:
     from ._client import Client
+    from ._fenced import Op
     from ._many import LeaseSet
 
 
@@ -233,6 +234,41 @@ class Lock(_Managed):
                 print(leases.tokens)
         """
         return _many.acquire_many(self, n, timeout)
+
+    def multi(self, ops: Iterable["Op"]) -> None:
+        """Guarded writes (docs/guarded-writes.md): applies ``ops`` (:class:`Op` values) to
+        ZooKeeper in one multi, together with a check that this handle's hold (its most
+        recent) still exists: all of them, or none. The fence for writes to ZooKeeper: a holder
+        that lost its lock (its session expired while it was paused, and someone else took the
+        lock) cannot write, however late its request arrives; fence anything else with
+        :attr:`fencing_token`. Raises :class:`LockLost` when the hold is gone (nothing
+        written), :class:`NotHeld` when the handle holds nothing, :class:`ZooKeeperError` when
+        an operation failed (nothing written), :class:`ConnectionLoss` when no reply came (the
+        writes may have been applied, and then only while held)::
+
+            with lock:
+                lock.multi([zklock.Op.set_data("/config/primary", b"db-2"),
+                            zklock.Op.create("/config/history/db-2")])
+        """
+        _fenced.multi(self, ops)
+
+    def set_data(self, path: str, data: Union[bytes, str]) -> None:
+        """Replaces the data of ``path`` only while this handle's hold holds (as :meth:`multi`)."""
+        b = _fenced._bytes(data)
+        ptr, _buf = _fenced._buffer(b)
+        _check(self._call(_lib.zkl_lock_set_data, _text(path, "path"), ptr, len(b)))
+
+    def create(self, path: str, data: Union[bytes, str] = b"",
+               mode: int = _fenced.NODE_PERSISTENT) -> None:
+        """Creates ``path`` holding ``data`` (``mode``: ``zklock.NODE_*``) only while this
+        handle's hold holds (as :meth:`multi`)."""
+        b = _fenced._bytes(data)
+        ptr, _buf = _fenced._buffer(b)
+        _check(self._call(_lib.zkl_lock_create, _text(path, "path"), ptr, len(b), mode))
+
+    def delete(self, path: str) -> None:
+        """Deletes ``path`` only while this handle's hold holds (as :meth:`multi`)."""
+        _check(self._call(_lib.zkl_lock_delete, _text(path, "path")))
 
     def release(self) -> None:
         """Releases one hold (:class:`NotHeld` if none; :class:`LockLost` if it had been
