@@ -173,6 +173,39 @@ class Lock {
   // Releases one hold (throws Error with ZKL_NOT_HELD if not held).
   void release() { check(zkl_lock_release(get())); }
 
+  // A semaphore's n leases at once, all or none, within `timeout` in all (negative: forever;
+  // zkl_semaphore_acquire_many): their fencing tokens, or std::nullopt if they were not all
+  // free in time (nothing is left taken). Return them with release_many.
+  template <class Rep, class Period>
+  std::optional<std::vector<int64_t>> acquire_many(uint32_t n,
+                                                   std::chrono::duration<Rep, Period> timeout) {
+    std::vector<int64_t> tokens(n);
+    zkl_status s = zkl_semaphore_acquire_many(get(), n, detail::to_ms(timeout), tokens.data());
+    if (s == ZKL_TIMEOUT) return std::nullopt;
+    check(s);
+    return tokens;
+  }
+
+  // Returns the leases with these tokens together (zkl_semaphore_release_many).
+  void release_many(const std::vector<int64_t>& tokens) {
+    check(zkl_semaphore_release_many(get(), tokens.data(), tokens.size()));
+  }
+
+  // Guarded writes (docs/guarded-writes.md): applied to ZooKeeper only while this handle's hold
+  // still exists, all or none (zkl_lock_multi); else Error with ZKL_LOCK_LOST, nothing written.
+  // Fence anything else with fencing_token().
+  void multi(const std::vector<zkl_op>& ops) { check(zkl_lock_multi(get(), ops.data(), ops.size())); }
+  void set_data(const std::string& path, const std::string& data) {
+    check(zkl_lock_set_data(get(), path.c_str(), reinterpret_cast<const uint8_t*>(data.data()),
+                            data.size()));
+  }
+  void create(const std::string& path, const std::string& data = "",
+              uint32_t mode = ZKL_NODE_PERSISTENT) {
+    check(zkl_lock_create(get(), path.c_str(), reinterpret_cast<const uint8_t*>(data.data()),
+                          data.size(), mode));
+  }
+  void erase(const std::string& path) { check(zkl_lock_delete(get(), path.c_str())); }
+
   // Ends the acquire under way (on another thread): it throws Error with ZKL_CANCELLED. With
   // none under way, the lock remembers the cancel and its next acquire throws ZKL_CANCELLED at
   // once, forgetting it (sticky, as zkl_lock_cancel): a cancel just before an acquire begins

@@ -166,6 +166,24 @@ fn cpp_demo_passes() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("demo.cpp: all checks passed"));
 }
 
+/// zklock.hpp's guarded writes (all or none, only while held) and a semaphore's several leases
+/// at once (acquire_many, release_many).
+#[test]
+fn cpp_guarded_writes_and_acquire_many_pass() {
+    let exe = compile(
+        "c++",
+        CXX_FLAGS,
+        "ffi-examples/cpp/guarded.cpp",
+        "guarded_cpp",
+    );
+    let out = run(example(&exe, &unique_path("cpp-guarded")), "guarded.cpp");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("guarded.cpp: all checks passed"),
+        "{stdout}"
+    );
+}
+
 /// A zklock::Lock as C++ users hold locks (std::lock_guard, std::unique_lock, std::scoped_lock),
 /// a Guard across a move of its Lock and after unlock(), and the listeners, statistics and
 /// revocation; plain and under ASan + UBSan.
