@@ -122,8 +122,8 @@ impl Semaphore {
     /// [`Error::InvalidArgument`] for `n == 0` or `n` over `max_leases`;
     /// [`Error::WouldDeadlock`] when this handle's own leases leave fewer than `n` free (it could
     /// only wait for itself); [`Error::Timeout`] when the leases could not be proven held within
-    /// one session timeout (they are given back); otherwise as [`Lockable::acquire`]
-    /// (crate::Lockable::acquire). On every error no lease of the attempt is left.
+    /// one session timeout (they are given back); otherwise as
+    /// [`Lockable::acquire`](crate::Lockable::acquire). On every error no lease of the attempt is left.
     pub fn acquire_many(&self, n: u32) -> Result<LeaseSet<'_>> {
         self.many(n, Deadline::Forever)?.ok_or(Error::Timeout)
     }
