@@ -122,6 +122,8 @@ fn kerberos_client() {
     if what == "connect" {
         return;
     }
+    // Kerberos is an identity for a creator-only ACL set after the connect too.
+    c.set_acl(Acl::CreatorAll).unwrap();
     let m = Mutex::new(&c, &var("ZKL_PATH").unwrap()).unwrap();
     let taken = m.try_lock_for(Duration::from_secs(10));
     match taken {

@@ -276,8 +276,10 @@ impl Client {
     /// [`Error::InvalidArgument`] for a creator-only ACL on a client without authentication
     /// (the server would refuse every create with `InvalidACL`).
     pub fn set_acl(&self, acl: Acl) -> Result<()> {
+        // SASL and a TLS client certificate are identities too (a Kerberos or DIGEST-MD5
+        // client's creator-only ACL was refused here).
         if acl != Acl::Open
-            && self.inner.options.auth.is_empty()
+            && !self.inner.options.has_identity()
             && self.inner.added_auth.lock().is_empty()
         {
             return Err(Error::invalid(format!(
