@@ -105,8 +105,10 @@ setup(
             binding=Binding.NoBinding,
             debug=False,
             # The C library with TLS and SASL DIGEST-MD5 (Client's use_ssl, ca, certfile,
-            # sasl_options, ...).
-            features=["capi"],
+            # sasl_options, ...); ZKLOCK_CARGO_FEATURES adds more, e.g. "sasl-gssapi" for
+            # Kerberos (it needs libkrb5-dev and libclang-dev to build, and links libgssapi_krb5).
+            features=["capi"] + [f for f in os.environ.get("ZKLOCK_CARGO_FEATURES", "")
+                                 .replace(",", " ").split() if f],
             args=["--locked"],
         )
     ],

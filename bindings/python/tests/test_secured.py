@@ -157,15 +157,21 @@ def test_auth_data_is_added_to_the_session_like_kazoo(zk_hosts):
         _locks(c, path)
 
 
-def test_other_sasl_mechanisms_are_refused_naming_digest_md5():
-    for mechanism in ("GSSAPI", "gssapi", "PLAIN"):
+def test_other_sasl_mechanisms_are_refused_naming_digest_md5_and_gssapi():
+    for mechanism in ("PLAIN", "SCRAM-SHA-256"):
         with pytest.raises(zklock.InvalidArgument) as caught:
             zklock.Client("127.0.0.1:1", sasl_options={"mechanism": mechanism,
                                                        "username": "bob", "password": "x"})
         message = caught.value.message
-        assert "DIGEST-MD5 is the one SASL mechanism" in message, message
-        if mechanism.upper() == "GSSAPI":
-            assert "sasl-gssapi" in message, message
+        assert "DIGEST-MD5 and GSSAPI (Kerberos) are the SASL mechanisms" in message, message
+    # GSSAPI takes kazoo's keys for it, not a user and a password.
+    for mechanism in ("GSSAPI", "gssapi"):
+        with pytest.raises(zklock.InvalidArgument) as caught:
+            zklock.Client("127.0.0.1:1", sasl_options={"mechanism": mechanism,
+                                                       "username": "bob", "password": "x"})
+        message = caught.value.message
+        assert "unknown key(s) password, username" in message, message
+        assert "principal, service, host with GSSAPI" in message, message
 
 
 def test_contradictory_or_incomplete_settings_are_refused_before_connecting():

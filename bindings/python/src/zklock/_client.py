@@ -145,29 +145,37 @@ def _tls_setters(use_ssl, ca, certfile, keyfile, keyfile_password, verify_certs)
 
 
 _SASL_KEYS = ("mechanism", "username", "password")
+# kazoo's GSSAPI keys (``service``, ``principal``), and the host of the servers' principal.
+_GSSAPI_KEYS = ("mechanism", "principal", "service", "host")
 
 
 def _sasl_setters(sasl_options) -> list:
-    """kazoo's ``sasl_options`` -> zkl_options_set_sasl_digest_md5."""
+    """kazoo's ``sasl_options`` -> zkl_options_set_sasl_digest_md5 or
+    zkl_options_set_sasl_gssapi."""
     if sasl_options is None:
         return []
     if not isinstance(sasl_options, collections.abc.Mapping):
         raise TypeError("sasl_options must be a dict such as {'mechanism': 'DIGEST-MD5', "
                         "'username': 'bob', 'password': '...'}, not %s"
                         % type(sasl_options).__name__)
-    unknown = sorted(str(k) for k in sasl_options if k not in _SASL_KEYS)
-    if unknown:
-        raise InvalidArgument("sasl_options: unknown key(s) %s (zklock takes %s)"
-                              % (", ".join(unknown), ", ".join(_SASL_KEYS)), INVALID_ARGUMENT)
     mechanism = sasl_options.get("mechanism")
+    gssapi = isinstance(mechanism, str) and mechanism.upper() == "GSSAPI"
+    keys = _GSSAPI_KEYS if gssapi else _SASL_KEYS
+    unknown = sorted(str(k) for k in sasl_options if k not in keys)
+    if unknown:
+        raise InvalidArgument("sasl_options: unknown key(s) %s (zklock takes %s%s)"
+                              % (", ".join(unknown), ", ".join(keys),
+                                 " with GSSAPI" if gssapi else ""), INVALID_ARGUMENT)
+    if gssapi:
+        def opt(key):
+            v = sasl_options.get(key)
+            return None if v is None else _text(v, "sasl_options " + key)
+        return [(_lib.zkl_options_set_sasl_gssapi, opt("principal"), opt("service"),
+                 opt("host"))]
     if not isinstance(mechanism, str) or mechanism.upper() != "DIGEST-MD5":
-        extra = ""
-        if isinstance(mechanism, str) and mechanism.upper() == "GSSAPI":
-            extra = (" GSSAPI (Kerberos) exists in the Rust library behind its sasl-gssapi "
-                     "cargo feature, which this package's library is not built with.")
-        raise InvalidArgument("sasl_options mechanism %r is not supported: DIGEST-MD5 is the "
-                              "one SASL mechanism this package supports.%s" % (mechanism, extra),
-                              INVALID_ARGUMENT)
+        raise InvalidArgument("sasl_options mechanism %r is not supported: DIGEST-MD5 and "
+                              "GSSAPI (Kerberos) are the SASL mechanisms this package supports"
+                              % (mechanism,), INVALID_ARGUMENT)
     missing = [k for k in ("username", "password") if sasl_options.get(k) is None]
     if missing:
         raise InvalidArgument("sasl_options for DIGEST-MD5 needs %s" % " and ".join(missing),
@@ -269,10 +277,17 @@ class Client(_Managed):
         certificates that name the servers.
 
         ``sasl_options``: SASL authentication at connect, as kazoo takes it:
-        ``{"mechanism": "DIGEST-MD5", "username": "bob", "password": "..."}``, the one
-        mechanism this package supports (GSSAPI/Kerberos needs a library built with the Rust
-        crate's ``sasl-gssapi`` feature; this package's is not). DIGEST-MD5 sends no password
-        over the wire.
+        ``{"mechanism": "DIGEST-MD5", "username": "bob", "password": "..."}`` (DIGEST-MD5
+        sends no password over the wire), or Kerberos,
+        ``{"mechanism": "GSSAPI", "principal": "alice@EXAMPLE.COM", "service": "zookeeper",
+        "host": "zk1.example.com"}`` (every key but ``mechanism`` optional: ``principal`` the
+        one the credentials must be for, ``service`` and ``host`` those of the servers'
+        principal, default ``zookeeper`` and each server's host in ``hosts``), with the
+        process's Kerberos credentials: the ticket in the credential cache (``KRB5CCNAME``;
+        ``kinit``), else the client keytab (``KRB5_CLIENT_KTNAME``). GSSAPI needs a library
+        built with the Rust crate's ``sasl-gssapi`` feature (``ZKLOCK_CARGO_FEATURES=sasl-gssapi``
+        when the package is built; docs/kerberos.md); without it the connect raises
+        :class:`InvalidArgument` saying so.
 
         A server that refuses the credentials, or a TLS handshake that fails over a
         certificate, raises :class:`AuthFailed` saying what to fix; a bad file is

@@ -111,6 +111,7 @@ _SIGNATURES = {
     "zkl_options_set_tls_key_password": (_status, [_options_p, c_char_p]),
     "zkl_options_tls_danger_accept_any_server_name": (_status, [_options_p]),
     "zkl_options_set_sasl_digest_md5": (_status, [_options_p, c_char_p, c_char_p]),
+    "zkl_options_set_sasl_gssapi": (_status, [_options_p, c_char_p, c_char_p, c_char_p]),
     "zkl_client_holder_id": (_status, [_client_p, POINTER(c_char_p)]),
     "zkl_client_session_state": (_status, [_client_p, POINTER(c_uint32)]),
     "zkl_client_wait_session_event": (_status, [_client_p, c_uint64, c_int64,
