@@ -15,7 +15,7 @@
 module ZkLock
   @clients = ObjectSpace::WeakMap.new
   @clients_mu = Mutex.new
-  @exiting = false
+  @at_exit = false
 
   class << self
     # Connects: Client.open(hosts, **options), with or without a block.
@@ -23,14 +23,18 @@ module ZkLock
       Client.open(hosts, **options, &block)
     end
 
-    # @api private
-    def exiting?
-      @exiting
-    end
-
-    # @api private: the clients still open, closed at exit.
+    # @api private: a client opened, closed at exit unless closed before. The exit hook is
+    # registered with the first client (again for the first one after it ran): an at_exit
+    # registered at require time would run before those of code that requires the gem later,
+    # or that makes its clients in an at_exit of its own (minitest runs its tests in one).
     def opened(client)
-      @clients_mu.synchronize { @clients[client] = true }
+      @clients_mu.synchronize do
+        @clients[client] = true
+        unless @at_exit
+          @at_exit = true
+          at_exit { close_all_at_exit }
+        end
+      end
     end
 
     # @api private
@@ -45,8 +49,10 @@ module ZkLock
     # threads are cancelled (Ruby waits for its threads before the process ends, and a thread
     # in a native call cannot be killed).
     def close_all_at_exit
-      @exiting = true
-      clients = @clients_mu.synchronize { @clients.keys }
+      clients = @clients_mu.synchronize do
+        @at_exit = false
+        @clients.keys
+      end
       clients.each do |client|
         client.close
       rescue StandardError
@@ -65,4 +71,3 @@ require_relative "zklock/attempt"
 require_relative "zklock/lock"
 require_relative "zklock/client"
 
-at_exit { ZkLock.close_all_at_exit }

@@ -123,7 +123,7 @@ module ZkLock
 
       lock = self
       thread = Thread.new do
-        until ZkLock.exiting?
+        loop do
           status = begin
             @handle.use { |ptr| Native.call(:zkl_lock_wait_lost, ptr, 200) }
           rescue Closed
