@@ -50,9 +50,9 @@ module ZkLock
   # this handle holds, a read -> write upgrade, a semaphore whose leases this handle fills.
   class WouldDeadlock < Error; STATUS = Native::WOULD_DEADLOCK; end
   # The servers refused this client's credentials, or the client refused the servers': a wrong
-  # SASL password, a missing or refused client certificate (cert:), a server certificate not
-  # signed by the CA given (ca:) or not issued for the host. The message says which; retrying
-  # with the same settings will not help.
+  # SASL password, a missing or refused client certificate (cert_file:), a server certificate
+  # not signed by the CA given (ca_file:) or not issued for the host. The message says which;
+  # retrying with the same settings will not help.
   class AuthFailed < Error; STATUS = Native::AUTH_FAILED; end
 
   class Error
@@ -64,8 +64,8 @@ module ZkLock
   # The library's hints name its Rust API; a Ruby caller fixes things with these keywords.
   # (Until the library carries a hint as a value that each door renders: issue 40, item 6.)
   HINTS = [
-    ["Tls::ca_file", "ca:"],
-    ["Tls::identity_files", "cert: and key:"],
+    ["Tls::ca_file", "ca_file:"],
+    ["Tls::identity_files", "cert_file: and key_file:"],
     ["Tls::key_password", "key_password:"],
     ["Tls::danger_accept_any_server_name", "verify_hostname: false"],
     ["Options::sasl", "sasl:"],
