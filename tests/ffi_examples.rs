@@ -579,12 +579,20 @@ fn secured_examples_are_clean_under_address_and_undefined_sanitizers() {
 /// native-static-libs` reports them; the README's "Using from C" names the same list.
 const NATIVE_STATIC_LIBS: &str = "-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc";
 
+/// A symbol of the system's GSSAPI library that a build with `sasl-gssapi` links to.
+const GSSAPI_SYMBOL: &str = "gss_display_status";
+
 #[test]
 fn c_example_links_statically_with_the_documented_libraries() {
     let lib_a = common::ffi::cdylib().with_file_name("libzklock.a");
     assert!(lib_a.exists(), "{} not built", lib_a.display());
     let repo = common::ffi::repo();
     let exe = build_dir().join("mutex-static");
+    // A build with Kerberos (`sasl-gssapi`: the tests' build) needs the system's GSSAPI too.
+    let gssapi = std::fs::read(&lib_a)
+        .unwrap()
+        .windows(GSSAPI_SYMBOL.len())
+        .any(|w| w == GSSAPI_SYMBOL.as_bytes());
     let out = Command::new("cc")
         .args(C_FLAGS)
         .arg("-I")
@@ -592,6 +600,7 @@ fn c_example_links_statically_with_the_documented_libraries() {
         .arg(repo.join("ffi-examples/c/mutex.c"))
         .arg(&lib_a)
         .args(NATIVE_STATIC_LIBS.split(' '))
+        .args(gssapi.then_some("-lgssapi_krb5"))
         .arg("-o")
         .arg(&exe)
         .output()
