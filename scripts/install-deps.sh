@@ -15,6 +15,8 @@
 #   - krb5-kdc, krb5-admin-server, krb5-user (only if missing; the Kerberos tests' KDC:
 #                            krb5kdc, kdb5_util, kadmin.local, kinit)
 #   - nodejs, npm           (only if missing; the Node.js package and its tests)
+#   - ruby                  (only if missing; the Ruby gem and its tests: Fiddle, minitest and
+#                            the gem command come with Debian's ruby; the gem has no C extension)
 #   - clippy, rustfmt       (rustup components, only if missing)
 #   - cargo-nextest         (only if missing: scripts/run-tests.sh runs the tests with it; plain
 #                            `cargo test --features testing` runs them too, one binary at a time)
@@ -47,6 +49,7 @@ ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || ls /usr/lib/*/libclang*.so
 command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v ruby >/dev/null 2>&1 || missing+=(ruby)
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: everything is already installed"
