@@ -1,40 +1,25 @@
-"""A real ZooKeeper server for the package's tests: Debian's zookeeper.jar on a free loopback
-port with a temporary data directory, started once per test session, or the server that
-ZKLOCK_TEST_SERVER names (127.0.0.1:PORT; scripts/test.sh runs one for all its tests).
+"""A real ZooKeeper server for the package's tests: the package's own zklock.testing (Debian's
+zookeeper.jar on a free loopback port with a temporary data directory), started once per test
+session, or the server that ZKLOCK_TEST_SERVER names (127.0.0.1:PORT; scripts/test.sh runs one
+for all its tests).
 
-Secured servers (a TLS-only port, with or without client certificates; SASL DIGEST-MD5
-required) come from the crate's own starter, tools/testing_server.rs, which makes their
-certificates at start: ZKL_TESTING_SERVER_BIN names its binary, else it is built here with
-cargo from the checkout."""
+Secured servers: SASL DIGEST-MD5 ones from zklock.testing too; TLS-only ones (with or without
+client certificates) and Kerberos ones through zklock.testing from the crate's own starter,
+tools/testing_server.rs, which makes their certificates (or KDC) at start:
+ZKL_TESTING_SERVER_BIN names its binary, else it is built here with cargo from the checkout."""
 
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import uuid
 
 import pytest
 
-JAR = "/usr/share/java/zookeeper.jar"
+from zklock.testing import ServerUnavailable, ZooKeeperServer, _four_letters
+
 CHECKOUT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _four_letters(port: int, word: bytes) -> bytes:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(word)
-            return s.recv(4096)
-    except OSError:
-        return b""
 
 
 @pytest.fixture(scope="session")
@@ -43,42 +28,16 @@ def zk_hosts():
     shared = os.environ.get("ZKLOCK_TEST_SERVER")
     if shared:
         port = int(shared.rsplit(":", 1)[1])
-        if _four_letters(port, b"ruok") != b"imok":
+        if _four_letters(port, "ruok") != "imok":
             pytest.fail("ZKLOCK_TEST_SERVER=%s does not answer ruok" % shared)
         yield shared
         return
-    if not os.path.exists(JAR):
-        pytest.fail("%s is missing: run scripts/install-deps.sh" % JAR)
-    workdir = tempfile.mkdtemp(prefix="zklock-py-zk-")
-    port = _free_port()
-    cfg = os.path.join(workdir, "zoo.cfg")
-    with open(cfg, "w") as f:
-        f.write(
-            "tickTime=500\ninitLimit=10\nsyncLimit=5\nminSessionTimeout=1000\n"
-            "maxSessionTimeout=60000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"
-            "4lw.commands.whitelist=*\nadmin.enableServer=false\nforceSync=no\n"
-            % (os.path.join(workdir, "data"), port)
-        )
-    cp = JAR + (":/usr/share/java/slf4j-simple.jar" if os.path.exists("/usr/share/java/slf4j-simple.jar") else "")
-    log = open(os.path.join(workdir, "server.log"), "ab")
-    server = subprocess.Popen(
-        ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-         "-Djava.net.preferIPv4Stack=true", "-Dzookeeper.admin.enableServer=false",
-         "-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg],
-        stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-    )
     try:
-        deadline = time.monotonic() + 60
-        while _four_letters(port, b"ruok") != b"imok":
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("ZooKeeper did not start; see %s/server.log" % workdir)
-            time.sleep(0.1)
-        yield "127.0.0.1:%d" % port
-    finally:
-        server.kill()
-        server.wait()
-        log.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        server = ZooKeeperServer()
+    except ServerUnavailable as e:
+        pytest.fail("%s (scripts/install-deps.sh installs ZooKeeper)" % e)
+    with server:
+        yield server.hosts
 
 
 @pytest.fixture
@@ -210,66 +169,53 @@ def _testing_server_bin() -> str:
     return os.path.join(CHECKOUT, target, "debug", "examples", "testing_server")
 
 
-class SecuredServer:
-    """A server started by tools/testing_server.rs with ``args``: ``hosts`` is its connect
-    string (``tcp+tls://127.0.0.1:PORT`` for TLS), ``address`` the same without the scheme,
-    ``files`` what else it printed (``ca``, ``cert``, ``key``: PEM files of the run's CA and of
-    a client certificate with CN "client")."""
+@pytest.fixture(scope="session")
+def testing_server_bin() -> str:
+    """The path of tools/testing_server.rs's binary (the starter of TLS servers)."""
+    return _testing_server_bin()
 
-    def __init__(self, args):
-        self._workdir = tempfile.mkdtemp(prefix="zklock-py-secured-")
-        self._log = open(os.path.join(self._workdir, "starter.log"), "w+b")
-        self._proc = subprocess.Popen([_testing_server_bin()] + list(args),
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._log)
-        lines = []
-        # Certificates are made and a JVM started: a minute is plenty, even on a busy machine.
-        result = {}
 
-        def read():
-            for raw in self._proc.stdout:
-                line = raw.decode().rstrip("\n")
-                if not line:
-                    break
-                lines.append(line)
-            result["done"] = True
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        reader.join(120)
-        if not result or not lines:
-            self.close()
-            pytest.fail("testing_server %s did not start: %s" % (" ".join(args), self.log()))
-        self.hosts = lines[0]
-        self.address = self.hosts.split("://", 1)[-1]
-        self.files = dict(line.split("=", 1) for line in lines[1:])
-
-    def log(self) -> str:
-        self._log.seek(0)
-        return self._log.read().decode("utf-8", "replace")[-4000:]
-
-    def close(self):
-        """Closing its stdin ends it (it kills its server); killed if it lingers."""
-        try:
-            self._proc.stdin.close()
-            self._proc.wait(30)
-        except (OSError, subprocess.TimeoutExpired):
-            self._proc.kill()
-            self._proc.wait()
-        self._log.close()
-        shutil.rmtree(self._workdir, ignore_errors=True)
+def _secured(args) -> ZooKeeperServer:
+    """A server of zklock.testing for the starter's arguments (``--tls MODE``, ``--sasl
+    USER:PW``..., ``--kerberos NAME``...): TLS and Kerberos ones are started by
+    testing_server, SASL ones from Python."""
+    options, users, names, rest = {}, {}, [], list(args)
+    while rest:
+        flag, value = rest.pop(0), rest.pop(0)
+        if flag == "--tls":
+            options["tls"] = value
+        elif flag == "--sasl":
+            user, password = value.split(":", 1)
+            users[user] = password
+        elif flag == "--kerberos":
+            names.append(value)
+        else:
+            raise ValueError("unknown option %s" % flag)
+    if users:
+        options["sasl_users"] = users
+    if names:
+        options["kerberos"] = names
+    if "tls" in options or names:
+        options["starter"] = _testing_server_bin()
+    try:
+        return ZooKeeperServer(**options)
+    except ServerUnavailable as e:
+        pytest.fail("%s: %s" % (" ".join(args), e))
 
 
 @pytest.fixture(scope="session")
 def secured_server():
-    """Starts secured servers (``secured_server("--tls", "need")``), each once per session."""
+    """Starts secured servers (``secured_server("--tls", "need")``), each once per session:
+    :class:`zklock.testing.ZooKeeperServer` (``hosts``, ``address``, ``files``: ``ca``,
+    ``cert``, ``key`` of a TLS server, PEM files of the run's CA and of a client certificate
+    with CN "client"; ``krb5_conf``, ``keytab.NAME``... of a Kerberos one)."""
     started = {}
 
-    def start(*args) -> SecuredServer:
+    def start(*args) -> ZooKeeperServer:
         if args not in started:
-            started[args] = SecuredServer(args)
+            started[args] = _secured(args)
         return started[args]
 
     yield start
     for server in started.values():
-        server.close()
+        server.stop()
