@@ -114,6 +114,29 @@ class TestInterrupts < Minitest::Test
     end
   end
 
+  def test_timeouts_landing_anywhere_in_synchronize_leave_nothing_held
+    # Timeout.timeout fires at random moments: before the acquire, while it waits, as the
+    # holder lets go, inside the block. Whatever the moment, nothing stays held.
+    holder = client.mutex(path)
+    waiter = client.mutex(path)
+    rng = Random.new(40)
+    40.times do
+      holder.acquire
+      letting_go = Thread.new do
+        sleep rng.rand(0.02)
+        holder.release
+      end
+      begin
+        Timeout.timeout(rng.rand(0.03)) { waiter.synchronize { sleep rng.rand(0.01) } }
+      rescue Timeout::Error
+        nil
+      end
+      letting_go.join
+      refute waiter.held?, "the interrupted synchronize left its hold"
+      assert_empty waiter.participants
+    end
+  end
+
   def test_ctrl_c_ends_a_blocking_acquire_in_the_main_thread_and_leaves_no_node
     holder = client.mutex(path)
     assert holder.acquire(timeout: 5)

@@ -46,7 +46,19 @@ module ZkLock
     # wait at once: the acquire is cancelled, its node deleted, a hold that came meanwhile
     # given back, and the exception goes on. Other Ruby threads run while it waits.
     def acquire(timeout: nil)
-      outcome(acquire_status(Args.millis(timeout)), false)
+      attempt = Attempt.new(self, @handle, Args.millis(timeout))
+      begin
+        attempt.start
+        status = attempt.wait
+        # An interruption that came with the hold: the hold is given back (by finish) and the
+        # interruption goes on, rather than a true nobody receives.
+        Thread.handle_interrupt(Object => :never) do
+          attempt.claim if status == Native::OK && !Thread.pending_interrupt?
+        end
+        outcome(status, false)
+      ensure
+        attempt.finish
+      end
     end
 
     # acquire(timeout: 0).
@@ -64,22 +76,18 @@ module ZkLock
     # or +timeout+ seconds (TimeoutError then). The release runs whatever the block does, and
     # its LockLost (the hold was lost during the block) is raised unless the block raised.
     def synchronize(timeout: nil)
-      outcome(acquire_status(Args.millis(timeout)), true)
+      attempt = Attempt.new(self, @handle, Args.millis(timeout))
       done = false
       begin
+        attempt.start
+        outcome(attempt.wait, true)
         value = yield self
         done = true
       ensure
-        # An ensure, not a rescue: Thread#kill and Timeout.timeout's throw unwind through it too.
-        if done
-          release
-        else
-          begin
-            release
-          rescue Error
-            nil # the block's exception is the one to see
-          end
-        end
+        # However the block ended (Thread#kill and Timeout.timeout's throw unwind through an
+        # ensure, not a rescue), the hold is released; its error (LockLost: the hold was lost
+        # during the block) is raised only if nothing else is.
+        attempt.finish(raise_release: done)
       end
       value
     end
@@ -176,14 +184,6 @@ module ZkLock
     end
 
     private
-
-    def acquire_status(millis)
-      if millis.zero?
-        @handle.use { |ptr| Native.call(:zkl_lock_acquire, ptr, 0) }
-      else
-        Attempt.new(self, @handle, millis).wait
-      end
-    end
 
     def outcome(status, timeout_raises)
       return true if status == Native::OK
