@@ -113,6 +113,7 @@ def test_the_build_script_makes_an_sdist_and_a_manylinux_wheel_a_fresh_venv_inst
         assert len(libs) == 1, names
         for module in _package_files():
             assert "zklock/" + module in names, "%s is not in the wheel" % module
+        assert "zklock/testing.py" in names, "zklock.testing is not in the wheel"
         lib = z.read(libs[0])
         info = "pyzklock-%s.dist-info/" % version
         metadata = z.read(info + "METADATA").decode()
@@ -143,3 +144,14 @@ def test_the_build_script_makes_an_sdist_and_a_manylinux_wheel_a_fresh_venv_inst
                          cwd=str(tmp_path), capture_output=True, text=True).stdout.split()
     assert out[:2] == [version, "True"], out
     assert out[2].startswith(str(venv)), out
+
+    # Its zklock.testing starts a server of its own there, which locks and is gone after.
+    code = ("import os, zklock.testing as t\n"
+            "with t.ZooKeeperServer() as s, s.client() as c:\n"
+            "    print(c.mutex('/pkg/testing').acquire(5.0), s.pid, s.workdir, t.__file__)\n")
+    out = subprocess.run([python, "-c", code], check=True, env=clean, cwd=str(tmp_path),
+                         capture_output=True, text=True).stdout.split()
+    assert out[0] == "True", out
+    assert not os.path.exists("/proc/" + out[1]), out  # killed and reaped by stop()
+    assert not os.path.exists(out[2]), out
+    assert out[3].startswith(str(venv)), out
