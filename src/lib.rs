@@ -87,8 +87,9 @@ pub use recipes::{
     AcquireFuture, AsyncLock, CreateMode, Guard, HoldState, LeaderElection, Leadership, Lease,
     LeaseSet, Lock, Lockable, MultiLock, MultiLockFailure, MultiLockGuard, Mutex, MutexGuard, Op,
     OpResult, OwnedGuard, Participant, RawLeaderElection, RawMutex, RawReadLock, RawSemaphore,
-    RawSemaphoreMutex, RawSimpleLock, RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, Semaphore,
-    SemaphoreMutex, SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard, WriteLock,
+    RawSemaphoreMutex, RawSimpleLock, RawWriteLock, ReadGuard, ReadLock, ReadWriteLock, Revocable,
+    Semaphore, SemaphoreMutex, SemaphoreMutexGuard, SimpleLock, SimpleLockGuard, WriteGuard,
+    WriteLock,
 };
 pub use session::{
     Acl, ChildrenWatch, Client, Gssapi, Options, Sasl, SessionEvent, SessionState, Tls,

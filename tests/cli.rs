@@ -13,7 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use zklock::testing::{ClientAuth, ClientCert, TestingCerts, TestingServer};
-use zklock::{Client, LeaderElection, Lockable, Mutex, ReadWriteLock, Semaphore, SimpleLock};
+use zklock::{
+    Client, LeaderElection, Lockable, Mutex, ReadWriteLock, Revocable, Semaphore, SimpleLock,
+};
 
 const ZKLOCK: &str = env!("CARGO_BIN_EXE_zklock");
 

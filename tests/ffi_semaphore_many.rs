@@ -78,6 +78,15 @@ fn n_leases_or_none_through_the_c_api() {
             ZKL_INVALID_ARGUMENT
         );
         assert!(!last_error().contains("Semaphore"), "{}", last_error());
+        // Not a semaphore: refused as well.
+        let mp = CString::new(format!("{path}-mutex")).unwrap();
+        let mut m = null_mut();
+        assert_eq!(zkl_mutex_new(c1, mp.as_ptr(), &mut m), ZKL_OK);
+        assert_eq!(
+            zkl_semaphore_acquire_many(m, 2, 0, tokens.as_mut_ptr()),
+            ZKL_INVALID_ARGUMENT
+        );
+        zkl_lock_free(m);
         assert_eq!(tokens, [7; 3]);
         assert_eq!(
             zkl_semaphore_release_many(a, null(), 1),

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::history::*;
 use common::*;
-use zklock::{Deadline, Lockable};
+use zklock::{Deadline, Lockable, Revocable};
 use zklock::{Protocol, ReadWriteLock};
 
 /// Entry of the zklock worker processes (a no-op unless started as a worker).

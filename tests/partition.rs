@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{connect, unique_path};
 use zklock::testing::{eventually, Admin, TcpProxy, TestingCluster};
-use zklock::{Deadline, Lockable, SimpleLock};
+use zklock::{Deadline, Lockable, Revocable, SimpleLock};
 
 #[test]
 fn an_isolated_follower_stops_serving_the_leader_stays_and_the_healed_follower_rejoins() {

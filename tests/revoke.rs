@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{connect, hosts, unique_path};
 use zklock::testing::Admin;
-use zklock::{Error, HoldState, Lockable, Mutex, SemaphoreMutex, SimpleLock};
+use zklock::{Error, HoldState, Lockable, Mutex, Revocable, SemaphoreMutex, SimpleLock};
 
 #[test]
 fn a_revocable_holder_is_asked_lets_go_and_the_waiter_gets_the_lock() {

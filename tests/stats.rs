@@ -107,7 +107,6 @@ fn a_semaphore_and_a_multi_lock_keep_their_own_counts() {
         "{s:?}"
     );
     assert!(s.hold.max >= ms(50));
-    assert_eq!(Lockable::stats(&sem), s);
 
     let (m1, m2) = (
         Mutex::per_handle(&c, &unique_path("stats-m1")).unwrap(),

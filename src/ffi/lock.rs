@@ -13,6 +13,7 @@ use super::boundary::{
 };
 use super::client::ClientHandle;
 use super::status::{zkl_hold_state, zkl_status};
+use crate::recipes::revocable;
 use crate::{Deadline, HoldState, Lockable, MultiLock};
 
 /// One participant in one lock recipe; holds nothing when made. Its holds belong to the handle,
@@ -417,7 +418,7 @@ pub unsafe extern "C" fn zkl_lock_make_revocable(lock: *mut zkl_lock) -> zkl_sta
     ffi_boundary!(status {
         // SAFETY: the caller's contract for `lock`.
         let handle = unsafe { try_ref(lock.cast_const(), "lock") }?;
-        handle.run(|r| Ok(r.make_revocable(Box::new(|| {}))?))
+        handle.run(|r| Ok(revocable(r)?.make_revocable(Box::new(|| {}))?))
     })
 }
 
@@ -444,7 +445,7 @@ pub unsafe extern "C" fn zkl_lock_wait_revoke_request(
         // SAFETY: the caller's contract for `lock`; the wait reads internally synchronised state.
         let handle = unsafe { try_ref(lock, "lock") }?;
         let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
-        if handle.run(|r| Ok(r.wait_revoke_request(timeout)?))? {
+        if handle.run(|r| Ok(revocable(r)?.wait_revoke_request(timeout)?))? {
             Ok(())
         } else {
             Err(Failure::new(zkl_status::ZKL_TIMEOUT, "no revocation request within the timeout"))
@@ -471,7 +472,7 @@ pub unsafe extern "C" fn zkl_lock_revoke_holders(
         let handle = unsafe { try_ref(lock, "lock") }?;
         // SAFETY: the caller's contract for `out_count`.
         let out = unsafe { Out::new(out_count, "out_count") }?;
-        let asked = handle.run(|r| Ok(r.revoke_holders()?))?;
+        let asked = handle.run(|r| Ok(revocable(r)?.revoke_holders()?))?;
         out.write(asked.len());
         Ok(())
     })

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use super::guard::{Guard, Guarded};
 use super::hold::HoldState;
-use super::lockable::Lockable;
+use super::lockable::sealed::Core;
+use super::lockable::{Lockable, Revocable};
 use super::participants::{Begin, Holds, Owner, Policy};
-use super::raw::{Participant, Recipe};
+use super::raw::{Participant, Recipe, Revokes};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::stats::LockStats;
@@ -62,6 +63,22 @@ impl<R: Recipe> std::fmt::Debug for Lock<R> {
 }
 
 impl<R: Recipe> Lock<R> {
+    /// This handle's statistics: acquires by outcome, holds ended by release or loss, and the
+    /// wait and hold times of recent ones ([`LockStats`]).
+    pub fn stats(&self) -> LockStats {
+        self.holds.stats.snapshot()
+    }
+
+    /// The holder id of a current holder, if any.
+    pub fn holder(&self) -> Result<Option<String>> {
+        Ok(self
+            .raw
+            .participants()?
+            .into_iter()
+            .find(|p| p.is_holder)
+            .map(|p| p.holder_id))
+    }
+
     /// A front over `raw` whose participants are per `owner`, holding per `policy`; `what` names
     /// the lock in errors ("mutex").
     pub(crate) fn from_raw(raw: R, owner: Owner, policy: Policy, what: &str) -> Lock<R> {
@@ -218,10 +235,6 @@ impl<R: Recipe> Lockable for Lock<R> {
         self.holds.release(None)
     }
 
-    fn acquire_holds(&self, n: u32, d: Deadline) -> Result<Option<Vec<i64>>> {
-        self.acquire_many_in(n, d)
-    }
-
     fn hold_state(&self) -> HoldState {
         self.holds
             .hold(None)
@@ -263,41 +276,22 @@ impl<R: Recipe> Lockable for Lock<R> {
         }
     }
 
-    fn stats(&self) -> LockStats {
-        self.holds.stats.snapshot()
-    }
-
-    fn make_revocable(&self, on_request: Box<dyn Fn() + Send + Sync>) -> Result<()> {
-        if !self.raw.revocable() {
-            return Err(Error::invalid(format!(
-                "the lock at {} is not revocable (the mutex, semaphore mutex, read-write halves and simple lock are)",
-                self.path()
-            )));
-        }
-        self.holds.make_revocable(on_request);
-        Ok(())
-    }
-
-    fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool> {
-        self.holds.wait_revoke_request(timeout)
-    }
-
-    fn revoke_holders(&self) -> Result<Vec<String>> {
-        let mut asked = Vec::new();
-        for p in self.participants()? {
-            if !p.is_holder || p.node.is_empty() {
-                continue;
-            }
-            let node = format!("{}/{}", self.queue_path(), p.node);
-            if self.raw.client().request_revoke(&node)? {
-                asked.push(node);
-            }
-        }
-        Ok(asked)
+    fn as_revocable(&self) -> Option<&dyn Revocable> {
+        R::revocable_front(self)
     }
 
     fn queue_path(&self) -> String {
         self.raw.queue_path()
+    }
+}
+
+impl<R: Recipe> Core for Lock<R> {
+    fn acquire_holds(&self, n: u32, d: Deadline) -> Result<Option<Vec<i64>>> {
+        self.acquire_many_in(n, d)
+    }
+
+    fn stats(&self) -> LockStats {
+        Lock::stats(self)
     }
 
     fn order_rank(&self) -> u8 {
@@ -352,6 +346,32 @@ impl<R: Recipe> Lockable for Lock<R> {
                 hold,
                 client: self.raw.client().clone(),
             })
+    }
+}
+
+/// The recipes whose holders can be asked to let go (Recipe::Revokes): checked at compile time.
+impl<R: Recipe + Revokes> Revocable for Lock<R> {
+    fn make_revocable(&self, on_request: Box<dyn Fn() + Send + Sync>) -> Result<()> {
+        self.holds.make_revocable(on_request);
+        Ok(())
+    }
+
+    fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool> {
+        self.holds.wait_revoke_request(timeout)
+    }
+
+    fn revoke_holders(&self) -> Result<Vec<String>> {
+        let mut asked = Vec::new();
+        for p in self.participants()? {
+            if !p.is_holder || p.node.is_empty() {
+                continue;
+            }
+            let node = format!("{}/{}", self.queue_path(), p.node);
+            if self.raw.client().request_revoke(&node)? {
+                asked.push(node);
+            }
+        }
+        Ok(asked)
     }
 }
 

@@ -1,6 +1,10 @@
-//! [`Lockable`], the public "any lock" trait: what the multi-lock, the C layer and the command
-//! drive, whatever the recipe; implemented once for [`Lock`](super::front::Lock) (and once for
-//! the multi-lock), and forwarded through references, boxes and `Arc`s.
+//! [`Lockable`], the public "any lock" trait: what every lock can do, whatever the recipe,
+//! and what the multi-lock, the C layer and the command drive; [`Revocable`], the capability
+//! of the locks whose holders can be asked to let go (known at compile time: a semaphore is
+//! none); and [`sealed::Core`], what the guards, the multi-lock and the C layer ask of a lock
+//! beside it (one hold by its token, how locks on one path order), which no user sees or
+//! implements. Implemented once for [`Lock`](super::front::Lock) (and once for the
+//! multi-lock), and forwarded through references, boxes and `Arc`s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +39,7 @@ use crate::stats::LockStats;
 /// }
 /// # Ok::<(), zklock::Error>(())
 /// ```
-pub trait Lockable: Send + Sync {
+pub trait Lockable: sealed::Core {
     /// The lock path.
     fn path(&self) -> &str;
 
@@ -54,18 +58,6 @@ pub trait Lockable: Send + Sync {
     /// recipe refuses (a second acquire of a non-reentrant handle, a read -> write upgrade, a
     /// semaphore handle whose own leases fill it).
     fn acquire(&self, deadline: Deadline) -> Result<Option<i64>>;
-
-    /// Takes `n` holds at once for the calling participant, all or none (a semaphore's leases:
-    /// [`Semaphore::acquire_many`](crate::Semaphore::acquire_many)); their fencing tokens,
-    /// `Ok(None)` as [`Lockable::acquire`]. Other locks: [`Error::InvalidArgument`].
-    #[doc(hidden)]
-    fn acquire_holds(&self, n: u32, deadline: Deadline) -> Result<Option<Vec<i64>>> {
-        let _ = (n, deadline);
-        Err(crate::error::Error::invalid(format!(
-            "the lock at {} takes one hold per acquire (only a semaphore takes several)",
-            self.path()
-        )))
-    }
 
     /// Releases one hold of the calling participant (its most recent).
     ///
@@ -115,15 +107,6 @@ pub trait Lockable: Send + Sync {
     /// The queue, in order, with each participant's holder id; `is_holder` marks the holders.
     fn participants(&self) -> Result<Vec<Participant>>;
 
-    /// The holder id of a current holder, if any.
-    fn holder(&self) -> Result<Option<String>> {
-        Ok(self
-            .participants()?
-            .into_iter()
-            .find(|p| p.is_holder)
-            .map(|p| p.holder_id))
-    }
-
     /// Blocks until the calling participant's hold is lost, or `timeout` (None: forever); true
     /// if lost (or nothing is held).
     fn wait_lost(&self, timeout: Option<Duration>) -> bool;
@@ -132,22 +115,34 @@ pub trait Lockable: Send + Sync {
     /// once if it is not held). Nothing is kept once the hold is released.
     fn on_lost(&self, f: Box<dyn FnOnce() + Send>);
 
-    /// This handle's statistics: acquires by outcome, holds ended by release or loss, and the
-    /// wait and hold times of recent ones ([`LockStats`]).
-    fn stats(&self) -> LockStats;
+    /// This lock as [`Revocable`], if its holders can be asked to let go (the mutex, the
+    /// semaphore mutex, the read-write halves, the simple lock, the election): for code that
+    /// holds any lock (`Box<dyn Lockable>`); a known lock's type says it at compile time.
+    fn as_revocable(&self) -> Option<&dyn Revocable>;
 
+    /// The node whose children change when this lock's queue or holders change (the lock path;
+    /// the semaphore's lease directory; the simple lock's parent): what
+    /// [`Client::watch_children`](crate::Client::watch_children) watches to follow the queue.
+    fn queue_path(&self) -> String {
+        self.path().to_string()
+    }
+}
+
+/// The locks whose holders can be asked to let go (Curator's revocation): the mutex, the
+/// semaphore mutex, the read-write halves, the simple lock and the election. A semaphore is not
+/// one (Curator's has no revocation), nor a multi-lock (make its locks revocable one by one):
+/// asking either is a compile error, and [`Lockable::as_revocable`] says it of any lock.
+pub trait Revocable: Lockable {
     /// Makes this handle's holds revocable, as Curator's `makeRevocable`: from now on (the
     /// current hold too) a request to let go (`__REVOKE__` written into the hold's node, by
-    /// [`Lockable::revoke_holders`], `zklock revoke`, `zkl_client_request_revoke` or Curator's
+    /// [`Revocable::revoke_holders`], `zklock revoke`, `zkl_client_request_revoke` or Curator's
     /// `Revoker.attemptRevoke`) calls `on_request` on a thread of its own, and ends
-    /// [`Lockable::wait_revoke_request`]. Revocation is cooperative: nothing is released unless
-    /// the holder does it. The mutex, the semaphore mutex, the read-write halves and the simple
-    /// lock are revocable; the others return [`Error::InvalidArgument`]. Only waiting? Pass
-    /// `Box::new(|| {})`.
+    /// [`Revocable::wait_revoke_request`]. Revocation is cooperative: nothing is released unless
+    /// the holder does it. Only waiting? Pass `Box::new(|| {})`.
     ///
     /// ```no_run
     /// use std::sync::Arc;
-    /// use zklock::{Client, Lockable, Options, SemaphoreMutex};
+    /// use zklock::{Client, Lockable, Options, Revocable, SemaphoreMutex};
     /// let client = Client::connect("127.0.0.1:2181", Options::default())?;
     /// let job = Arc::new(SemaphoreMutex::new(&client, "/locks/job")?);
     /// let j = job.clone();
@@ -159,7 +154,7 @@ pub trait Lockable: Send + Sync {
     fn make_revocable(&self, on_request: Box<dyn Fn() + Send + Sync>) -> Result<()>;
 
     /// Blocks until someone asks the calling participant to give up its hold (after
-    /// [`Lockable::make_revocable`]): `Ok(true)` when asked, `Ok(false)` at the timeout (None:
+    /// [`Revocable::make_revocable`]): `Ok(true)` when asked, `Ok(false)` at the timeout (None:
     /// forever); [`Error::NotHeld`] if it holds nothing or lets go meanwhile.
     fn wait_revoke_request(&self, timeout: Option<Duration>) -> Result<bool>;
 
@@ -167,79 +162,87 @@ pub trait Lockable: Send + Sync {
     /// that made their locks revocable hear it, zklock's or Curator's). Returns the holders'
     /// nodes asked.
     fn revoke_holders(&self) -> Result<Vec<String>>;
+}
 
-    /// The node whose children change when this lock's queue or holders change (the lock path;
-    /// the semaphore's lease directory; the simple lock's parent): what
-    /// [`Client::watch_children`](crate::Client::watch_children) watches to follow the queue.
-    fn queue_path(&self) -> String {
-        self.path().to_string()
-    }
+/// `lock` as [`Revocable`], or the error that says it is not one: for callers that hold any
+/// lock (the C layer).
+pub(crate) fn revocable(lock: &dyn Lockable) -> Result<&dyn Revocable> {
+    lock.as_revocable().ok_or_else(|| {
+        crate::error::Error::invalid(format!(
+            "the lock at {} is not revocable (the mutex, semaphore mutex, read-write halves, \
+             simple lock and election are; a semaphore and a multi-lock are not)",
+            lock.path()
+        ))
+    })
+}
 
-    /// Tie-break of the multi-lock's canonical order between locks on the same path (a write
-    /// lock is taken before the read lock of the same read-write lock: write -> read is a
-    /// downgrade, the other order would deadlock).
-    fn order_rank(&self) -> u8 {
-        1
-    }
+pub(crate) mod sealed {
+    use std::time::Duration;
 
-    /// Which lock this is, whatever the handle: the two halves of one read-write lock (and
-    /// clones of one handle) answer the same; `None` if unknown. The multi-lock takes two
-    /// locks on one path only as the write and read halves of one read-write lock.
-    #[doc(hidden)]
-    fn lock_id(&self) -> Option<usize> {
-        None
-    }
+    use super::super::hold::HoldState;
+    use crate::deadline::Deadline;
+    use crate::error::Result;
+    use crate::stats::LockStats;
 
-    /// Releases the calling participant's hold with this fencing token (what a guard and a
-    /// multi-lock release: their own hold, not the handle's most recent). A lock that keeps
-    /// one hold per participant may release its hold whatever the token.
-    #[doc(hidden)]
-    fn release_hold(&self, token: i64) -> Result<()> {
-        let _ = token;
-        self.release()
-    }
+    /// What the guards, the multi-lock and the C layer ask of a lock beside [`Lockable`]
+    /// (`super::Lockable`): one hold, named by its fencing token; how locks on one path order;
+    /// several holds at once; the statistics. Implemented by `Lock` and `MultiLock` only.
+    pub trait Core: Send + Sync {
+        /// Takes `n` holds at once for the calling participant, all or none (a semaphore's leases:
+        /// [`Semaphore::acquire_many`](crate::Semaphore::acquire_many)); their fencing tokens,
+        /// `Ok(None)` as [`Lockable::acquire`]. Other locks: [`Error::InvalidArgument`].
+        fn acquire_holds(&self, n: u32, deadline: Deadline) -> Result<Option<Vec<i64>>> {
+            let _ = (n, deadline);
+            Err(crate::error::Error::invalid(
+                "this lock takes one hold per acquire (only a semaphore takes several)",
+            ))
+        }
 
-    /// The state of the calling participant's hold with this fencing token.
-    #[doc(hidden)]
-    fn hold_state_of(&self, token: i64) -> HoldState {
-        let _ = token;
-        self.hold_state()
-    }
+        /// This handle's statistics (`Lock::stats`).
+        fn stats(&self) -> LockStats;
 
-    /// How long the hold with this fencing token stays provably valid.
-    #[doc(hidden)]
-    fn lease_remaining_of(&self, token: i64) -> Option<Duration> {
-        let _ = token;
-        self.lease_remaining()
-    }
+        /// Tie-break of the multi-lock's canonical order between locks on the same path (a
+        /// write lock is taken before the read lock of the same read-write lock: write -> read
+        /// is a downgrade, the other order would deadlock).
+        fn order_rank(&self) -> u8 {
+            1
+        }
 
-    /// Waits until the hold with this fencing token is lost.
-    #[doc(hidden)]
-    fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool {
-        let _ = token;
-        self.wait_lost(timeout)
-    }
+        /// Which lock this is, whatever the handle: the two halves of one read-write lock (and
+        /// clones of one handle) answer the same; `None` if unknown. The multi-lock takes two
+        /// locks on one path only as the write and read halves of one read-write lock.
+        fn lock_id(&self) -> Option<usize> {
+            None
+        }
 
-    /// Calls `f` when the hold with this fencing token is lost.
-    #[doc(hidden)]
-    fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>) {
-        let _ = token;
-        self.on_lost(f)
-    }
+        /// Releases the calling participant's hold with this fencing token (what a guard and a
+        /// multi-lock release: their own hold, not the handle's most recent).
+        fn release_hold(&self, token: i64) -> Result<()>;
 
-    /// What a guarded write of the hold with this fencing token checks (`fenced.rs`); `None`
-    /// if there is no such hold, or no one node proves it (a multi-lock's).
-    #[doc(hidden)]
-    fn fence_of(&self, token: i64) -> Option<super::fenced::Fence> {
-        let _ = token;
-        None
-    }
+        /// The state of the calling participant's hold with this fencing token.
+        fn hold_state_of(&self, token: i64) -> HoldState;
 
-    /// The node of the hold with this fencing token.
-    #[doc(hidden)]
-    fn node_of(&self, token: i64) -> Option<String> {
-        let _ = token;
-        None
+        /// How long the hold with this fencing token stays provably valid.
+        fn lease_remaining_of(&self, token: i64) -> Option<Duration>;
+
+        /// Waits until the hold with this fencing token is lost.
+        fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool;
+
+        /// Calls `f` when the hold with this fencing token is lost.
+        fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>);
+
+        /// What a guarded write of the hold with this fencing token checks (`fenced.rs`);
+        /// `None` if there is no such hold, or no one node proves it (a multi-lock's).
+        fn fence_of(&self, token: i64) -> Option<super::super::fenced::Fence> {
+            let _ = token;
+            None
+        }
+
+        /// The node of the hold with this fencing token.
+        fn node_of(&self, token: i64) -> Option<String> {
+            let _ = token;
+            None
+        }
     }
 }
 
@@ -248,7 +251,6 @@ macro_rules! forward_lockable {
         impl<L: Lockable + ?Sized> Lockable for $t {
             fn path(&self) -> &str { (**self).path() }
             fn acquire(&self, d: Deadline) -> Result<Option<i64>> { (**self).acquire(d) }
-            fn acquire_holds(&self, n: u32, d: Deadline) -> Result<Option<Vec<i64>>> { (**self).acquire_holds(n, d) }
             fn release(&self) -> Result<()> { (**self).release() }
             fn hold_state(&self) -> HoldState { (**self).hold_state() }
             fn fencing_token(&self) -> Result<i64> { (**self).fencing_token() }
@@ -258,11 +260,12 @@ macro_rules! forward_lockable {
             fn participants(&self) -> Result<Vec<Participant>> { (**self).participants() }
             fn wait_lost(&self, t: Option<Duration>) -> bool { (**self).wait_lost(t) }
             fn on_lost(&self, f: Box<dyn FnOnce() + Send>) { (**self).on_lost(f) }
-            fn stats(&self) -> LockStats { (**self).stats() }
-            fn make_revocable(&self, f: Box<dyn Fn() + Send + Sync>) -> Result<()> { (**self).make_revocable(f) }
-            fn wait_revoke_request(&self, t: Option<Duration>) -> Result<bool> { (**self).wait_revoke_request(t) }
-            fn revoke_holders(&self) -> Result<Vec<String>> { (**self).revoke_holders() }
+            fn as_revocable(&self) -> Option<&dyn Revocable> { (**self).as_revocable() }
             fn queue_path(&self) -> String { (**self).queue_path() }
+        }
+        impl<L: Lockable + ?Sized> sealed::Core for $t {
+            fn acquire_holds(&self, n: u32, d: Deadline) -> Result<Option<Vec<i64>>> { (**self).acquire_holds(n, d) }
+            fn stats(&self) -> LockStats { (**self).stats() }
             fn order_rank(&self) -> u8 { (**self).order_rank() }
             fn lock_id(&self) -> Option<usize> { (**self).lock_id() }
             fn release_hold(&self, t: i64) -> Result<()> { (**self).release_hold(t) }

@@ -31,7 +31,8 @@ pub use fenced::{CreateMode, Op, OpResult};
 pub use front::Lock;
 pub use guard::Guard;
 pub use hold::HoldState;
-pub use lockable::Lockable;
+pub(crate) use lockable::revocable;
+pub use lockable::{Lockable, Revocable};
 pub(crate) use multi_lock::same_path_conflict;
 #[allow(deprecated)]
 pub use multi_lock::RawMultiLock;

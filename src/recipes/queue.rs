@@ -9,9 +9,11 @@ use std::sync::Arc;
 use zookeeper_client as zk;
 
 use super::attempt::{Attempt, Created, Made};
+use super::front::Lock;
 use super::guard::GuardNoSend;
 use super::hold::Hold;
-use super::raw::{read_node, Participant, Recipe};
+use super::lockable::Revocable;
+use super::raw::{read_node, Participant, Recipe, Revokes};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Contender, Kind, Protocol};
@@ -282,7 +284,13 @@ impl<K> Queue<K> {
     }
 }
 
+impl<K: QueueKind> Revokes for Queue<K> {}
+
 impl<K: QueueKind> Recipe for Queue<K> {
+    fn revocable_front(lock: &Lock<Self>) -> Option<&dyn Revocable> {
+        Some(lock)
+    }
+
     type GuardMarker = GuardNoSend;
     const NAME: &'static str = K::NAME;
 

@@ -52,7 +52,9 @@
 
 use std::sync::Arc;
 
+use super::front::Lock;
 use super::hold::Hold;
+use super::lockable::Revocable;
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::session::Client;
@@ -151,9 +153,15 @@ pub trait Recipe: Send + Sync {
         None
     }
 
-    /// Whether holders may be asked to let go (Curator's revocation).
-    fn revocable(&self) -> bool {
-        true
+    /// The front as [`Revocable`] if this recipe [`Revokes`] (each such recipe says
+    /// `Some(lock)`): what `Lockable::as_revocable` answers.
+    #[doc(hidden)]
+    fn revocable_front(lock: &Lock<Self>) -> Option<&dyn Revocable>
+    where
+        Self: Sized,
+    {
+        let _ = lock;
+        None
     }
 
     /// The most holds one acquire may take at once (the semaphore's leases: its N); `None`
@@ -177,3 +185,7 @@ pub trait Recipe: Send + Sync {
         )))
     }
 }
+
+/// A recipe whose holders can be asked to let go (Curator's revocation): its front is
+/// [`Revocable`]. Sealed, as [`Recipe`].
+pub trait Revokes: Recipe {}

@@ -10,9 +10,10 @@ use super::front::Lock;
 use super::guard::{Guard, GuardNoSend};
 use super::hold::{Hold, HoldState};
 use super::lockable::Lockable;
+use super::lockable::Revocable;
 use super::participants::{Holds, Owner, Policy};
 use super::queue::{Queue, Reader, Writer};
-use super::raw::{Participant, Recipe};
+use super::raw::{Participant, Recipe, Revokes};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, Protocol};
@@ -201,7 +202,13 @@ impl ReadWriteLock {
     }
 }
 
+impl Revokes for RawReadLock {}
+
 impl Recipe for RawReadLock {
+    fn revocable_front(lock: &Lock<Self>) -> Option<&dyn Revocable> {
+        Some(lock)
+    }
+
     type GuardMarker = GuardNoSend;
     const NAME: &'static str = "ReadLock";
 
@@ -237,7 +244,13 @@ impl Recipe for RawReadLock {
     }
 }
 
+impl Revokes for RawWriteLock {}
+
 impl Recipe for RawWriteLock {
+    fn revocable_front(lock: &Lock<Self>) -> Option<&dyn Revocable> {
+        Some(lock)
+    }
+
     type GuardMarker = GuardNoSend;
     const NAME: &'static str = "WriteLock";
 

@@ -8,8 +8,9 @@ use super::attempt::Attempt;
 use super::front::Lock;
 use super::guard::{Guard, GuardNoSend};
 use super::hold::{background_forget_witnessed, Hold};
+use super::lockable::Revocable;
 use super::participants::{Owner, Policy};
-use super::raw::{read_node, Participant, Recipe};
+use super::raw::{read_node, Participant, Recipe, Revokes};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::node::{self, AttemptId, Protocol};
@@ -213,7 +214,13 @@ impl RawSimpleLock {
     }
 }
 
+impl Revokes for RawSimpleLock {}
+
 impl Recipe for RawSimpleLock {
+    fn revocable_front(lock: &Lock<Self>) -> Option<&dyn Revocable> {
+        Some(lock)
+    }
+
     type GuardMarker = GuardNoSend;
     const NAME: &'static str = "SimpleLock";
 

@@ -245,9 +245,16 @@ pub(crate) fn revoke(client: &Client, args: &RevokeArgs) -> ExitCode {
                 Err(e) => return fail(&e),
             }
         }
-        (None, Some(l)) => match l.revoke_holders() {
-            Ok(nodes) => nodes,
-            Err(e) => return fail(&e),
+        (None, Some(l)) => match l.as_revocable().map(|r| r.revoke_holders()) {
+            Some(Ok(nodes)) => nodes,
+            Some(Err(e)) => return fail(&e),
+            None => {
+                eprintln!(
+                    "zklock: {}: its holders cannot be asked to let go (a semaphore's cannot)",
+                    args.path
+                );
+                return ExitCode::from(crate::exit_codes::EXIT_USAGE);
+            }
         },
         (None, None) => Vec::new(),
     };

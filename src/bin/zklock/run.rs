@@ -32,7 +32,12 @@ pub(crate) fn run(
     // Revocable from the start: the hold's node says so as soon as it is held.
     let (revoke_tx, revoke_rx) = mpsc::channel::<()>();
     if args.revocable.is_some() {
-        if let Err(e) = lock.make_revocable(Box::new(move || {
+        let Some(revocable) = lock.as_revocable() else {
+            return crate::exit_codes::usage(&format!(
+                "--revocable: the lock at {path} cannot be asked to let go (a semaphore cannot)"
+            ));
+        };
+        if let Err(e) = revocable.make_revocable(Box::new(move || {
             let _ = revoke_tx.send(());
         })) {
             return fail(&e);

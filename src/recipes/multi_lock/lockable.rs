@@ -8,7 +8,8 @@ use super::{MultiHold, MultiLock, Underway, CANCELLED};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::recipes::hold::HoldState;
-use crate::recipes::lockable::Lockable;
+use crate::recipes::lockable::sealed::Core;
+use crate::recipes::lockable::{Lockable, Revocable};
 use crate::recipes::raw::Participant;
 use crate::stats::LockStats;
 
@@ -71,13 +72,6 @@ impl Lockable for MultiLock<'_> {
         })
     }
 
-    fn stats(&self) -> LockStats {
-        self.stats.snapshot()
-    }
-
-    /// Releases every lock's hold of the most recent multi-lock hold, in reverse order. Tries
-    /// them all (each through the one release path, so none keeps its node); returns the first
-    /// error, with the lock's path.
     fn release(&self) -> Result<()> {
         self.release_one(None)
     }
@@ -154,25 +148,19 @@ impl Lockable for MultiLock<'_> {
     }
 
     /// Not revocable as one (make its locks revocable one by one).
-    fn make_revocable(&self, _: Box<dyn Fn() + Send + Sync>) -> Result<()> {
-        Err(Error::invalid(
-            "a multi-lock is not revocable as one (make each of its locks revocable)",
-        ))
+    fn as_revocable(&self) -> Option<&dyn Revocable> {
+        None
+    }
+}
+
+impl Core for MultiLock<'_> {
+    fn stats(&self) -> LockStats {
+        self.stats.snapshot()
     }
 
-    fn wait_revoke_request(&self, _: Option<Duration>) -> Result<bool> {
-        Err(Error::invalid("a multi-lock was not made revocable"))
-    }
-
-    /// Asks the holders of every lock to let go.
-    fn revoke_holders(&self) -> Result<Vec<String>> {
-        let mut asked = Vec::new();
-        for l in &self.locks {
-            asked.extend(l.revoke_holders()?);
-        }
-        Ok(asked)
-    }
-
+    /// Releases every lock's hold of the most recent multi-lock hold, in reverse order. Tries
+    /// them all (each through the one release path, so none keeps its node); returns the first
+    /// error, with the lock's path.
     fn release_hold(&self, token: i64) -> Result<()> {
         self.release_one(Some(token))
     }
@@ -196,5 +184,22 @@ impl Lockable for MultiLock<'_> {
             Some(h) => self.on_lost_hold(&h, f),
             None => f(),
         }
+    }
+}
+
+impl MultiLock<'_> {
+    /// This multi-lock's statistics: its acquires by outcome and its holds' times.
+    pub fn stats(&self) -> LockStats {
+        Core::stats(self)
+    }
+
+    /// Asks the holders of every one of its locks that can be asked to let go (cooperative
+    /// revocation: see [`Revocable`]). Returns the holders' nodes asked.
+    pub fn revoke_holders(&self) -> Result<Vec<String>> {
+        let mut asked = Vec::new();
+        for l in self.locks.iter().filter_map(|l| l.as_revocable()) {
+            asked.extend(l.revoke_holders()?);
+        }
+        Ok(asked)
     }
 }

@@ -291,11 +291,6 @@ impl Recipe for RawSemaphore {
         self.leases.dir.clone()
     }
 
-    /// Curator's semaphore has no revocation.
-    fn revocable(&self) -> bool {
-        false
-    }
-
     /// All N leases at most (`Semaphore::acquire_many`).
     fn max_per_acquire(&self) -> Option<usize> {
         Some(self.leases.max_leases as usize)
