@@ -39,7 +39,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -56,8 +55,6 @@ __all__ = [
     "ZkLockTestCase",
     "ZkLockTestHarness",
     "shared_server",
-    "zookeeper_server",
-    "zookeeper_server_factory",
 ]
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
@@ -563,6 +560,8 @@ except ImportError:  # unittest alone
     pytest = None
 
 if pytest is not None:
+    __all__ += ["zookeeper_server", "zookeeper_server_factory"]
+
     @pytest.fixture(scope="session")
     def zookeeper_server():
         """A plain :class:`ZooKeeperServer` for the whole test session, stopped at its end.
