@@ -362,9 +362,11 @@ fn lost_lease_terms_at_lease_end_and_kill_after_escalates() {
     );
     let (code, err, _, stopped) = lose_session_with(&["--on-lost", "term"], &["sh", "-c", &script]);
     assert_eq!(code, 80, "{err}");
+    // It ends on the SIGTERM, or, if its trap takes longer than the servers' hand-over allows
+    // (a tenth of the 2 s session, less the kill's lead: a loaded machine), on the SIGKILL.
     assert!(
-        err.contains("exited with 3"),
-        "the command ended on the SIGTERM: {err}"
+        err.contains("exited with 3") || err.contains("was killed by signal 9"),
+        "the command ended after the SIGTERM: {err}"
     );
     let nanos: u128 = std::fs::read_to_string(&termfile)
         .unwrap()
