@@ -19,11 +19,10 @@ fn authed(hosts: &str, acl: Acl) -> Client {
 /// node or join the queue; clients with the same credentials still queue as usual.
 #[test]
 fn creator_all_read_all_lets_others_list_but_not_touch_the_queue() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
     let a = authed(&hosts, Acl::CreatorAllReadAll);
     let b = authed(&hosts, Acl::CreatorAllReadAll);
-    let path = "/acl/orders";
+    let path = &unique_root("acl-orders");
     let ma = Mutex::new(&a, path).unwrap();
     let ga = ma.lock().unwrap();
     let node = ma.participants().unwrap()[0].node.clone();
@@ -67,8 +66,8 @@ fn creator_all_read_all_lets_others_list_but_not_touch_the_queue() {
 /// deep inside an acquire.
 #[test]
 fn creator_only_acl_without_authentication_is_an_invalid_argument() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
+    let later = unique_root("acl-later");
     for acl in [Acl::CreatorAll, Acl::CreatorAllReadAll] {
         match Client::connect(&hosts, Options::default().acl(acl)) {
             Err(Error::InvalidArgument(m)) => assert!(m.contains("auth"), "{m}"),
@@ -79,7 +78,7 @@ fn creator_only_acl_without_authentication_is_an_invalid_argument() {
         assert_eq!(c.acl(), Acl::Open);
         c.add_auth("digest", b"app:s3cret").unwrap();
         c.set_acl(acl).unwrap();
-        let m = Mutex::new(&c, &format!("/acl/later/{acl:?}")).unwrap();
+        let m = Mutex::new(&c, &format!("{later}/{acl:?}")).unwrap();
         assert!(m.try_lock().unwrap().is_some());
     }
     unsafe {
@@ -108,15 +107,15 @@ fn creator_only_acl_without_authentication_is_an_invalid_argument() {
 /// the latest on release: `LockLost`, not `Ok`.
 #[test]
 fn a_holder_whose_node_someone_deleted_learns_it_on_release() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
     let c = connect(&hosts, 4000);
-    let m = Mutex::new(&c, "/acl/deleted").unwrap();
+    let path = unique_path("acl-deleted");
+    let m = Mutex::new(&c, &path).unwrap();
     let g = m.lock().unwrap();
     let node = m.participants().unwrap()[0].node.clone();
     Admin::connect(&hosts)
         .unwrap()
-        .delete(&format!("/acl/deleted/{node}"))
+        .delete(&format!("{path}/{node}"))
         .unwrap();
     assert_eq!(g.unlock(), Err(Error::LockLost));
     assert_eq!(m.release(), Err(Error::NotHeld));
@@ -128,10 +127,9 @@ fn a_holder_whose_node_someone_deleted_learns_it_on_release() {
 #[test]
 fn a_refusal_by_the_server_keeps_the_clients_error_as_its_source() {
     use std::error::Error as _;
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
     let a = authed(&hosts, Acl::CreatorAllReadAll);
-    let path = "/acl/source";
+    let path = &unique_root("acl-source");
     let ma = Mutex::new(&a, path).unwrap();
     let _ga = ma.lock().unwrap();
     let stranger = connect(&hosts, 4000);
@@ -152,15 +150,15 @@ fn a_refusal_by_the_server_keeps_the_clients_error_as_its_source() {
 /// parent).
 #[test]
 fn a_parent_made_creator_only_by_another_identity_is_reported_as_not_authorized() {
-    let zk = server();
-    let hosts = zk.connect_string();
+    let hosts = hosts();
     let owner = authed(&hosts, Acl::CreatorAll);
-    let m = Mutex::new(&owner, "/acl-parent/a").unwrap();
+    let base = unique_root("acl-parent");
+    let m = Mutex::new(&owner, &format!("{base}/a")).unwrap();
     assert!(m.try_lock().unwrap().is_some());
     let other = Client::connect(&hosts, opts(4000).auth("digest", "other:pw")).unwrap();
-    match Mutex::new(&other, "/acl-parent/b").unwrap().try_lock() {
+    match Mutex::new(&other, &format!("{base}/b")).unwrap().try_lock() {
         Err(Error::ZooKeeper(msg)) => {
-            assert!(msg.contains("cannot create /acl-parent/b"), "{msg}");
+            assert!(msg.contains(&format!("cannot create {base}/b")), "{msg}");
             assert!(msg.contains("not authorized"), "{msg}");
             assert!(msg.contains("digest:other"), "{msg}");
         }
