@@ -506,7 +506,7 @@ fn sigterm_to_zklock_goes_to_the_command_and_the_lock_outlives_it() {
         l = log.display()
     );
     let (mut z, cmd) = start_command(&h, &p, dir.path(), &script);
-    assert!(zklock::testing::send_signal(z.id(), libc::SIGTERM));
+    assert!(zklock::testing::process::send_signal(z.id(), libc::SIGTERM));
     let zid = z.id();
     let tries = second_tries(&h, &p, cmd, || !alive(zid));
     let status = z.wait().unwrap();
@@ -538,7 +538,7 @@ fn sigkill_to_zklock_kills_the_command_too() {
     let dir = tempfile::tempdir().unwrap();
     let (mut z, cmd) = start_command(&h, &p, dir.path(), "exec sleep 30");
     let t = Instant::now();
-    assert!(zklock::testing::send_signal(z.id(), libc::SIGKILL));
+    assert!(zklock::testing::process::send_signal(z.id(), libc::SIGKILL));
     let _ = z.wait();
     while alive(cmd) && t.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(5));
@@ -694,7 +694,7 @@ fn signal_while_waiting_frees_the_queue_at_once(sig: i32, name: &str) {
         std::thread::sleep(Duration::from_millis(10));
     }
     let t = Instant::now();
-    assert!(zklock::testing::send_signal(z.id(), sig));
+    assert!(zklock::testing::process::send_signal(z.id(), sig));
     while z.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -755,10 +755,10 @@ fn one_ctrl_c_at_the_terminal_reaches_the_command_once() {
     let p = path("ctrl-c");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let (mut master, slave) = zklock::testing::open_pty().unwrap();
+    let (mut master, slave) = zklock::testing::process::open_pty().unwrap();
     let (z, cmd) = start_command_with(&h, &p, dir.path(), &int_counting_script(&log), |c| {
         c.stdin(Stdio::from(slave));
-        zklock::testing::controlling_terminal_on_stdin(c);
+        zklock::testing::process::controlling_terminal_on_stdin(c);
     });
     assert!(alive(cmd));
     master.write_all(b"\x03").unwrap();
@@ -788,7 +788,7 @@ fn sigint_to_zklock_alone_reaches_the_command_once() {
     let log = dir.path().join("log");
     let (z, cmd) = start_command(&h, &p, dir.path(), &int_counting_script(&log));
     assert!(alive(cmd));
-    assert!(zklock::testing::send_signal(z.id(), libc::SIGINT));
+    assert!(zklock::testing::process::send_signal(z.id(), libc::SIGINT));
     let out = z.wait_with_output().unwrap();
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
@@ -910,7 +910,7 @@ fn revoke_of_a_holder_that_is_not_revocable_says_so() {
     assert!(err.contains("did not make its lock revocable"), "{err}");
     std::thread::sleep(Duration::from_millis(300));
     assert!(alive(cmd), "a holder that is not revocable keeps going");
-    assert!(zklock::testing::send_signal(z.id(), libc::SIGTERM));
+    assert!(zklock::testing::process::send_signal(z.id(), libc::SIGTERM));
     let _ = z.wait();
 }
 
@@ -1613,7 +1613,7 @@ fn a_tiny_wait_is_not_acquired_never_unreachable() {
 /// for a hold of an expired session, while the other client held the lock).
 #[test]
 fn a_command_frozen_past_its_session_while_its_hold_is_proven_never_runs() {
-    use zklock::testing::{send_signal, TcpProxy};
+    use zklock::testing::{process::send_signal, TcpProxy};
     // zookeeper-client's sync and multi op codes: the proof's two requests (syncs before
     // issue 37, committed checks since).
     const SYNC: i32 = 9;

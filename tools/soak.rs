@@ -390,19 +390,24 @@ fn client_main(a: &Args) {
                     0
                 };
                 let child = if raw {
-                    zklock::testing::clone_child(work)
+                    zklock::testing::process::clone_child(work)
                 } else {
-                    zklock::testing::fork_child(work)
+                    zklock::testing::process::fork_child(work)
                 };
                 let outcome = match child {
-                    Ok(pid) => match zklock::testing::wait_child(pid, Duration::from_secs(10)) {
-                        Some(code) => format!("exit {code}"),
-                        None => {
-                            signal(pid, libc::SIGKILL);
-                            let _ = zklock::testing::wait_child(pid, Duration::from_secs(5));
-                            "hung: killed after 10 s".to_string()
+                    Ok(pid) => {
+                        match zklock::testing::process::wait_child(pid, Duration::from_secs(10)) {
+                            Some(code) => format!("exit {code}"),
+                            None => {
+                                signal(pid, libc::SIGKILL);
+                                let _ = zklock::testing::process::wait_child(
+                                    pid,
+                                    Duration::from_secs(5),
+                                );
+                                "hung: killed after 10 s".to_string()
+                            }
                         }
-                    },
+                    }
                     Err(e) => format!("fork failed: {e}"),
                 };
                 let how = if raw { "clone" } else { "fork" };
@@ -825,14 +830,14 @@ impl Run {
             .stdin(Stdio::piped())
             .stdout(Stdio::from(stderr.try_clone()?))
             .stderr(Stdio::from(stderr));
-        zklock::testing::die_with_parent(&mut cmd);
+        zklock::testing::process::die_with_parent(&mut cmd);
         slot.child = Some(cmd.spawn()?);
         Ok(())
     }
 }
 
 fn signal(pid: u32, sig: i32) {
-    zklock::testing::send_signal(pid, sig);
+    zklock::testing::process::send_signal(pid, sig);
 }
 
 /// The ops a lock acquire or release sends (create, create2, delete, exists, getData,

@@ -55,14 +55,17 @@ pub mod ffi {
     pub use crate::ffi::*;
 }
 
-/// The CPU time this process has used (the benchmark's client-cost column).
-pub use crate::sys::process::process_cpu_time;
-/// Sends a signal to a process; makes a child die with the thread that starts it (the
-/// command's tests and the soak stop and kill clients); forks a child that runs a closure and
-/// waits for it (the soak's forked children).
-pub use crate::sys::process::{clone_child, die_with_parent, fork_child, send_signal, wait_child};
-/// A pseudo-terminal and a child on it (the command's tests type Ctrl-C at a real terminal).
-pub use crate::sys::process::{controlling_terminal_on_stdin, open_pty};
+/// Process helpers of the project's own tests, soak and benchmarks: signals, a child that
+/// dies with its parent, forks (through libc and the raw `clone` call) that run a closure, a
+/// pseudo-terminal, this process's CPU time. Not part of the Rust API: a user's tests need
+/// servers, clusters and proxies.
+#[doc(hidden)]
+pub mod process {
+    pub use crate::sys::process::{
+        clone_child, controlling_terminal_on_stdin, die_with_parent, fork_child, open_pty,
+        process_cpu_time, send_signal, wait_child,
+    };
+}
 
 /// Polls `f` every 20 ms until it is true or `timeout` passes; returns whether it became true.
 ///

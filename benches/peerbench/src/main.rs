@@ -579,7 +579,7 @@ fn w1(b: &Bench) -> J {
         must(m.release(), "release");
     }
     let mut lat = Vec::with_capacity(iters);
-    let cpu_start = zklock::testing::process_cpu_time();
+    let cpu_start = zklock::testing::process::process_cpu_time();
     let t_start = now_ns();
     for _ in 0..iters {
         let t = now_ns();
@@ -588,7 +588,7 @@ fn w1(b: &Bench) -> J {
         lat.push(now_ns() - t);
     }
     let el = (now_ns() - t_start) as f64 / 1e9;
-    let cpu = zklock::testing::process_cpu_time() - cpu_start;
+    let cpu = zklock::testing::process::process_cpu_time() - cpu_start;
     let mut met = Obj::new();
     lat_summary(&mut met, "cycle", &lat);
     met.num("cycles_per_s", r1(iters as f64 / el));
