@@ -77,6 +77,17 @@ mod ffi;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
+/// The `zklock` command's process rules (its signals, the child that dies with it, process
+/// groups), from the one OS-facing module: the command's, not part of the Rust API.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub mod command_process {
+    pub use crate::sys::process::{
+        die_with_parent, in_my_process_group, send_signal, CaughtSignals, GroupWitness,
+        SignalOrigin,
+    };
+}
+
 pub use deadline::Deadline;
 pub use error::{Error, ErrorDetail, Result};
 pub use node::{LockKind, Protocol};

@@ -11,11 +11,8 @@
 //! and the exit statuses; `man/zklock.1` is the same text as a manual page.
 
 // The command's process rules (signals, the child's death with its parent, process groups) are
-// the OS-facing module's, the one file besides the C layer with `unsafe` in it: the command
-// compiles it in as its own, rather than the library making it public.
-#[path = "../../sys/mod.rs"]
-#[allow(unsafe_code, dead_code, unused_imports)]
-mod sys;
+// the library's OS-facing module's, the one file besides the C layer with `unsafe` in it,
+// handed to the command under the `cli` feature (`zklock::command_process`).
 
 mod argv;
 mod cli;

@@ -15,8 +15,7 @@ use crate::exit_codes::{
 };
 use crate::make_lock;
 use crate::secure::PASSWORD_VARS;
-use crate::sys;
-use crate::sys::process::{CaughtSignals, GroupWitness, SignalOrigin};
+use zklock::command_process::{self as process, CaughtSignals, GroupWitness, SignalOrigin};
 
 /// `zklock PATH COMMAND...`.
 pub(crate) fn run(
@@ -119,7 +118,7 @@ pub(crate) fn run(
         cmd.env_remove(var);
     }
     // If zklock dies uncatchably, COMMAND dies too: never running while the lock is free.
-    sys::process::die_with_parent(&mut cmd);
+    process::die_with_parent(&mut cmd);
     let child = cmd.spawn();
     let mut child = match child {
         Ok(c) => c,
@@ -276,7 +275,7 @@ fn wait_child(
         }
         while let Some(o) = signals.next(Some(Duration::ZERO)) {
             let sig = o.signal;
-            if sent_to_my_group(&o, &mut witness) && sys::process::in_my_process_group(pid) {
+            if sent_to_my_group(&o, &mut witness) && process::in_my_process_group(pid) {
                 if args.conn.verbose {
                     eprintln!("zklock: signal {sig} went to the process group: {pid} got it too");
                 }
@@ -285,7 +284,7 @@ fn wait_child(
             if args.conn.verbose {
                 eprintln!("zklock: passing signal {sig} on to {pid}");
             }
-            sys::process::send_signal(pid, sig);
+            process::send_signal(pid, sig);
         }
         if let Some((at, why)) = kill_at {
             if Instant::now() >= at {
@@ -305,7 +304,7 @@ fn wait_child(
                     eprintln!(
                         "zklock: {path}: asked to let go (revoked); sending SIGTERM to {pid}"
                     );
-                    sys::process::send_signal(pid, SIGTERM);
+                    process::send_signal(pid, SIGTERM);
                     kill_at = args
                         .kill_after
                         .map(|after| (Instant::now() + after, "after --kill-after"));
@@ -346,7 +345,7 @@ fn wait_child(
                         "zklock: lost the lock on {path} ({why}); sending SIGTERM to {pid}, \
                          SIGKILL in {handover:?} at most"
                     );
-                    sys::process::send_signal(pid, SIGTERM);
+                    process::send_signal(pid, SIGTERM);
                     let now = Instant::now();
                     kill_at = Some(match args.kill_after {
                         Some(after) if after < handover => (now + after, "after --kill-after"),
