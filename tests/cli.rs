@@ -362,31 +362,43 @@ fn lost_lease_terms_at_lease_end_and_kill_after_escalates() {
     );
     let (code, err, _, stopped) = lose_session_with(&["--on-lost", "term"], &["sh", "-c", &script]);
     assert_eq!(code, 80, "{err}");
-    // It ends on the SIGTERM, or, if its trap takes longer than the servers' hand-over allows
-    // (a tenth of the 2 s session, less the kill's lead: a loaded machine), on the SIGKILL.
-    assert!(
-        err.contains("exited with 3") || err.contains("was killed by signal 9"),
-        "the command ended after the SIGTERM: {err}"
-    );
-    let nanos: u128 = std::fs::read_to_string(&termfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let stop = stopped
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let after = Duration::from_nanos((nanos - stop) as u64);
-    eprintln!("server stopped; the command got SIGTERM {after:?} later");
-    assert!(after < Duration::from_millis(2300), "{after:?}: {err}");
+    // The client's reconnect may reach the stopping server before its port closes: the grant
+    // it would be given is unknown, so the servers may hand the lock on at once, and the
+    // command is killed at once, without a SIGTERM (hold-model.md, "The timeout, per connect").
+    let at_once = |err: &str| err.contains("may hold it at once");
+    if at_once(&err) {
+        assert!(err.contains("was killed by signal 9"), "{err}");
+    } else {
+        // It ends on the SIGTERM, or, if its trap takes longer than the servers' hand-over
+        // allows (a tenth of the 2 s session, less the kill's lead: a loaded machine), on the
+        // SIGKILL.
+        assert!(err.contains("sending SIGTERM"), "{err}");
+        assert!(
+            err.contains("exited with 3") || err.contains("was killed by signal 9"),
+            "the command ended after the SIGTERM: {err}"
+        );
+        // When its trap ran (it may be killed first), it ran at the lease's end.
+        if let Ok(nanos) = std::fs::read_to_string(&termfile) {
+            let nanos: u128 = nanos.trim().parse().unwrap();
+            let stop = stopped
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos();
+            let after = Duration::from_nanos((nanos - stop) as u64);
+            eprintln!("server stopped; the command got SIGTERM {after:?} later");
+            assert!(after < Duration::from_millis(2300), "{after:?}: {err}");
+        }
+    }
 
     let (code, err, _, _) = lose_session_with(
         &["--on-lost", "term", "--kill-after", "0.5"],
         &["sh", "-c", "trap '' TERM; exec sleep 60"],
     );
     assert_eq!(code, 80, "{err}");
-    assert!(err.contains("SIGTERM") && err.contains("SIGKILL"), "{err}");
+    assert!(
+        (at_once(&err) || err.contains("SIGTERM")) && err.contains("SIGKILL"),
+        "{err}"
+    );
     assert!(err.contains("was killed by signal 9"), "{err}");
 }
 
