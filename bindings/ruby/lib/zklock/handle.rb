@@ -15,6 +15,7 @@ module ZkLock
       @mu = Mutex.new
       @idle = ConditionVariable.new
       @calls = 0
+      @pid = Process.pid
     end
 
     def closed?
@@ -51,7 +52,9 @@ module ZkLock
           ptr, @ptr = @ptr, nil
           return if ptr.nil?
 
-          until @calls.zero?
+          # In a forked child the calls counted are the parent's threads', which the child does
+          # not have: nothing to wait for (the library frees the child's memory only).
+          until @calls.zero? || Process.pid != @pid
             interrupt&.call(ptr)
             @idle.wait(@mu, 0.05)
           end
