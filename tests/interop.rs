@@ -537,86 +537,62 @@ fn curators_revoker_asks_a_revocable_zklock_holder_and_never_forces_one_that_is_
 /// own `getLeader()` names it, and Curator leads after zklock relinquishes.
 #[test]
 fn curator_leader_latch_and_zklock_election_share_one_leader() {
-    let hosts = hosts();
-    let path = unique_path("interop-curator-election");
-    let hist = History::new();
-    let c = connect(&hosts, Protocol::Curator);
-    let election = zklock::LeaderElection::new(&c, &path).unwrap();
-    // 1. Curator leads: zklock does not, then does after Curator's latch closes.
-    let mut p = Peer::Curator.spawn(&hosts, &path, "latch", "hold", 1500, &hist, "peer", 0.0);
-    p.expect_line("HELD", PEER_START);
-    assert!(
-        election
-            .await_leadership(Deadline::TryOnce)
-            .unwrap()
-            .is_none(),
-        "zklock led while a Curator latch leads"
-    );
-    let term = election
-        .await_leadership(Deadline::after(Duration::from_secs(30)))
-        .unwrap()
-        .expect("zklock leads after the Curator leader left");
-    p.wait_ok(Duration::from_secs(20));
-    assert!(election.is_leader() && term > 0);
-    // 2. zklock leads: Curator's latch does not, and Curator names zklock the leader.
-    let out = Peer::Curator
-        .spawn(&hosts, &path, "latch", "try", 700, &hist, "peer", 0.0)
-        .wait_ok(PEER_START);
-    assert!(out.contains(&"NOT_ACQUIRED".to_string()), "{out:?}");
-    let out = Peer::Curator
-        .spawn(&hosts, &path, "latch", "leader", 0, &hist, "observer", 0.0)
-        .wait_ok(PEER_START);
-    assert!(
-        out.contains(&format!("LEADER {}", c.holder_id())),
-        "Curator's getLeader() does not name zklock ({}): {out:?}",
-        c.holder_id()
-    );
-    // 3. zklock relinquishes: the waiting Curator latch leads.
-    let p = Peer::Curator.spawn(&hosts, &path, "latch", "try", 30_000, &hist, "peer", 0.0);
-    assert!(
-        eventually(Duration::from_secs(30), || election
-            .participants()
-            .is_ok_and(|q| q.len() == 2)),
-        "the Curator latch joined"
-    );
-    election.relinquish().unwrap();
-    let out = p.wait_ok(PEER_START);
-    assert!(out.contains(&"ACQUIRED".to_string()), "{out:?}");
+    election_shared_with(Peer::Curator, "latch");
 }
 
 /// kazoo's `Election` joins a zklock election made under the kazoo protocol (both are kazoo
 /// locks): each leads only while the other does not, and hands over on leaving.
 #[test]
 fn kazoo_election_and_zklock_election_share_one_leader() {
+    election_shared_with(Peer::Kazoo, "election");
+}
+
+/// The peer's election (`lock`: its peer program's name for it) and zklock's take turns on one
+/// path, both ways; Curator also names zklock's leader through its own API.
+fn election_shared_with(peer: Peer, lock: &str) {
     let hosts = hosts();
-    let path = unique_path("interop-kazoo-election");
+    let path = unique_path(&format!("interop-{}-election", peer.proto_arg()));
     let hist = History::new();
-    let c = connect(&hosts, Protocol::Kazoo);
+    let c = connect(&hosts, peer.protocol());
     let election = zklock::LeaderElection::new(&c, &path).unwrap();
-    let mut p = Peer::Kazoo.spawn(&hosts, &path, "election", "hold", 1500, &hist, "peer", 0.0);
+    // 1. The peer leads: zklock does not, then does after the peer left.
+    let mut p = peer.spawn(&hosts, &path, lock, "hold", 1500, &hist, "peer", 0.0);
     p.expect_line("HELD", PEER_START);
     assert!(
         election
             .await_leadership(Deadline::TryOnce)
             .unwrap()
             .is_none(),
-        "zklock led while kazoo's election leads"
+        "zklock led while the {peer:?} peer leads"
     );
-    election
+    let term = election
         .await_leadership(Deadline::after(Duration::from_secs(30)))
         .unwrap()
-        .expect("zklock leads after kazoo's leader left");
+        .expect("zklock leads after the peer left");
     p.wait_ok(Duration::from_secs(20));
-    let out = Peer::Kazoo
-        .spawn(&hosts, &path, "election", "try", 700, &hist, "peer", 0.0)
+    assert!(election.is_leader() && term > 0);
+    // 2. zklock leads: the peer does not (and Curator names zklock the leader).
+    let out = peer
+        .spawn(&hosts, &path, lock, "try", 700, &hist, "peer", 0.0)
         .wait_ok(PEER_START);
     assert!(out.contains(&"NOT_ACQUIRED".to_string()), "{out:?}");
-    let p = Peer::Kazoo.spawn(&hosts, &path, "election", "try", 30_000, &hist, "peer", 0.0);
+    if let Peer::Curator = peer {
+        let out = peer
+            .spawn(&hosts, &path, lock, "leader", 0, &hist, "observer", 0.0)
+            .wait_ok(PEER_START);
+        assert!(
+            out.contains(&format!("LEADER {}", c.holder_id())),
+            "Curator's getLeader() does not name zklock ({}): {out:?}",
+            c.holder_id()
+        );
+    }
+    // 3. zklock relinquishes: the waiting peer leads.
+    let p = peer.spawn(&hosts, &path, lock, "try", 30_000, &hist, "peer", 0.0);
     assert!(
         eventually(Duration::from_secs(30), || election
             .participants()
             .is_ok_and(|q| q.len() == 2)),
-        "kazoo's election joined"
+        "the {peer:?} peer joined"
     );
     election.relinquish().unwrap();
     let out = p.wait_ok(PEER_START);
