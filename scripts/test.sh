@@ -34,7 +34,7 @@ export ZKL_FEATURES=$features
 # In the background, in target/pkg (cargo locks a target directory per build, so the tests'
 # builds in target/ never wait for these): the Python package installed from the checkout into
 # a venv (pip builds the release library with cargo and bundles it) while the tests build; its
-# pytest suite once they are built, then the Node.js package's tests. Beside that suite (it waits on servers, not on the CPU), at
+# pytest suite once they are built, then the Node.js package's and the Ruby gem's tests. Beside that suite (it waits on servers, not on the CPU), at
 # a lower priority: the packaged crate as a dependent builds it (its published files alone, no
 # features: no warning either), the API docs as docs.rs builds them (no broken links), and the
 # release build that the packaging
@@ -74,8 +74,13 @@ mkdir -p "$pkg"
   ZKLOCK_LIBRARY=$pkg/release/libzklock.so \
     ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-node.sh || nd=$?
   echo "test.sh: +$SECONDS s: Node.js tests (background), exit $nd"
+  # The Ruby gem, over the same library.
+  rb=0
+  ZKLOCK_LIBRARY=$pkg/release/libzklock.so \
+    ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-ruby.sh || rb=$?
+  echo "test.sh: +$SECONDS s: Ruby tests (background), exit $rb"
   wait "$lints"
-  [ "$py" = 0 ] && [ "$nd" = 0 ]
+  [ "$py" = 0 ] && [ "$nd" = 0 ] && [ "$rb" = 0 ]
 ) >target/test-background.log 2>&1 &
 background=$!
 
@@ -128,7 +133,7 @@ step "soak (beside the tests)"
 bg=0
 wait "$background" || bg=$?
 cat target/test-background.log >&2
-step "the background: Python and Node.js tests, clippy without features, docs, the installed build"
+step "the background: Python, Node.js and Ruby tests, clippy without features, docs, the installed build"
 if [ "$rc" != 0 ] || [ "$sk" != 0 ] || [ "$bg" != 0 ]; then
   echo "test.sh: failed (Rust tests exit $rc, soak exit $sk, background exit $bg)" >&2
   [ "$sk" = 0 ] || cat target/test-soak.log >&2
