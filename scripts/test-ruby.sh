@@ -3,8 +3,10 @@
 # builds the gem with the C library bundled (gem build), installs it into a fresh GEM_HOME and
 # takes a lock with it (bindings/ruby/test/support/gem_check.rb).
 #   scripts/test-ruby.sh [test|gem]     one half only (default: both)
-#   ZKLOCK_LIBRARY          the C library to test (default: target/release/libzklock.so,
-#                           built if missing); it is also the one bundled into the gem
+#   ZKLOCK_LIBRARY          the C library to test (default: target/release/libzklock.so, built
+#                           with the capi features each time: the target directory is shared,
+#                           and a build with other features leaves a library without TLS there;
+#                           a no-op when it is up to date); it is also the one bundled into the gem
 #   ZKL_TESTING_SERVER_BIN  tools/testing_server.rs's binary (default: its debug build in
 #                           target/, built if missing), which starts the tests' servers
 #   ZKLOCK_TEST_SERVER      127.0.0.1:PORT of a shared server for the plain tests and the gem's
@@ -24,9 +26,7 @@ command -v ruby >/dev/null && command -v gem >/dev/null ||
 
 if [ -z "${ZKLOCK_LIBRARY:-}" ]; then
     ZKLOCK_LIBRARY=$target/release/libzklock.so
-    if [ ! -e "$ZKLOCK_LIBRARY" ]; then
-        nice -n 10 cargo build --release --locked --quiet --features capi --lib
-    fi
+    nice -n 10 cargo build --release --locked --quiet --features capi --lib
 fi
 export ZKLOCK_LIBRARY
 if [ -z "${ZKL_TESTING_SERVER_BIN:-}" ]; then
