@@ -11,6 +11,8 @@
 #                           target/, built if missing), which starts the tests' servers
 #   ZKLOCK_TEST_SERVER      127.0.0.1:PORT of a shared server for the plain tests and the gem's
 #                           check (default: a server of their own)
+#   ZKL_GSSAPI_LIBRARY      a C library built with sasl-gssapi, for test/test_kerberos.rb (real
+#                           KDC; skipped when the library has no GSSAPI, as capi's has not)
 #   TESTOPTS                passed to minitest (e.g. TESTOPTS="-v -n /interrupt/")
 # Needs ruby (Debian's ruby; scripts/install-deps.sh installs it): Fiddle and minitest come
 # with it.
