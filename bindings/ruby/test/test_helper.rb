@@ -216,3 +216,68 @@ module ZkTest
     end
   end
 end
+
+# A TCP relay to a real server that a test can cut, as if the server stopped: every relayed
+# connection is closed and new ones are refused. +bind+: the loopback address it listens on
+# (127.0.0.2 reaches the server by a name its certificate does not carry).
+class Relay
+  attr_reader :hosts
+
+  def initialize(target, bind = "127.0.0.1")
+    host, port = target.split("://", 2).last.split(":")
+    @target = [host, Integer(port)]
+    @listener = TCPServer.new(bind, 0)
+    @hosts = "#{bind}:#{@listener.addr[1]}"
+    @mu = Mutex.new
+    @socks = []
+    @cut = false
+    @acceptor = Thread.new { accept_loop }
+    @acceptor.report_on_exception = false
+  end
+
+  def cut
+    socks = @mu.synchronize do
+      @cut = true
+      s = @socks
+      @socks = []
+      s
+    end
+    @listener.close unless @listener.closed?
+    socks.each do |s|
+      s.close
+    rescue IOError
+      nil
+    end
+    @acceptor.join(5)
+  end
+
+  private
+
+  def accept_loop
+    loop do
+      client = @listener.accept
+      server = TCPSocket.new(*@target)
+      keep = @mu.synchronize { @socks.push(client, server) unless @cut }
+      unless keep
+        [client, server].each(&:close)
+        return
+      end
+      [[client, server], [server, client]].each do |a, b|
+        t = Thread.new { pump(a, b) }
+        t.report_on_exception = false
+      end
+    end
+  rescue IOError, SystemCallError
+    nil
+  end
+
+  def pump(from, to)
+    loop { to.write(from.readpartial(65_536)) }
+  rescue IOError, SystemCallError
+    [from, to].each do |s|
+      s.close
+    rescue IOError
+      nil
+    end
+  end
+end

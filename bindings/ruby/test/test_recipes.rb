@@ -157,6 +157,25 @@ class TestRecipes < Minitest::Test
     assert watcher.join(5)
   end
 
+  def test_on_lost_runs_when_the_server_goes_silent
+    # The connection is cut: the hold stays believed while its lease runs (a tenth short of
+    # the session timeout), then on_lost runs, before the server could hand the lock on.
+    relay = Relay.new(hosts)
+    c = client(hosts: relay.hosts, session_timeout: 2)
+    lock = c.mutex(path)
+    lost = Queue.new
+    assert lock.acquire(timeout: 5)
+    lock.on_lost { |l| lost << [l.hold_state, monotonic] }
+    cut_at = monotonic
+    relay.cut
+    state, at = Timeout.timeout(10) { lost.pop }
+    assert_includes %i[uncertain lost], state
+    assert_operator at - cut_at, :<, 2.0, "on_lost ran after the session could have expired"
+    refute lock.held?
+  ensure
+    relay&.cut
+  end
+
   def test_on_lost_watch_ends_quietly_on_release
     lock = client.mutex(path)
     lock.acquire

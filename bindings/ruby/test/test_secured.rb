@@ -99,6 +99,22 @@ class TestSecured < Minitest::Test
     assert_includes e.message, "ca_file:"
   end
 
+  def test_a_server_certificate_for_another_name_is_refused_unless_verify_hostname_false
+    # The server's certificate names 127.0.0.1 and localhost; through a relay on 127.0.0.2 the
+    # client connects to a name the certificate does not carry.
+    relay = Relay.new(server_only.address, "127.0.0.2")
+    e = refused("tcp+tls://#{relay.hosts}", ca_file: server_only.files["ca"])
+    assert_includes e.message, "not issued for"
+    assert_includes e.message, "127.0.0.2"
+    locks(client(hosts: "tcp+tls://#{relay.hosts}", ca_file: server_only.files["ca"],
+                 verify_hostname: false))
+    # The CA is still checked: without it the same connect is refused.
+    e = refused(relay.hosts, tls: true, verify_hostname: false)
+    assert_includes e.message, "not signed by a CA this client trusts"
+  ensure
+    relay&.cut
+  end
+
   def test_sasl_digest_md5_locks
     locks(client(hosts: sasl_server.hosts, sasl: { username: "bob", password: "bobpw" }))
     locks(client(hosts: sasl_server.hosts,
