@@ -34,8 +34,9 @@ class TestInterrupts < Minitest::Test
     figure("ticker ticks while acquire(timeout: 1.0) blocked #{format('%.2f', elapsed)} s: " \
            "#{ticks} (100 if nothing stalled it)")
     assert_operator elapsed, :>=, 1.0
-    # A ticker that the GVL stalled would tick once; scheduling on a busy machine may take a few.
-    assert_operator ticks, :>=, 50, "the ticker stalled while the acquire blocked"
+    # A ticker that the GVL stalled would tick once; a busy machine (2 shared cores) may delay
+    # some of its wakeups, so the bound is loose: the figure above is the measurement.
+    assert_operator ticks, :>=, 20, "the ticker stalled while the acquire blocked"
   end
 
   def test_thread_raise_ends_a_blocking_acquire_at_once
@@ -174,7 +175,7 @@ class TestInterrupts < Minitest::Test
       assert_operator took, :<, 0.5
       refute waiter.value.success?
       assert_match(/Interrupt/, err.value)
-      assert_operator Integer(ticks), :>=, 25
+      assert_operator Integer(ticks), :>=, 10, "the child's ticker stalled while it blocked"
     end
     assert_equal 1, holder.participants.size, "the interrupted child's node is left"
   end
