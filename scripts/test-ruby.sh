@@ -51,7 +51,10 @@ if [ "$what" != test ]; then
     work=$(mktemp -d "${TMPDIR:-/tmp}/zklock-ruby-gem.XXXXXX")
     server_pid=
     cleanup() {
-        [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+        if [ -n "$server_pid" ]; then
+            kill "$server_pid" 2>/dev/null || true
+            wait "$server_pid" 2>/dev/null || true
+        fi
         rm -rf "$work"
     }
     trap cleanup EXIT
