@@ -8,7 +8,10 @@
  * documentation of the crate's src/ffi, and docs/c-api.md's rules):
  *
  * - Statuses. Every call that can fail returns a zkl_status; ZKL_OK is 0. On any other status
- *   zkl_last_error_message() tells why, in words (per thread; never NULL).
+ *   zkl_last_error_message() tells why, in words (per thread; never NULL). Where a setting fixes
+ *   the error, zkl_last_error_hint() says which (a zkl_hint), and the message names its C
+ *   function last, in parentheses, after zkl_last_error_reason(): a language binding shows the
+ *   reason and names the setting its own way.
  * - Out-parameters (named out, out_lock, out_ms, ...) are written only on ZKL_OK; on any other
  *   status they are left as they were. There are no partial successes.
  * - NULL. Every pointer argument may be NULL: the call then returns ZKL_INVALID_ARGUMENT (or
@@ -172,6 +175,46 @@ typedef enum zkl_status {
 } zkl_status;
 
 /*
+ The setting that would fix the last error (zkl_last_error_hint, as a uint32_t): the message
+ names it in C's words at its end; a language binding names it its own way after
+ zkl_last_error_reason(). Values are fixed: new hints only ever get new numbers.
+ */
+typedef enum zkl_hint {
+  /*
+   The message names no setting.
+   */
+  ZKL_HINT_NONE = 0,
+  /*
+   The CA file that signed the servers' certificates: zkl_options_set_tls_ca_file.
+   */
+  ZKL_HINT_TLS_CA_FILE = 1,
+  /*
+   The client's certificate and key: zkl_options_set_tls_identity_files.
+   */
+  ZKL_HINT_TLS_IDENTITY = 2,
+  /*
+   The password of the encrypted TLS key: zkl_options_set_tls_key_password.
+   */
+  ZKL_HINT_TLS_KEY_PASSWORD = 3,
+  /*
+   TLS to the servers, asked for or not: zkl_options_use_tls.
+   */
+  ZKL_HINT_TLS = 4,
+  /*
+   SASL credentials: zkl_options_set_sasl_digest_md5 or zkl_options_set_sasl_gssapi.
+   */
+  ZKL_HINT_SASL = 5,
+  /*
+   An identity for creator-only ACLs: SASL, a TLS client certificate or auth data.
+   */
+  ZKL_HINT_IDENTITY = 6,
+  /*
+   The connect timeout: zkl_options_set_connect_timeout.
+   */
+  ZKL_HINT_CONNECT_TIMEOUT = 7,
+} zkl_hint;
+
+/*
  How lock nodes are named, so that other ZooKeeper clients can share the lock path.
  Passed to zkl_client_set_protocol as a uint32_t.
  */
@@ -278,6 +321,32 @@ typedef enum zkl_session_state {
    */
   ZKL_SESSION_STATE_CLOSED = 3,
 } zkl_session_state;
+
+/*
+ The setting that would fix an error, named in the last words of its message: "give its
+ password (Tls::key_password)". [`Error::hint`] gives it as a value, so that each door
+ names the setting its own way: the C API `zkl_options_set_tls_key_password`, the Python
+ package `keyfile_password=`, the command `--tls-key-password-file`
+ ([`Error::to_string_naming`]); [`Display`](fmt::Display) names it as the Rust API does
+ ([`Hint::rust_name`]). The words before it (the reason) are the same in every door.
+
+ ```
+ use zklock::{Error, Hint};
+
+ // An encrypted TLS key without its password, say:
+ let e = Error::InvalidArgument(
+     "key.pem is encrypted: give its password (Tls::key_password)".into(),
+ );
+ assert_eq!(e.hint(), Some(Hint::TlsKeyPassword));
+ assert!(e.to_string().ends_with("(Tls::key_password)"));
+ let for_python = e.to_string_naming(|h| match h {
+     Hint::TlsKeyPassword => "keyfile_password=",
+     other => other.rust_name(),
+ });
+ assert!(for_python.ends_with("(keyfile_password=)"), "{for_python}");
+ ```
+ */
+typedef struct Hint Hint;
 
 /*
  A cancel for the acquires made with it (zkl_lock_acquire_in), and for no other: an
@@ -511,6 +580,8 @@ typedef void (*zkl_log_callback)(uint32_t level,
                                  const char *target,
                                  const char *message,
                                  void *user_data);
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -774,9 +845,26 @@ void zkl_client_free(struct zkl_client *client);
  The message of the last call on this thread that returned a status other than ZKL_OK
  ("no error" before any). Never NULL. Owned by the library (never free it); valid until
  the next zkl_ call on this thread that fails; successful calls do not clear it. Each
- thread has its own message.
+ thread has its own message. When the error has a hint (zkl_last_error_hint), the message
+ ends with the C setting that fixes it, in parentheses: zkl_last_error_reason() then
+ " (zkl_options_set_tls_key_password)".
  */
 const char *zkl_last_error_message(void);
+
+/*
+ The setting that would fix the last error on this thread, a zkl_hint (ZKL_HINT_NONE when
+ the message names none). For language bindings, which name the setting their own way: show
+ zkl_last_error_reason(), then " (", the language's own name for the setting, ")". Never
+ blocks; the same lifetime and thread rules as zkl_last_error_message.
+ */
+uint32_t zkl_last_error_hint(void);
+
+/*
+ The last error's message without its hint: zkl_last_error_message() up to the " (" that
+ names the C setting, or the whole message when zkl_last_error_hint() is ZKL_HINT_NONE.
+ Never NULL; owned by the library, with the same lifetime as zkl_last_error_message.
+ */
+const char *zkl_last_error_reason(void);
 
 /*
  Makes a fair (FIFO), herd-free, exclusive lock at path, compatible with Curator's

@@ -37,7 +37,8 @@
 
 namespace zklock {
 
-// A non-OK status from the library, with its message (zkl_last_error_message at the time).
+// A non-OK status from the library, with its message: zkl_last_error_message at the time, the
+// setting that fixes it (zkl_last_error_hint) named as this layer names it (Options::tls_ca_file).
 class Error : public std::runtime_error {
  public:
   Error(zkl_status status, const std::string& message)
@@ -54,9 +55,33 @@ class Error : public std::runtime_error {
   std::string message_;
 };
 
+namespace detail {
+// The Options setter for a zkl_hint, or nullptr for none (or one newer than this header).
+inline const char* hint_setting(uint32_t hint) {
+  switch (hint) {
+    case ZKL_HINT_TLS_CA_FILE: return "Options::tls_ca_file";
+    case ZKL_HINT_TLS_IDENTITY: return "Options::tls_identity_files";
+    case ZKL_HINT_TLS_KEY_PASSWORD: return "Options::tls_key_password";
+    case ZKL_HINT_TLS: return "Options::use_tls";
+    case ZKL_HINT_SASL: return "Options::sasl_digest_md5";
+    case ZKL_HINT_IDENTITY:
+      return "Options::sasl_digest_md5, Options::tls_identity_files or Options::add_auth";
+    case ZKL_HINT_CONNECT_TIMEOUT: return "Options::connect_timeout";
+    default: return nullptr;
+  }
+}
+
+// This thread's last error message, its hint named as this layer names the setting.
+inline std::string last_error_message() {
+  const char* setting = hint_setting(zkl_last_error_hint());
+  if (!setting) return zkl_last_error_message();
+  return std::string(zkl_last_error_reason()) + " (" + setting + ")";
+}
+}  // namespace detail
+
 // Throws Error unless s is ZKL_OK.
 inline void check(zkl_status s) {
-  if (s != ZKL_OK) throw Error(s, zkl_last_error_message());
+  if (s != ZKL_OK) throw Error(s, detail::last_error_message());
 }
 
 enum class Protocol : uint32_t {

@@ -153,6 +153,97 @@ impl From<&str> for ErrorDetail {
     }
 }
 
+/// The setting that would fix an error, named in the last words of its message: "give its
+/// password (Tls::key_password)". [`Error::hint`] gives it as a value, so that each door
+/// names the setting its own way: the C API `zkl_options_set_tls_key_password`, the Python
+/// package `keyfile_password=`, the command `--tls-key-password-file`
+/// ([`Error::to_string_naming`]); [`Display`](fmt::Display) names it as the Rust API does
+/// ([`Hint::rust_name`]). The words before it (the reason) are the same in every door.
+///
+/// ```
+/// use zklock::{Error, Hint};
+///
+/// // An encrypted TLS key without its password, say:
+/// let e = Error::InvalidArgument(
+///     "key.pem is encrypted: give its password (Tls::key_password)".into(),
+/// );
+/// assert_eq!(e.hint(), Some(Hint::TlsKeyPassword));
+/// assert!(e.to_string().ends_with("(Tls::key_password)"));
+/// let for_python = e.to_string_naming(|h| match h {
+///     Hint::TlsKeyPassword => "keyfile_password=",
+///     other => other.rust_name(),
+/// });
+/// assert!(for_python.ends_with("(keyfile_password=)"), "{for_python}");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Hint {
+    /// The CA file that signed the servers' certificates ([`Tls::ca_file`](crate::Tls::ca_file)).
+    TlsCaFile,
+    /// The client's certificate and key, for servers that require one
+    /// ([`Tls::identity_files`](crate::Tls::identity_files)).
+    TlsIdentity,
+    /// The password of the encrypted TLS key
+    /// ([`Tls::key_password`](crate::Tls::key_password)).
+    TlsKeyPassword,
+    /// TLS to the servers, asked for or not ([`Options::tls`](crate::Options::tls)).
+    Tls,
+    /// SASL credentials ([`Options::sasl`](crate::Options::sasl)).
+    Sasl,
+    /// An identity for creator-only ACLs: SASL, a TLS client certificate or auth data
+    /// ([`Options::sasl`](crate::Options::sasl), [`Tls::identity_files`](crate::Tls::identity_files),
+    /// [`Options::auth`](crate::Options::auth)).
+    Identity,
+    /// The connect timeout ([`Options::connect_timeout`](crate::Options::connect_timeout)).
+    ConnectTimeout,
+}
+
+impl Hint {
+    /// Every hint, in the order of their C values (`ZKL_HINT_TLS_CA_FILE` = 1, ...).
+    pub const ALL: [Hint; 7] = [
+        Hint::TlsCaFile,
+        Hint::TlsIdentity,
+        Hint::TlsKeyPassword,
+        Hint::Tls,
+        Hint::Sasl,
+        Hint::Identity,
+        Hint::ConnectTimeout,
+    ];
+
+    /// The setting as the Rust API names it: `Tls::key_password`.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            Hint::TlsCaFile => "Tls::ca_file",
+            Hint::TlsIdentity => "Tls::identity_files",
+            Hint::TlsKeyPassword => "Tls::key_password",
+            Hint::Tls => "Options::tls",
+            Hint::Sasl => "Options::sasl",
+            Hint::Identity => "Options::sasl, Tls::identity_files or Options::auth",
+            Hint::ConnectTimeout => "Options::connect_timeout",
+        }
+    }
+
+    /// `reason` followed by this hint in the Rust API's words: `"{reason} (Tls::ca_file)"`, the
+    /// one form [`Error::hint`] reads back.
+    pub(crate) fn after(self, reason: impl fmt::Display) -> String {
+        format!("{reason} ({})", self.rust_name())
+    }
+
+    /// The hint that `message` ends with, and the message before it.
+    fn split(message: &str) -> (&str, Option<Hint>) {
+        for h in Hint::ALL {
+            if let Some(reason) = message
+                .strip_suffix(')')
+                .and_then(|m| m.strip_suffix(h.rust_name()))
+                .and_then(|m| m.strip_suffix(" ("))
+            {
+                return (reason, Some(h));
+            }
+        }
+        (message, None)
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -191,6 +282,41 @@ impl std::error::Error for Error {
 }
 
 impl Error {
+    /// The setting that would fix this error, named at the end of its message (see [`Hint`]).
+    pub fn hint(&self) -> Option<Hint> {
+        self.detail().and_then(|m| Hint::split(m).1)
+    }
+
+    /// The message ([`Display`](fmt::Display)) with its hint named by `name` instead of by
+    /// [`Hint::rust_name`]: how a door other than the Rust API words this error.
+    pub fn to_string_naming<'a>(&self, name: impl FnOnce(Hint) -> &'a str) -> String {
+        match self.hint() {
+            Some(h) => format!("{} ({})", self.without_hint(), name(h)),
+            None => self.to_string(),
+        }
+    }
+
+    /// The message without its hint (see [`Hint`]): the words that every door shares.
+    pub(crate) fn without_hint(&self) -> String {
+        let text = self.to_string();
+        match self.hint() {
+            Some(h) => text
+                .strip_suffix(&format!(" ({})", h.rust_name()))
+                .map(str::to_string)
+                .unwrap_or(text),
+            None => text,
+        }
+    }
+
+    /// The words this error carries, where it carries some.
+    fn detail(&self) -> Option<&str> {
+        match self {
+            Error::InvalidArgument(m) | Error::WouldDeadlock(m) | Error::Forked(m) => Some(m),
+            Error::ConnectionLoss(d) | Error::ZooKeeper(d) | Error::AuthFailed(d) => Some(d),
+            _ => None,
+        }
+    }
+
     /// Whether retrying the same call on the same session may succeed.
     pub fn is_connection_loss(&self) -> bool {
         matches!(self, Error::ConnectionLoss(_))

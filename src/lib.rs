@@ -89,7 +89,7 @@ pub mod command_process {
 }
 
 pub use deadline::Deadline;
-pub use error::{Error, ErrorDetail, Result};
+pub use error::{Error, ErrorDetail, Hint, Result};
 pub use node::{LockKind, Protocol};
 pub use path::validate_path;
 #[allow(deprecated)]

@@ -189,10 +189,17 @@ fn a_server_certificate_for_another_name_is_an_auth_failure_naming_the_host() {
 #[test]
 fn a_mutual_tls_server_without_a_client_certificate_says_to_give_one() {
     let s = mutual();
-    match refused(&s.connect_string(), options().tls(ca_only(s))) {
+    let e = refused(&s.connect_string(), options().tls(ca_only(s)));
+    match &e {
         Error::AuthFailed(m) => assert!(m.contains("requires a client certificate"), "{m}"),
         other => panic!("{other:?}"),
     }
+    // The setting to give, as a value, and named in the Rust API's words (issue 40).
+    assert_eq!(e.hint(), Some(zklock::Hint::TlsIdentity));
+    assert!(
+        e.to_string().ends_with("give one (Tls::identity_files)"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -102,6 +102,9 @@ static bool test_mutual_tls_without_a_certificate(void) {
   zkl_options_free(o);
   ASSERT(ok);
   ASSERT(strstr(zkl_last_error_message(), "client certificate") != NULL);
+  /* The setting to give, as a value and in C's words. */
+  ASSERT(zkl_last_error_hint() == ZKL_HINT_TLS_IDENTITY);
+  ASSERT(strstr(zkl_last_error_message(), "(zkl_options_set_tls_identity_files)") != NULL);
   return true;
 }
 

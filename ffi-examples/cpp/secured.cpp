@@ -85,6 +85,8 @@ int main() {
       std::cout << "mutual TLS without a client certificate: " << e.what() << "\n";
       EXPECT_TRUE(e.status() == ZKL_AUTH_FAILED);
       EXPECT_TRUE(contains(e.message(), "client certificate"));
+      // The setting to give, in this layer's words.
+      EXPECT_TRUE(contains(e.message(), "(Options::tls_identity_files)"));
     }
 
     if (sasl_hosts.empty()) {

@@ -33,11 +33,13 @@ macro_rules! ffi_boundary {
     };
 }
 
-/// A failed call: the status it returns and the words of the last error message.
+/// A failed call: the status it returns, the words of the last error message, and the setting
+/// that would fix it (named in C's words after `message`, see `zkl_last_error_hint`).
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub(crate) status: zkl_status,
     pub(crate) message: String,
+    pub(crate) hint: Option<crate::Hint>,
 }
 
 impl Failure {
@@ -45,6 +47,7 @@ impl Failure {
         Failure {
             status,
             message: message.into(),
+            hint: None,
         }
     }
 
@@ -64,7 +67,11 @@ impl Failure {
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Failure {
-        Failure::new(zkl_status::from(&e), e.to_string())
+        Failure {
+            status: zkl_status::from(&e),
+            message: e.without_hint(),
+            hint: e.hint(),
+        }
     }
 }
 
@@ -81,7 +88,7 @@ impl BoundaryReturn for Result<(), Failure> {
         match self {
             Ok(()) => zkl_status::ZKL_OK,
             Err(f) => {
-                set_last_error(f.message);
+                set_last_error(f.message, f.hint);
                 f.status
             }
         }
@@ -97,6 +104,16 @@ impl BoundaryReturn for c_int {
         self
     }
     fn panicked() -> c_int {
+        0
+    }
+}
+
+impl BoundaryReturn for u32 {
+    type C = u32;
+    fn into_c(self) -> u32 {
+        self
+    }
+    fn panicked() -> u32 {
         0
     }
 }
@@ -132,10 +149,13 @@ pub(crate) fn run<R: BoundaryReturn>(f: impl FnOnce() -> R) -> R::C {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.into_c(),
         Err(payload) => {
-            set_last_error(format!(
-                "internal error: a Rust panic was caught at the C boundary: {}",
-                panic_message(&*payload)
-            ));
+            set_last_error(
+                format!(
+                    "internal error: a Rust panic was caught at the C boundary: {}",
+                    panic_message(&*payload)
+                ),
+                None,
+            );
             // Dropping a payload can itself panic (a payload with a panicking Drop).
             let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
             R::panicked()

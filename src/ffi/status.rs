@@ -43,6 +43,66 @@ pub enum zkl_status {
     ZKL_AUTH_FAILED = 12,
 }
 
+/// The setting that would fix the last error (zkl_last_error_hint, as a uint32_t): the message
+/// names it in C's words at its end; a language binding names it its own way after
+/// zkl_last_error_reason(). Values are fixed: new hints only ever get new numbers.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum zkl_hint {
+    /// The message names no setting.
+    ZKL_HINT_NONE = 0,
+    /// The CA file that signed the servers' certificates: zkl_options_set_tls_ca_file.
+    ZKL_HINT_TLS_CA_FILE = 1,
+    /// The client's certificate and key: zkl_options_set_tls_identity_files.
+    ZKL_HINT_TLS_IDENTITY = 2,
+    /// The password of the encrypted TLS key: zkl_options_set_tls_key_password.
+    ZKL_HINT_TLS_KEY_PASSWORD = 3,
+    /// TLS to the servers, asked for or not: zkl_options_use_tls.
+    ZKL_HINT_TLS = 4,
+    /// SASL credentials: zkl_options_set_sasl_digest_md5 or zkl_options_set_sasl_gssapi.
+    ZKL_HINT_SASL = 5,
+    /// An identity for creator-only ACLs: SASL, a TLS client certificate or auth data.
+    ZKL_HINT_IDENTITY = 6,
+    /// The connect timeout: zkl_options_set_connect_timeout.
+    ZKL_HINT_CONNECT_TIMEOUT = 7,
+}
+
+impl From<crate::Hint> for zkl_hint {
+    fn from(h: crate::Hint) -> zkl_hint {
+        use crate::Hint;
+        match h {
+            Hint::TlsCaFile => zkl_hint::ZKL_HINT_TLS_CA_FILE,
+            Hint::TlsIdentity => zkl_hint::ZKL_HINT_TLS_IDENTITY,
+            Hint::TlsKeyPassword => zkl_hint::ZKL_HINT_TLS_KEY_PASSWORD,
+            Hint::Tls => zkl_hint::ZKL_HINT_TLS,
+            Hint::Sasl => zkl_hint::ZKL_HINT_SASL,
+            Hint::Identity => zkl_hint::ZKL_HINT_IDENTITY,
+            Hint::ConnectTimeout => zkl_hint::ZKL_HINT_CONNECT_TIMEOUT,
+        }
+    }
+}
+
+impl zkl_hint {
+    /// The setting in the C API's words, as the last error's message names it.
+    pub(crate) fn c_setting(self) -> &'static str {
+        match self {
+            zkl_hint::ZKL_HINT_NONE => "",
+            zkl_hint::ZKL_HINT_TLS_CA_FILE => "zkl_options_set_tls_ca_file",
+            zkl_hint::ZKL_HINT_TLS_IDENTITY => "zkl_options_set_tls_identity_files",
+            zkl_hint::ZKL_HINT_TLS_KEY_PASSWORD => "zkl_options_set_tls_key_password",
+            zkl_hint::ZKL_HINT_TLS => "zkl_options_use_tls",
+            zkl_hint::ZKL_HINT_SASL => {
+                "zkl_options_set_sasl_digest_md5 or zkl_options_set_sasl_gssapi"
+            }
+            zkl_hint::ZKL_HINT_IDENTITY => {
+                "zkl_options_set_sasl_digest_md5, zkl_options_set_tls_identity_files or \
+                 zkl_options_add_auth"
+            }
+            zkl_hint::ZKL_HINT_CONNECT_TIMEOUT => "zkl_options_set_connect_timeout",
+        }
+    }
+}
+
 /// How lock nodes are named, so that other ZooKeeper clients can share the lock path.
 /// Passed to zkl_client_set_protocol as a uint32_t.
 #[repr(C)]

@@ -17,7 +17,7 @@ use super::options::{Acl, Options};
 use super::state::Session;
 use super::watch::ChildrenWatch;
 use crate::deadline::{saturating_after, Deadline};
-use crate::error::{Error, Result};
+use crate::error::{Error, Hint, Result};
 use crate::node::{LockKind, Protocol};
 use crate::runtime;
 use crate::wait::Signal;
@@ -83,12 +83,10 @@ impl std::fmt::Debug for Client {
 /// handshake when the session opens, and the servers end the session of an `addauth` with it.
 fn check_auth_scheme(scheme: &str) -> Result<()> {
     if scheme.eq_ignore_ascii_case("sasl") {
-        return Err(Error::invalid(
+        return Err(Error::invalid(Hint::Sasl.after(
             "the scheme \"sasl\" cannot be added as auth data: SASL authenticates in a \
-             handshake when the session opens; give it in the options (Options::sasl, \
-             zkl_options_set_sasl_digest_md5 in C, sasl_options in Python, --sasl-user with the \
-             command)",
-        ));
+             handshake when the session opens; give it in the options",
+        )));
     }
     Ok(())
 }
@@ -133,20 +131,20 @@ impl Client {
             ));
         }
         if options.connect_timeout.is_zero() {
-            return Err(Error::invalid(
+            return Err(Error::invalid(Hint::ConnectTimeout.after(
                 "connect timeout of zero: a connect takes at least one round trip to the \
-                 servers; give Options::connect_timeout a duration (the session timeout is a \
-                 good one)",
-            ));
+                 servers; give it a duration (the session timeout is a good one)",
+            )));
         }
         for (scheme, _) in &options.auth {
             check_auth_scheme(scheme)?;
         }
         if options.acl != Acl::Open && !options.has_identity() {
-            return Err(Error::invalid(format!(
-                "the ACL {:?} grants rights to the creator's authenticated identity: give the client one (Options::sasl, a TLS client certificate, or Options::auth)",
+            return Err(Error::invalid(Hint::Identity.after(format_args!(
+                "the ACL {:?} grants rights to the creator's authenticated identity: give the \
+                 client one: SASL, a TLS client certificate, or auth data",
                 options.acl
-            )));
+            ))));
         }
         let holder_id = options
             .holder_id

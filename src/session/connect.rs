@@ -19,7 +19,7 @@ use super::hosts::{
 use super::kinds::SessionState;
 use super::lease::{read_server_tick, renew_lease};
 use super::state::Session;
-use crate::error::{Error, ErrorDetail, Result};
+use crate::error::{Error, ErrorDetail, Hint, Result};
 use crate::runtime;
 use crate::wait::{Outcome, Signal};
 
@@ -230,7 +230,8 @@ impl Client {
             .unwrap_or_else(|| self.inner.read_tick.lock().unwrap_or(DEFAULT_TICK));
         let (connected, early_why, diagnosis) = connected;
         if let Some(why) = early_why {
-            let detail = ErrorDetail::new(format!("no ZooKeeper session with {hosts}: {why}"));
+            let detail =
+                ErrorDetail::new(why.ending(format!("no ZooKeeper session with {hosts}: {why}")));
             return Err(connect_failure(detail, &why));
         }
         let connected = match connected {
@@ -251,18 +252,20 @@ impl Client {
                              servers do not know",
                             s.describe()
                         ),
-                        None => format!(
+                        None => Hint::Sasl.after(format_args!(
                             "{hosts} refused the client: the servers require authentication \
-                             (SASL, enforce.auth.enabled): give credentials (Options::sasl)"
-                        ),
+                             (SASL, enforce.auth.enabled): give credentials"
+                        )),
                     }
                     .into(),
                 ))
             }
             Some(Err(e)) => {
                 let why = diagnose(&hosts, opts.tls.as_ref(), probe_wait);
-                let detail =
-                    ErrorDetail::with_source(format!("cannot connect to {hosts}: {e} ({why})"), e);
+                let detail = ErrorDetail::with_source(
+                    why.ending(format!("cannot connect to {hosts}: {e} ({why})")),
+                    e,
+                );
                 return Err(connect_failure(detail, &why));
             }
             None => {
@@ -270,14 +273,16 @@ impl Client {
                 let why = match diagnosis {
                     Some(rx) => rx
                         .recv_timeout(bound.saturating_duration_since(Instant::now()))
-                        .unwrap_or_else(|_| "no server answered the probes in time".into()),
+                        .unwrap_or_else(|_| {
+                            "no server answered the probes in time".to_string().into()
+                        }),
                     None => diagnose(&hosts, opts.tls.as_ref(), probe_wait),
                 };
-                let detail = ErrorDetail::new(format!(
+                let detail = ErrorDetail::new(why.ending(format!(
                     "no ZooKeeper session with {hosts} within {:?}: {why}",
                     opts.connect_timeout
                         .min(bound.saturating_duration_since(started))
-                ));
+                )));
                 return Err(connect_failure(detail, &why));
             }
         };

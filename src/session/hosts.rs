@@ -5,7 +5,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::error::{Error, ErrorDetail, Result};
+use crate::error::{Error, ErrorDetail, Hint, Result};
 
 /// A host list's servers and its chroot: `host:port,...[/chroot]`, each host optionally
 /// written `tcp://host:port` (plaintext) or `tcp+tls://host:port` (TLS), as zookeeper-client
@@ -119,15 +119,54 @@ pub(super) fn parse_hosts(hosts: &str, tls: bool) -> Result<Vec<(SocketAddr, Opt
     Ok(out)
 }
 
+/// Why a connect failed, as its probes found: words, and the setting that would fix it (the
+/// first one a probe named), which goes at the very end of the error's message (see
+/// [`Hint`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Why {
+    pub(super) text: String,
+    pub(super) hint: Option<Hint>,
+}
+
+impl Why {
+    pub(super) fn new(text: impl Into<String>, hint: Option<Hint>) -> Why {
+        Why {
+            text: text.into(),
+            hint,
+        }
+    }
+
+    /// `message` (which says this), with the hint after it.
+    pub(super) fn ending(&self, message: String) -> String {
+        match self.hint {
+            Some(h) => h.after(message),
+            None => message,
+        }
+    }
+}
+
+impl From<String> for Why {
+    fn from(text: String) -> Why {
+        Why::new(text, None)
+    }
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// Why no session could be opened with `hosts`, in words: per server, "cannot resolve host",
 /// "connection refused by", "no answer from", why its TLS handshake fails, or that it
 /// "accepts connections" (each probed once, waiting at most `wait` for each answer). `tls`:
 /// the client's TLS options, when it has some (hosts without a scheme then use TLS).
-pub(super) fn diagnose(hosts: &str, tls: Option<&super::tls::Tls>, wait: Duration) -> String {
+pub(super) fn diagnose(hosts: &str, tls: Option<&super::tls::Tls>, wait: Duration) -> Why {
     let Ok(parsed) = HostList::parse(hosts) else {
-        return String::new();
+        return Why::default();
     };
     let mut why = Vec::new();
+    let mut hint = None;
     for (_, host, port, scheme) in &parsed.hosts {
         let secure = scheme.unwrap_or(tls.is_some());
         let addrs: Vec<SocketAddr> = match (*host, *port).to_socket_addrs() {
@@ -142,7 +181,11 @@ pub(super) fn diagnose(hosts: &str, tls: Option<&super::tls::Tls>, wait: Duratio
                 continue;
             }
             why.push(match std::net::TcpStream::connect_timeout(&a, wait) {
-                Ok(_) => explain_silence(a, host, secure, tls, wait),
+                Ok(_) => {
+                    let w = explain_silence(a, host, secure, tls, wait);
+                    hint = hint.or(w.hint);
+                    w.text
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     format!("connection refused by {a}")
                 }
@@ -150,7 +193,7 @@ pub(super) fn diagnose(hosts: &str, tls: Option<&super::tls::Tls>, wait: Duratio
             });
         }
     }
-    why.join("; ")
+    Why::new(why.join("; "), hint)
 }
 
 /// Why a server that accepts connections opened no session.
@@ -160,25 +203,28 @@ fn explain_silence(
     secure: bool,
     tls: Option<&super::tls::Tls>,
     wait: Duration,
-) -> String {
+) -> Why {
     #[cfg(feature = "tls")]
     {
         if secure {
             return super::probe::explain_handshake(a, host, tls, wait).unwrap_or_else(|| {
-                format!("{a} completed the TLS handshake but opened no ZooKeeper session")
+                format!("{a} completed the TLS handshake but opened no ZooKeeper session").into()
             });
         }
         if super::probe::speaks_tls(a, wait) {
-            return format!(
-                "{a} did not answer as ZooKeeper: it speaks TLS; is it a TLS port? (write \
-                 tcp+tls://{host}:{} or give Options::tls)",
-                a.port()
+            return Why::new(
+                format!(
+                    "{a} did not answer as ZooKeeper: it speaks TLS; is it a TLS port? Then \
+                     write tcp+tls://{host}:{}, or ask for TLS",
+                    a.port()
+                ),
+                Some(Hint::Tls),
             );
         }
     }
     #[cfg(not(feature = "tls"))]
     let _ = (host, secure, tls, wait);
-    format!("{a} accepts connections but opened no ZooKeeper session")
+    format!("{a} accepts connections but opened no ZooKeeper session").into()
 }
 
 /// What a connect does when every server refuses connections.
@@ -194,7 +240,7 @@ pub(super) enum Refused {
 /// now (a refusal comes at once; `wait` bounds a server that does not answer), `None` when one
 /// does not refuse: waiting on will not make a server answer soon. Only a TCP connect, closed
 /// at once: nothing is sent to a server that accepts.
-pub(super) fn all_refused(servers: &[SocketAddr], wait: Duration) -> Option<String> {
+pub(super) fn all_refused(servers: &[SocketAddr], wait: Duration) -> Option<Why> {
     let mut why = Vec::new();
     for a in servers {
         match std::net::TcpStream::connect_timeout(a, wait) {
@@ -204,12 +250,12 @@ pub(super) fn all_refused(servers: &[SocketAddr], wait: Duration) -> Option<Stri
             _ => return None,
         }
     }
-    (!why.is_empty()).then(|| why.join("; "))
+    (!why.is_empty()).then(|| why.join("; ").into())
 }
 
 /// Whether probing the servers (`why`, from [`diagnose`]) found a TLS handshake failing over
 /// a certificate: retrying will not help.
-pub(super) fn certificate_trouble(why: &str) -> bool {
+pub(super) fn certificate_trouble(why: &Why) -> bool {
     [
         "not signed by a CA this client trusts",
         "certificate is not issued for",
@@ -219,13 +265,13 @@ pub(super) fn certificate_trouble(why: &str) -> bool {
         "certificate was refused",
     ]
     .iter()
-    .any(|c| why.contains(c))
+    .any(|c| why.text.contains(c))
 }
 
 /// The error of a failed connect whose servers were probed (`why`): a TLS handshake that
 /// failed over certificates is [`Error::AuthFailed`] (retrying will not help), anything else
 /// a connection loss.
-pub(super) fn connect_failure(detail: ErrorDetail, why: &str) -> Error {
+pub(super) fn connect_failure(detail: ErrorDetail, why: &Why) -> Error {
     if certificate_trouble(why) {
         Error::AuthFailed(detail)
     } else {

@@ -2,8 +2,9 @@
 //! ([`explain_handshake`]), a four-letter word over TLS ([`four_letter`]), and whether a port
 //! speaks TLS ([`speaks_tls`]). Only with the `tls` feature.
 
+use super::hosts::Why;
 use super::tls::{ensure_provider, Tls};
-use crate::error::{Error, Result};
+use crate::error::{Error, Hint, Result};
 
 /// Why a TLS handshake with `addr` (named `host` in the host list) fails, in words a user can
 /// act on; `None` when it succeeds and the server keeps the connection (the fault is
@@ -13,14 +14,14 @@ pub(crate) fn explain_handshake(
     host: &str,
     tls: Option<&Tls>,
     wait: std::time::Duration,
-) -> Option<String> {
+) -> Option<Why> {
     use rustls::pki_types::ServerName;
     use rustls::{AlertDescription, CertificateError};
 
     let tls = tls.cloned().unwrap_or_default();
     let (config, has_identity) = match client_config(&tls) {
         Ok(c) => c,
-        Err(e) => return Some(e.to_string()),
+        Err(e) => return Some(Why::new(e.without_hint(), e.hint())),
     };
     let name = ServerName::try_from(host.to_string()).ok()?;
     let mut conn = rustls::ClientConnection::new(config, name).ok()?;
@@ -51,15 +52,19 @@ pub(crate) fn explain_handshake(
         // Handshake done, no alert: the server took us.
         return None;
     }
+    let mut hint = None;
     let why = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-        Some(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => format!(
-            "the server's certificate is not signed by a CA this client trusts ({}): give the \
-             CA that signed the servers' certificates (Tls::ca_file)",
-            tls.ca
-                .as_ref()
-                .map(|c| c.describe("CA file"))
-                .unwrap_or_else(|| "the system's CA bundle".into())
-        ),
+        Some(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => {
+            hint = Some(Hint::TlsCaFile);
+            format!(
+                "the server's certificate is not signed by a CA this client trusts ({}): give \
+                 the CA that signed the servers' certificates",
+                tls.ca
+                    .as_ref()
+                    .map(|c| c.describe("CA file"))
+                    .unwrap_or_else(|| "the system's CA bundle".into())
+            )
+        }
         Some(rustls::Error::InvalidCertificate(
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
         )) => format!(
@@ -84,9 +89,8 @@ pub(crate) fn explain_handshake(
                         | AlertDescription::BadCertificate
                 ) =>
         {
-            "the server requires a client certificate (ssl.clientAuth=need): give one \
-              (Tls::identity_files)"
-                .to_string()
+            hint = Some(Hint::TlsIdentity);
+            "the server requires a client certificate (ssl.clientAuth=need): give one".to_string()
         }
         Some(rustls::Error::AlertReceived(a))
             if has_identity
@@ -109,8 +113,9 @@ pub(crate) fn explain_handshake(
         }
         Some(rustls::Error::InvalidMessage(_))
         | Some(rustls::Error::InappropriateMessage { .. }) => {
-            "the server did not answer TLS: is it a plaintext port? (drop tcp+tls:// and \
-             Options::tls for it)"
+            hint = Some(Hint::Tls);
+            "the server did not answer TLS: is it a plaintext port? Then connect to it without \
+             TLS: drop tcp+tls:// and the TLS options"
                 .to_string()
         }
         Some(other) => format!("{other}"),
@@ -130,7 +135,10 @@ pub(crate) fn explain_handshake(
         None if timed_out => "no answer to the TLS handshake: is it a plaintext port?".to_string(),
         None => e.to_string(),
     };
-    Some(format!("TLS handshake with {addr} failed: {why}"))
+    Some(Why::new(
+        format!("TLS handshake with {addr} failed: {why}"),
+        hint,
+    ))
 }
 
 /// A rustls configuration as zookeeper-client makes it of `tls` (roots, client certificate;

@@ -38,7 +38,7 @@ pub(crate) fn apply(
         }
         #[cfg(not(feature = "tls"))]
         return Err(Error::invalid(format!(
-            "TLS asked for (Options::tls, or a tcp+tls:// host): {}",
+            "TLS asked for (in the options, or by a tcp+tls:// host): {}",
             without("tls")
         )));
     }

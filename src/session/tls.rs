@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 #[cfg(feature = "tls")]
 use zookeeper_client as zk;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Hint, Result};
 
 /// Where a PEM text comes from: given, or a file read at each connect.
 #[derive(Clone)]
@@ -175,9 +175,9 @@ fn system_ca() -> Result<String> {
             }
         }
     }
-    Err(Error::invalid(
-        "TLS without a CA file, and no system CA bundle found (give one: Tls::ca_file)",
-    ))
+    Err(Error::invalid(Hint::TlsCaFile.after(
+        "TLS without a CA file, and no system CA bundle found: give one",
+    )))
 }
 
 /// The key as an unencrypted PEM: decrypted with `password` when it is an encrypted PKCS#8.
@@ -186,10 +186,10 @@ fn decrypt_key(pem: String, password: Option<&Secret>, from: &Pem) -> Result<Str
     let legacy = pem.contains("Proc-Type: 4,ENCRYPTED");
     match (encrypted || legacy, password) {
         (false, _) => Ok(pem),
-        (true, None) => Err(Error::invalid(format!(
-            "{} is encrypted: give its password (Tls::key_password)",
+        (true, None) => Err(Error::invalid(Hint::TlsKeyPassword.after(format_args!(
+            "{} is encrypted: give its password",
             from.describe("key")
-        ))),
+        )))),
         (true, Some(_)) if legacy => Err(Error::invalid(format!(
             "{} is encrypted the legacy OpenSSL way (Proc-Type header), which zklock cannot \
              read: convert it with `openssl pkcs8 -topk8 -in KEY -out KEY.p8`",
@@ -210,10 +210,10 @@ fn decrypt_key(pem: String, password: Option<&Secret>, from: &Pem) -> Result<Str
                 .map_err(|e| Error::invalid(format!("{}: {e}", from.describe("key"))))?
                 .decrypt(pw.0.as_bytes())
                 .map_err(|_| {
-                    Error::invalid(format!(
-                        "{} cannot be decrypted with the password given (Tls::key_password)",
+                    Error::invalid(Hint::TlsKeyPassword.after(format_args!(
+                        "{} cannot be decrypted with the password given",
                         from.describe("key")
-                    ))
+                    )))
                 })?;
                 doc.to_pem(pkcs8::PrivateKeyInfo::PEM_LABEL, Default::default())
                     .map(|p| p.to_string())
@@ -267,7 +267,7 @@ pub(super) fn tls_options(tls: Tls) -> Result<zk::TlsOptions> {
     }
     if tls.no_hostname_verification {
         log::warn!(
-            "zklock: TLS server names are not verified (Tls::danger_accept_any_server_name): \
+            "zklock: TLS server names are not verified (as this client's TLS options ask): \
              any holder of a certificate from the trusted CAs can pose as the servers"
         );
         o = crate::sys::tls_without_server_name_check(o);

@@ -32,24 +32,27 @@ pub(crate) fn usage(msg: &str) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
-/// The library's hints that name its API, and the command's options for them.
-const IN_COMMAND_WORDS: [(&str, &str); 7] = [
-    ("Tls::ca_file", "--tls-ca"),
-    ("Tls::identity_files", "--tls-cert and --tls-key"),
-    ("Tls::key_password", "--tls-key-password-file"),
-    ("Options::tls", "--tls"),
-    ("Options::sasl", "--sasl-user"),
-    ("Options::auth", "--digest-user"),
-    ("a TLS client certificate", "--tls-cert"),
-];
-
-/// The exit status for an error of the library, whose message goes to stderr with its hints
-/// in the command's words (`--tls-ca` where the library says `Tls::ca_file`).
-pub(crate) fn fail(e: &zklock::Error) -> ExitCode {
-    let mut msg = e.to_string();
-    for (api, option) in IN_COMMAND_WORDS {
-        msg = msg.replace(api, option);
+/// The command's options for the setting an error's hint names.
+pub(crate) fn option_of(hint: zklock::Hint) -> &'static str {
+    use zklock::Hint;
+    match hint {
+        Hint::TlsCaFile => "--tls-ca",
+        Hint::TlsIdentity => "--tls-cert and --tls-key",
+        Hint::TlsKeyPassword => "--tls-key-password-file",
+        Hint::Tls => "--tls",
+        Hint::Sasl => "--sasl-user or --kerberos",
+        Hint::Identity => "--sasl-user, --kerberos, --tls-cert or --digest-user",
+        // The command gives every connect a timeout of its own; named for completeness.
+        Hint::ConnectTimeout => "--timeout or --session-timeout",
+        // A hint of a newer library: its Rust name says which setting.
+        other => other.rust_name(),
     }
+}
+
+/// The exit status for an error of the library, whose message goes to stderr with its hint
+/// in the command's words (`--tls-ca` where the library's Rust API says `Tls::ca_file`).
+pub(crate) fn fail(e: &zklock::Error) -> ExitCode {
+    let msg = e.to_string_naming(option_of);
     eprintln!("zklock: {msg}");
     match e {
         zklock::Error::InvalidArgument(_) => ExitCode::from(EXIT_USAGE),

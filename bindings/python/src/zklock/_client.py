@@ -185,26 +185,6 @@ def _sasl_setters(sasl_options) -> list:
              _text(sasl_options["password"], "sasl_options password"))]
 
 
-# The library's hints name its Rust API; a Python caller fixes things with these keywords.
-_HINTS = (
-    ("Tls::ca_file", "ca="),
-    ("Tls::identity_files", "certfile= and keyfile="),
-    ("Tls::key_password", "keyfile_password="),
-    ("Tls::danger_accept_any_server_name", "verify_certs=False"),
-    ("Options::sasl", "sasl_options="),
-    ("Options::tls", "use_ssl="),
-)
-
-
-def _connect_error(status: int) -> ZklError:
-    """The error of a failed connect, its hints in this package's keywords."""
-    err = _error(status)
-    message = err.message
-    for rust, python in _HINTS:
-        message = message.replace(rust, python)
-    return type(err)(message, status)
-
-
 # The clients still open, closed at interpreter exit (atexit, while threads still run): a lock
 # handle with a call under way in another thread (an acquire waiting on a second handle of a
 # semaphore, say) cannot be freed once the interpreter finalizes, and would keep its client's
@@ -332,7 +312,7 @@ class Client(_Managed):
         finally:
             _lib.zkl_options_free(opts)
         if status != OK:
-            raise _connect_error(status)
+            raise _error(status)
         super().__init__(ptr.value)
         self._hosts = hosts
         self._locks: List["weakref.ref[Lock]"] = []

@@ -18,6 +18,7 @@ from ._ffi import (
     TIMEOUT,
     WOULD_DEADLOCK,
     ZOOKEEPER_ERROR,
+    _last_message,
     _lib,
 )
 
@@ -133,7 +134,7 @@ _ERRORS = {c.status: c for c in (Timeout, InvalidArgument, NotHeld, ConnectionLo
 def _error(status: int) -> ZklError:
     message = getattr(status, "message", None)
     if message is None:  # a bare int from this thread's own last call
-        message = _lib.zkl_last_error_message().decode("utf-8", "replace")
+        message = _last_message()
     cls: Type[ZklError] = _ERRORS.get(status, ZklError)
     return cls(message, int(status))
 

@@ -167,6 +167,8 @@ _SIGNATURES = {
     "zkl_log_next": (_status, [c_int64, POINTER(c_uint32), POINTER(c_char_p), POINTER(c_char_p)]),
     "zkl_log_stop": (_status, []),
     "zkl_last_error_message": (c_char_p, []),
+    "zkl_last_error_hint": (c_uint32, []),
+    "zkl_last_error_reason": (c_char_p, []),
     "zkl_status_name": (c_char_p, [c_uint32]),
     "zkl_version": (c_char_p, []),
 }
@@ -196,13 +198,35 @@ class _Status(int):
         return self
 
 
+# The settings the library's hints name (zkl_hint, from zkl_last_error_hint), as this package's
+# keywords: the message names them after the library's reason, where C names its functions.
+_HINT_KEYWORDS = {
+    1: "ca=",  # ZKL_HINT_TLS_CA_FILE
+    2: "certfile= and keyfile=",  # ZKL_HINT_TLS_IDENTITY
+    3: "keyfile_password=",  # ZKL_HINT_TLS_KEY_PASSWORD
+    4: "use_ssl=",  # ZKL_HINT_TLS
+    5: "sasl_options=",  # ZKL_HINT_SASL
+    6: "sasl_options=, certfile= or auth_data=",  # ZKL_HINT_IDENTITY
+    7: "connect_timeout=",  # ZKL_HINT_CONNECT_TIMEOUT
+}
+
+
+def _last_message() -> str:
+    """This thread's last error message, its hint (the setting that fixes it) named with this
+    package's keywords: the library's reason, then the keyword in parentheses."""
+    keyword = _HINT_KEYWORDS.get(_lib.zkl_last_error_hint())
+    if keyword is None:  # no hint (or one newer than this package: the C words then)
+        return _lib.zkl_last_error_message().decode("utf-8", "replace")
+    return "%s (%s)" % (_lib.zkl_last_error_reason().decode("utf-8", "replace"), keyword)
+
+
 def _c(fn, *args) -> int:
     """``fn(*args)``, a zkl_ function that returns a status: ZKL_OK, or a :class:`_Status` with
     this thread's message of it."""
     status = fn(*args)
     if status == OK:
         return OK
-    return _Status(status, _lib.zkl_last_error_message().decode("utf-8", "replace"))
+    return _Status(status, _last_message())
 
 
 def _plain(fn, *args):
