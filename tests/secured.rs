@@ -162,6 +162,27 @@ fn an_untrusted_ca_is_an_auth_failure_that_says_so() {
     }
 }
 
+/// Issue 40: a regenerated CA, with the same subject name as the one that signed the servers'
+/// certificates, was "the server's certificate was refused (BadSignature)"; it gets the advice
+/// of any CA that did not sign them.
+#[test]
+fn a_regenerated_ca_of_the_same_name_gets_the_advice_of_another_ca() {
+    let s = server_only();
+    let again = s.certs().unwrap().regenerated_ca().unwrap();
+    let e = refused(
+        &s.connect_string(),
+        options().tls(Tls::new().ca_file(&again)),
+    );
+    match &e {
+        Error::AuthFailed(m) => {
+            assert!(m.contains("not signed by a CA this client trusts"), "{m}");
+            assert!(m.contains(&again.display().to_string()), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.hint(), Some(zklock::Hint::TlsCaFile), "{e}");
+}
+
 #[test]
 fn a_server_certificate_for_another_name_is_an_auth_failure_naming_the_host() {
     let certs = TestingCerts::generate_for_names(&["wrong.example"]).unwrap();

@@ -54,15 +54,25 @@ pub(crate) fn explain_handshake(
     }
     let mut hint = None;
     let why = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-        Some(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => {
+        // BadSignature: a trusted CA has the name of the certificate's issuer but not its key
+        // (a CA regenerated under the same name): to the user, the same mistake.
+        Some(rustls::Error::InvalidCertificate(
+            c @ (CertificateError::UnknownIssuer | CertificateError::BadSignature),
+        )) => {
             hint = Some(Hint::TlsCaFile);
             format!(
-                "the server's certificate is not signed by a CA this client trusts ({}): give \
-                 the CA that signed the servers' certificates",
+                "the server's certificate is not signed by a CA this client trusts ({}{}): \
+                 give the CA that signed the servers' certificates",
                 tls.ca
                     .as_ref()
                     .map(|c| c.describe("CA file"))
-                    .unwrap_or_else(|| "the system's CA bundle".into())
+                    .unwrap_or_else(|| "the system's CA bundle".into()),
+                if matches!(c, CertificateError::BadSignature) {
+                    "; a CA there has the name of the certificate's issuer but another key, as \
+                     a CA regenerated under the same name has"
+                } else {
+                    ""
+                }
             )
         }
         Some(rustls::Error::InvalidCertificate(

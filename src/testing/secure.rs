@@ -135,6 +135,8 @@ struct Inner {
     ca_pem: String,
     ca_der: CertificateDer<'static>,
     ca_path: PathBuf,
+    /// The CA's subject common name.
+    ca_name: String,
     names: Vec<String>,
     server: ClientCert,
     server_store: PathBuf,
@@ -188,10 +190,8 @@ impl TestingCerts {
 
         let ca_key = KeyPair::generate().map_err(rcgen_err)?;
         let mut ca_params = CertificateParams::default();
-        ca_params.distinguished_name = dn(&format!(
-            "zklock testing CA {} #{serial}",
-            std::process::id()
-        ));
+        let ca_name = format!("zklock testing CA {} #{serial}", std::process::id());
+        ca_params.distinguished_name = dn(&ca_name);
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca_params.key_usages = vec![
             KeyUsagePurpose::KeyCertSign,
@@ -232,6 +232,7 @@ impl TestingCerts {
                 ca_der: ca_cert.der().clone(),
                 ca_pem,
                 ca_path,
+                ca_name,
                 names,
                 server,
                 server_store,
@@ -239,6 +240,36 @@ impl TestingCerts {
                 next: AtomicUsize::new(0),
             }),
         })
+    }
+
+    /// A PEM file of a CA with this CA's subject name and a key of its own, as regenerating a
+    /// CA makes: this CA's certificates name it as their issuer but do not verify against it.
+    /// Written beside the CA file, once per call.
+    ///
+    /// ```
+    /// let certs = zklock::testing::TestingCerts::generate().unwrap();
+    /// let again = certs.regenerated_ca().unwrap();
+    /// assert_ne!(std::fs::read_to_string(again).unwrap(), certs.ca_pem());
+    /// ```
+    pub fn regenerated_ca(&self) -> io::Result<PathBuf> {
+        let key = KeyPair::generate().map_err(rcgen_err)?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name = dn(&self.inner.ca_name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let cert = params.self_signed(&key).map_err(rcgen_err)?;
+        let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
+        let path = self
+            .inner
+            .dir
+            .path()
+            .join(format!("regenerated-ca-{n}.pem"));
+        std::fs::write(&path, cert.pem())?;
+        Ok(path)
     }
 
     /// A new client certificate with subject `CN=<common_name>`, signed by this CA (extended
