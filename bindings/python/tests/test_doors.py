@@ -174,6 +174,15 @@ def test_hold_async_holds_for_the_block_and_times_out_as_timeout(zk_hosts, path)
         cl.close()
 
 
+@pytest.mark.parametrize("seconds", [float("inf"), -1, 0.05, 3600.5, 1e30])
+def test_a_session_timeout_out_of_range_says_the_range_it_takes(zk_hosts, seconds):
+    # Issue 40: inf raised OverflowError, and -1 was said to be outside "0.1 to 4.29497e+06 s"
+    # where the most is 3600 s.
+    with pytest.raises(zklock.InvalidArgument) as caught:
+        zklock.Client(zk_hosts, session_timeout=seconds)
+    assert caught.value.message.endswith("out of range (0.1 to 3600 s)"), caught.value.message
+
+
 def test_integers_are_checked_before_they_reach_ctypes(zk_hosts, path):
     with pytest.raises(ValueError):
         zklock.Client(zk_hosts, session_timeout=4294967.396)

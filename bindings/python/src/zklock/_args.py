@@ -54,13 +54,20 @@ def _millis(timeout: Optional[float]) -> int:
     return max(1, int(math.ceil(t * 1000)))
 
 
-def _millis_u32(seconds, what: str, low_ms: int = 1) -> int:
-    """Seconds as whole milliseconds for a uint32_t argument, range-checked (ValueError)."""
+def _in_seconds(ms: int) -> str:
+    """Milliseconds as seconds in plain digits: 100 -> "0.1", 4294967295 -> "4294967.295"."""
+    return ("%d.%03d" % divmod(ms, 1000)).rstrip("0").rstrip(".")
+
+
+def _millis_u32(seconds, what: str, low_ms: int = 1, high_ms: int = _U32_MAX) -> int:
+    """Seconds as whole milliseconds for a uint32_t argument, from ``low_ms`` to ``high_ms``
+    (InvalidArgument, a ValueError, otherwise: also for infinities)."""
     t = _seconds(seconds, what)
-    ms = int(math.ceil(t * 1000)) if t > 0 else 0
-    if not low_ms <= ms <= _U32_MAX:
-        raise InvalidArgument("%s of %r s is out of range (%g to %g s)"
-                              % (what, seconds, low_ms / 1000, _U32_MAX / 1000), INVALID_ARGUMENT)
+    ms = int(math.ceil(t * 1000)) if 0 < t < math.inf else (0 if t <= 0 else None)
+    if ms is None or not low_ms <= ms <= high_ms:
+        raise InvalidArgument("%s of %r s is out of range (%s to %s s)"
+                              % (what, seconds, _in_seconds(low_ms), _in_seconds(high_ms)),
+                              INVALID_ARGUMENT)
     return ms
 
 
