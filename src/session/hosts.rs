@@ -99,11 +99,19 @@ impl<'a> HostList<'a> {
 pub(super) fn parse_hosts(hosts: &str, tls: bool) -> Result<Vec<(SocketAddr, Option<String>)>> {
     let parsed = HostList::parse(hosts)?;
     let mut out = Vec::new();
+    let mut unresolved = Vec::new();
     for (text, name, port, scheme) in &parsed.hosts {
         let secure = scheme.unwrap_or(tls).then(|| name.to_string());
         match (*name, *port).to_socket_addrs() {
             Ok(addrs) => out.extend(addrs.map(|a| (a, secure.clone()))),
-            Err(e) => log::warn!("cannot resolve {text}: {e}"),
+            Err(e) => unresolved.push(format!("cannot resolve {text}: {e}")),
+        }
+    }
+    // A host left out is worth a warning only while the others are used: with none resolved,
+    // the error below says it, once.
+    if !out.is_empty() {
+        for why in unresolved {
+            log::warn!("{why}; connecting to the other hosts");
         }
     }
     if out.is_empty() {

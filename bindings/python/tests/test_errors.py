@@ -2,6 +2,8 @@
 thread made the C call, and a text argument the library would cut short at a NUL is refused."""
 
 import asyncio
+import subprocess
+import sys
 
 import pytest
 
@@ -110,3 +112,21 @@ def test_a_nul_in_any_connect_argument_is_refused_before_connecting(zk_hosts, kw
     with pytest.raises(zklock.InvalidArgument) as err:
         zklock.Client(hosts, 5.0, connect_timeout=2.0, **kwargs).close()
     assert "NUL" in str(err.value), str(err.value)
+
+
+
+def test_an_unresolvable_host_is_said_once_in_the_error_not_on_stderr():
+    # Issue 40: a log line "cannot resolve ..." reached stderr (logging's last resort, in a
+    # program that configures no logging) before ConnectionLoss said the same. A program of
+    # its own: pytest's log capture would hide the line.
+    program = (
+        "import zklock\n"
+        "try:\n"
+        "    zklock.Client('no-such-host.invalid:2181', connect_timeout=1.0)\n"
+        "except zklock.ConnectionLoss as e:\n"
+        "    print(e.message)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=60)
+    assert 'cannot resolve host "no-such-host.invalid"' in done.stdout, done
+    assert done.stderr == "", done.stderr
