@@ -305,3 +305,22 @@ fn the_packaged_crate_carries_both_license_texts() {
         assert!(list.lines().any(|l| l == f), "{f} not packaged: {list}");
     }
 }
+
+/// A Python virtual environment made in the checkout (`python3 -m venv venv`, as the Python
+/// package's README and most tutorials name it) is not offered to `git add` (issue 40).
+#[test]
+fn a_virtual_environment_in_the_checkout_is_ignored() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    for p in [
+        "venv/bin/python",
+        ".venv/bin/python",
+        "bindings/python/venv/bin/python",
+    ] {
+        let ignored = Command::new("git")
+            .args(["check-ignore", "-q", "--no-index", p])
+            .current_dir(root)
+            .status()
+            .unwrap();
+        assert!(ignored.success(), "{p} is not ignored by .gitignore");
+    }
+}
