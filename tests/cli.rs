@@ -1140,6 +1140,22 @@ fn holders_finds_the_lock_kind_by_itself() {
     assert!(err.contains("ephemeral node (a simple lock's)"), "{err}");
 }
 
+/// flock's `-o` (`--close`: COMMAND does not inherit the lock's descriptor) is accepted: a
+/// ZooKeeper lock has no descriptor to inherit, so COMMAND runs as without it (issue 40).
+#[test]
+fn flocks_close_option_is_accepted() {
+    let h = hosts();
+    let p = path("close");
+    for args in [
+        &["-o", &p, "echo", "ran"][..],
+        &["--close", &p, "echo", "ran"],
+        &["-no", &p, "echo", "ran"],
+    ] {
+        let (code, out, err) = run(zklock(&h, args));
+        assert_eq!((code, out.as_str()), (0, "ran\n"), "{args:?}: {err}");
+    }
+}
+
 /// `zklock revoke PATH` asks a revocable holder to let go (Curator's protocol).
 #[test]
 fn revoke_asks_a_revocable_holder_and_prints_its_node() {

@@ -207,6 +207,11 @@ pub(crate) struct RunArgs {
     /// Run COMMAND_STRING with `sh -c` (as flock -c).
     #[arg(short = 'c', long = "command", value_name = "COMMAND_STRING")]
     pub(crate) shell: Option<String>,
+    /// Accepted for flock's command lines, and changes nothing: flock -o keeps COMMAND from
+    /// inheriting the lock's file descriptor, and a ZooKeeper lock has none (COMMAND never
+    /// holds the lock itself: zklock holds it while COMMAND runs).
+    #[arg(short = 'o', long = "close")]
+    pub(crate) close: bool,
     /// The lock path (absolute, e.g. /locks/nightly).
     #[arg(value_name = "PATH", required = true)]
     pub(crate) path: Option<String>,
@@ -411,6 +416,8 @@ pub(crate) mod tests {
             .run;
         assert_eq!(a.timeout, Some(Duration::from_secs(3)));
         assert_eq!((a.kind.read, a.shell.as_deref()), (true, Some("echo hi")));
+        let a = parse(&["-no", "/p", "true"]).unwrap().run;
+        assert!(a.nonblock && a.close);
         let a = parse(&["-n", "--semaphore", "3", "--on-lost", "kill", "/p", "true"])
             .unwrap()
             .run;
