@@ -350,10 +350,11 @@ impl From<zookeeper_client::Error> for Error {
             Z::SessionExpired | Z::AuthFailed => Error::SessionExpired,
             Z::ClientClosed => Error::Closed,
             Z::BadArguments(m) => Error::InvalidArgument((*m).to_string()),
-            Z::NoChildrenForEphemerals => Error::ZooKeeper(
-                "the lock path is an ephemeral node (a simple lock's): no other kind of lock can queue under it"
-                    .into(),
-            ),
+            Z::NoChildrenForEphemerals => Error::ZooKeeper(ErrorDetail::with_source(
+                "the lock path is an ephemeral node (a simple lock's): no other kind of lock can \
+                 queue under it",
+                e,
+            )),
             Z::NoNode
             | Z::NoAuth
             | Z::BadVersion

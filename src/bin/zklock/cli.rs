@@ -49,7 +49,8 @@ Exit status:
   81                  (--revocable) a revocation request ended COMMAND, and the lock was
                       released (its status is on stderr)
   64                  bad usage, or PATH is not a lock path (checked before connecting)
-  65                  (holders, revoke) PATH holds no lock layout zklock knows
+  65                  (holders, revoke) PATH holds no lock layout zklock knows; or PATH is
+                      a simple lock's node and another kind of lock was asked for
   69                  ZooKeeper unreachable (the message says why), or a ZooKeeper error,
                       before COMMAND started
   77                  authentication failed (a SASL password, a TLS certificate: the

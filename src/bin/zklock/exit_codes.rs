@@ -7,7 +7,8 @@ use std::process::ExitCode;
 pub(crate) const EXIT_NOT_ACQUIRED: u8 = 75;
 /// Bad command line, or a lock path that is not one (EX_USAGE).
 pub(crate) const EXIT_USAGE: u8 = 64;
-/// `holders`/`revoke`: the path holds no lock layout zklock knows (EX_DATAERR).
+/// `holders`/`revoke`: the path holds no lock layout zklock knows; or a lock of another kind
+/// than asked for is there (a simple lock's node) (EX_DATAERR).
 pub(crate) const EXIT_UNKNOWN_LAYOUT: u8 = 65;
 /// ZooKeeper unreachable, session lost while acquiring, or another ZooKeeper error
 /// (EX_UNAVAILABLE).
@@ -52,6 +53,15 @@ pub(crate) fn option_of(hint: zklock::Hint) -> &'static str {
 /// The exit status for an error of the library, whose message goes to stderr with its hint
 /// in the command's words (`--tls-ca` where the library's Rust API says `Tls::ca_file`).
 pub(crate) fn fail(e: &zklock::Error) -> ExitCode {
+    if is_code(e, |z| {
+        matches!(z, zookeeper_client::Error::NoChildrenForEphemerals)
+    }) {
+        eprintln!(
+            "zklock: the lock path is a simple lock's node (an ephemeral node, which no other \
+             kind of lock can queue under): take it with --simple, or use another path"
+        );
+        return ExitCode::from(EXIT_UNKNOWN_LAYOUT);
+    }
     let msg = e.to_string_naming(option_of);
     eprintln!("zklock: {msg}");
     match e {
@@ -64,8 +74,13 @@ pub(crate) fn fail(e: &zklock::Error) -> ExitCode {
 
 /// Whether the servers refused a request by the node's ACL (ZooKeeper's NoAuth).
 fn is_no_auth(e: &zklock::Error) -> bool {
+    is_code(e, |z| matches!(z, zookeeper_client::Error::NoAuth))
+}
+
+/// Whether `e` is a ZooKeeper error whose code `code` picks.
+fn is_code(e: &zklock::Error, code: impl Fn(&zookeeper_client::Error) -> bool) -> bool {
     matches!(e, zklock::Error::ZooKeeper(_))
         && std::error::Error::source(e)
             .and_then(|s| s.downcast_ref::<zookeeper_client::Error>())
-            .is_some_and(|z| matches!(z, zookeeper_client::Error::NoAuth))
+            .is_some_and(code)
 }
