@@ -106,3 +106,37 @@ pub(crate) fn saturating_after(t: Duration) -> Instant {
         .or_else(|| now.checked_add(t.min(Duration::from_secs(u32::MAX.into()))))
         .unwrap_or(now)
 }
+
+/// A duration as people write it, to the millisecond: "1 s", "2.5 s", "145 ms", "0.4 ms"
+/// (not Debug's "999.971476ms").
+pub(crate) fn for_people(d: Duration) -> String {
+    let micros = d.as_micros();
+    let ms = (micros + 500) / 1000;
+    let trimmed = |t: String| t.trim_end_matches('0').trim_end_matches('.').to_string();
+    if ms >= 1000 {
+        format!("{} s", trimmed(format!("{}.{:03}", ms / 1000, ms % 1000)))
+    } else if micros >= 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{} ms", trimmed(format!("0.{micros:03}")))
+    }
+}
+
+#[cfg(test)]
+mod for_people_tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        for (d, text) in [
+            (Duration::from_nanos(2_999_986_386), "3 s"),
+            (Duration::from_millis(2500), "2.5 s"),
+            (Duration::from_micros(999_971), "1 s"),
+            (Duration::from_micros(145_003), "145 ms"),
+            (Duration::from_micros(400), "0.4 ms"),
+            (Duration::from_secs(3600), "3600 s"),
+        ] {
+            assert_eq!(for_people(d), text, "{d:?}");
+        }
+    }
+}

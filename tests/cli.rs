@@ -1793,3 +1793,31 @@ fn a_lost_commands_last_heartbeat_comes_before_the_next_commands_first() {
         margins[margins.len() / 2]
     );
 }
+
+/// Durations are printed as people write them, "within 1 s", not as Rust's Debug writes them
+/// ("within 999.98172ms", "2.999986386s") (issue 40).
+#[test]
+fn durations_are_printed_for_people() {
+    // A server that takes connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hosts = silent.local_addr().unwrap().to_string();
+    let (code, _, err) = run(zklock(&hosts, &["-w", "1", &path("durations"), "true"]));
+    assert_eq!(code, 69, "{err}");
+    assert!(err.contains("within 1 s:"), "{err}");
+    // The whole of stderr: no duration with nine decimals, none of Debug's "ms"/"s" glued on.
+    let glued = regex_lite_glued(&err);
+    assert!(glued.is_empty(), "{glued:?} in {err}");
+}
+
+/// Numbers glued to a unit as Debug prints durations (`1.5s`, `999.98ms`).
+fn regex_lite_glued(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || c == '(' || c == ':' || c == ',')
+        .filter(|w| {
+            let unit = w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+            w.len() > unit.len()
+                && w.starts_with(|c: char| c.is_ascii_digit())
+                && ["s", "ms", "µs", "ns"].contains(&unit)
+        })
+        .map(str::to_string)
+        .collect()
+}

@@ -279,9 +279,11 @@ impl Client {
                     None => diagnose(&hosts, opts.tls.as_ref(), probe_wait),
                 };
                 let detail = ErrorDetail::new(why.ending(format!(
-                    "no ZooKeeper session with {hosts} within {:?}: {why}",
-                    opts.connect_timeout
-                        .min(bound.saturating_duration_since(started))
+                    "no ZooKeeper session with {hosts} within {}: {why}",
+                    crate::deadline::for_people(
+                        opts.connect_timeout
+                            .min(bound.saturating_duration_since(started))
+                    )
                 )));
                 return Err(connect_failure(detail, &why));
             }

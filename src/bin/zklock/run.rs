@@ -82,7 +82,7 @@ pub(crate) fn run(
         Ok(None) => {
             let how = match args.timeout {
                 Some(t) if t.is_zero() => "it is busy".to_string(),
-                Some(t) => format!("not acquired within {:?}", t),
+                Some(t) => format!("not acquired within {}", for_people(t)),
                 None => "not acquired".to_string(),
             };
             eprintln!("zklock: {path}: {how}");
@@ -343,7 +343,8 @@ fn wait_child(
                 OnLost::Term => {
                     eprintln!(
                         "zklock: lost the lock on {path} ({why}); sending SIGTERM to {pid}, \
-                         SIGKILL in {handover:?} at most"
+                         SIGKILL in {} at most",
+                        for_people(handover)
                     );
                     process::send_signal(pid, SIGTERM);
                     let now = Instant::now();
@@ -387,5 +388,17 @@ fn exit_code_of(s: std::process::ExitStatus) -> ExitCode {
         (Some(c), _) => ExitCode::from(c as u8),
         (None, Some(sig)) => ExitCode::from(128u8.wrapping_add(sig as u8)),
         _ => ExitCode::from(EXIT_UNAVAILABLE),
+    }
+}
+
+/// A duration as people write it, to the millisecond: "1 s", "2.5 s", "145 ms" (not Debug's
+/// "2.999986386s").
+pub(crate) fn for_people(d: Duration) -> String {
+    let ms = (d.as_micros() + 500) / 1000;
+    if ms >= 1000 {
+        let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+        format!("{} s", text.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        format!("{ms} ms")
     }
 }
