@@ -38,6 +38,26 @@
 //! library's own, and dropping the future (a timeout, `select!`, an aborted task) cancels the
 //! acquire and gives back a hold that arrived anyway. The guard, an [`OwnedGuard`], is `Send`
 //! and `'static`: it may be held across `.await`.
+//!
+//! ## Cargo features
+//!
+//! None is on by default: a crate that depends on zklock asks for what it uses. The API is the
+//! same with every feature set, so a missing feature shows at run time: [`Client::connect`]
+//! with TLS options (or a `tcp+tls://` host) in a build without `tls` fails with
+//! [`Error::InvalidArgument`] naming the feature to turn on.
+//!
+//! | Feature | Turns on |
+//! |---|---|
+//! | `tls` | TLS to the servers: [`Options::tls`], [`Tls`], `tcp+tls://` hosts (rustls). |
+//! | `sasl` | SASL DIGEST-MD5 authentication: [`Options::sasl`], [`Sasl::digest_md5`]. |
+//! | `sasl-gssapi` | SASL GSSAPI (Kerberos): [`Sasl::gssapi`]; builds with the Kerberos headers and libclang (Debian: `libkrb5-dev`, `libclang-dev`). |
+//! | `testing` | Real ZooKeeper servers for tests (`zklock::testing`: `TestingServer`, clusters, TLS, SASL and Kerberos servers); implies `tls`, `sasl`, `sasl-gssapi`. |
+//! | `cli` | The `zklock` command (`cargo install zklock --features cli`); implies `tls`, `sasl`. |
+//! | `capi` | What the C library is built with by `cargo cinstall` (cargo-c): `tls`, `sasl`. |
+//! | `header` | Regenerates `include/zklock.h` with cbindgen at build time (the project's own builds). |
+//!
+//! The C library, the Python package and the command are built with `tls` and `sasl`; docs.rs
+//! documents the crate with `testing`, so with every feature the library's API depends on.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

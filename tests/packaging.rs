@@ -324,3 +324,36 @@ fn a_virtual_environment_in_the_checkout_is_ignored() {
         assert!(ignored.success(), "{p} is not ignored by .gitignore");
     }
 }
+
+/// The crate's documentation lists every cargo feature and what it turns on: a crate built
+/// without `tls` took TLS options and failed only at run time, and nothing said so (issue 40).
+#[test]
+fn the_crate_docs_list_every_cargo_feature() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let manifest = std::fs::read_to_string(format!("{root}/Cargo.toml")).unwrap();
+    let features: Vec<&str> = manifest
+        .split("\n[features]\n")
+        .nth(1)
+        .unwrap()
+        .split("\n[")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(" = "))
+        .map(|l| l.split(" = ").next().unwrap().trim())
+        .filter(|f| *f != "default")
+        .collect();
+    assert!(features.contains(&"tls"), "{features:?}");
+    let lib = std::fs::read_to_string(format!("{root}/src/lib.rs")).unwrap();
+    let docs: String = lib
+        .lines()
+        .take_while(|l| l.starts_with("//!") || l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for f in features {
+        assert!(
+            docs.contains(&format!("//! | `{f}` |")),
+            "the crate docs' feature table lacks `{f}`"
+        );
+    }
+}
