@@ -60,6 +60,10 @@ trap 'rm -rf "$probe"' EXIT
 private=$(rustc --crate-type staticlib --crate-name probe --print native-static-libs \
     -o "$probe/libprobe.a" "$probe/empty.rs" 2>&1 | sed -n 's/.*native-static-libs: *//p')
 [ -n "$private" ] || { echo "install.sh: rustc printed no native-static-libs" >&2; exit 1; }
+# rustc names the unwinder libgcc_s, which is a shared library only: `cc -static` cannot link
+# it. libgcc_eh is the same unwinder as an archive (what gcc itself links with -static), and a
+# program that links libzklock.a into a dynamic executable links it as well.
+private=$(echo " $private " | sed 's/ -lgcc_s / -lgcc_eh /; s/^ //; s/ $//')
 
 install -d "$dest$libdir/pkgconfig" "$dest$includedir" "$dest$bindir" "$dest$mandir/man1"
 install -m 755 "$release/libzklock.so" "$dest$libdir/libzklock.so.$version"

@@ -256,6 +256,18 @@ fn installed_library_links_dynamically_and_statically_and_locks() {
     assert_eq!(out.trim(), want);
     assert!(!run(Command::new("ldd").arg(&stat)).contains("libzklock"));
 
+    // Fully static (`cc -static`), with the .pc's static line as it is: its unwinder is
+    // libgcc_eh, which a static program can link (libgcc_s has no archive) (issue 40).
+    let all_static = p.join("app-all-static");
+    sh(format!(
+        "cc -std=c99 -static {} -o {} {} 2>&1",
+        src.display(),
+        all_static.display(),
+        pc("--cflags --libs --static"),
+    ));
+    let out = run(Command::new(&all_static).args([&hosts, "/packaging/all-static"]));
+    assert_eq!(out.trim(), want);
+
     // C++: the installed zklock.hpp beside zklock.h.
     let cpp = p.join("app.cpp");
     std::fs::write(&cpp, APP_CPP).unwrap();
