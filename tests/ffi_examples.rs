@@ -621,3 +621,34 @@ fn c_example_links_statically_with_the_documented_libraries() {
         "the README must name the static link's libraries: {NATIVE_STATIC_LIBS}"
     );
 }
+
+/// docs/c-api.md's valgrind line passes a C program that locks and frees everything: the
+/// "possibly lost" blocks of the library's threads (still running at exit) are not counted,
+/// and nothing is definitely lost (issue 40).
+#[test]
+fn the_documented_valgrind_line_passes_a_c_example() {
+    if !common::ffi::have("valgrind") {
+        eprintln!("skipped: no valgrind");
+        return;
+    }
+    let line = "valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1";
+    let docs = std::fs::read_to_string(common::ffi::repo().join("docs/c-api.md")).unwrap();
+    assert!(docs.contains(line), "docs/c-api.md no longer says `{line}`");
+    let exe = compile("cc", C_FLAGS, "ffi-examples/c/mutex.c", "mutex");
+    let cmd = example(&exe, &unique_path("c-valgrind"));
+    let mut words = line.split(' ');
+    let mut valgrind = Command::new(words.next().unwrap());
+    valgrind.args(words).arg(&exe);
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            valgrind.env(k, v);
+        }
+    }
+    valgrind.stdin(Stdio::null());
+    let out = run(valgrind, "mutex under valgrind");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("definitely lost: 0 bytes") || stderr.contains("no leaks are possible"),
+        "{stderr}"
+    );
+}
