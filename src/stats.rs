@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 /// How many recent samples of each time the percentiles are taken over.
 const KEPT: usize = 1024;
 
-/// A snapshot of one lock handle's statistics ([`Lockable::stats`](crate::Lockable::stats)).
+/// A snapshot of one lock handle's statistics ([`Lock::stats`](crate::Lock::stats)).
 ///
 /// Counts run from the handle's creation. An acquire counts once, by its outcome; a reentrant
 /// acquire is an acquisition that waited 0. A hold ends once: by its release (`releases`) or

@@ -81,7 +81,7 @@ pub struct Participant {
     /// (how long it has been queued or holding: `zklock holders --watch` shows it).
     pub created_ms: i64,
     /// Whether its holder listens for revocation requests: a zklock holder that made its lock
-    /// revocable ([`make_revocable`](crate::Lockable::make_revocable), `zklock --revocable`)
+    /// revocable ([`make_revocable`](crate::Revocable::make_revocable), `zklock --revocable`)
     /// marks its node so. A Curator holder's `makeRevocable` leaves no mark: false does not
     /// prove that one will not hear.
     pub revocable: bool,

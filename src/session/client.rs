@@ -379,7 +379,7 @@ impl Client {
     /// Asks the holder of the lock node `node_path` (a full path, e.g. from a lock's
     /// participants) to let go, as Curator's `Revoker.attemptRevoke`: writes `__REVOKE__` into
     /// the node. Holders that made their lock revocable (zklock's
-    /// [`make_revocable`](crate::Lockable::make_revocable), Curator's `makeRevocable`) are told;
+    /// [`make_revocable`](crate::Revocable::make_revocable), Curator's `makeRevocable`) are told;
     /// others are not affected. `Ok(false)` if the node is gone.
     pub fn request_revoke(&self, node_path: &str) -> Result<bool> {
         crate::path::validate_path(node_path)?;
