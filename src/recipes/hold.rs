@@ -151,6 +151,8 @@ impl Hold {
                 self.node,
                 self.acquired.elapsed()
             ),
+            // The caller is told (`LockLost`): a warning too would say it twice.
+            Err(Error::LockLost) => log::debug!("releasing {}: the hold was lost", self.node),
             Err(e) => log::warn!("releasing {}: {e}", self.node),
         }
     }

@@ -102,9 +102,6 @@ def test_log_delivery_starts_with_the_first_client_not_at_import(zk_hosts):
     assert run.stdout.splitlines() == ["import []", "client ['zklock-log']"], run.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="the fix is in src/recipes/hold.rs (log_release warns of "
-                   "the LockLost its caller already got), held back while src/recipes is "
-                   "refactored; issue 40 section 7")
 def test_a_release_that_raised_lock_lost_logs_no_warning_of_it(zk_hosts, path, proxy, caplog):
     # Issue 40: release() raised LockLost, and then the library logged a WARNING saying the
     # same ("releasing ...: the lock was lost before release").
