@@ -61,17 +61,17 @@ module ZkLock
                 AuthFailed].to_h { |c| [c::STATUS, c] }.freeze
   end
 
-  # The library's hints name its Rust API; a Ruby caller fixes things with these keywords.
-  # (Until the library carries a hint as a value that each door renders: issue 40, item 6.)
-  HINTS = [
-    ["Tls::ca_file", "ca_file:"],
-    ["Tls::identity_files", "cert_file: and key_file:"],
-    ["Tls::key_password", "key_password:"],
-    ["Tls::danger_accept_any_server_name", "verify_hostname: false"],
-    ["Options::sasl", "sasl:"],
-    ["Options::tls", "tls: true"],
-    ["Options::auth", "auth:"],
-  ].freeze
+  # The setting that fixes an error (the library's zkl_hint values), as a Ruby caller gives it:
+  # the message is the library's reason, then this in parentheses.
+  HINTS = {
+    1 => "ca_file:",
+    2 => "cert_file: and key_file:",
+    3 => "key_password:",
+    4 => "tls: true",
+    5 => "sasl:",
+    6 => "auth:",
+    7 => "connect_timeout:",
+  }.freeze
 
   class << self
     # The C name of a status value, e.g. "ZKL_TIMEOUT" ("ZKL_UNKNOWN_STATUS" otherwise).
@@ -87,7 +87,8 @@ module ZkLock
     # @api private
     def error(failure, hints: false)
       message = failure.message
-      HINTS.each { |rust, ruby| message = message.gsub(rust, ruby) } if hints
+      keyword = HINTS[failure.hint.to_i]
+      message = "#{failure.reason} (#{keyword})" if hints && keyword
       Error.for_status(failure.status).new(message, failure.status)
     end
 

@@ -80,6 +80,8 @@ module ZkLock
       zkl_participants_free: [[P], VOID],
       zkl_lock_free: [[P], VOID],
       zkl_last_error_message: [[], S],
+      zkl_last_error_hint: [[], U32],
+      zkl_last_error_reason: [[], S],
       zkl_status_name: [[U32], S],
       zkl_version: [[], S],
     }.freeze
@@ -127,7 +129,9 @@ module ZkLock
 
     # A status other than OK carries the message the library gave it, read right after the
     # call on the thread that made it (the library keeps one last error per thread).
-    Failure = Struct.new(:status, :message)
+    # A failed call: its status, its message, the setting that would fix it (a zkl_hint) and
+    # the message's words before the setting's C name.
+    Failure = Struct.new(:status, :message, :hint, :reason)
 
     module_function
 
@@ -136,7 +140,9 @@ module ZkLock
       status = const_get(:"F_#{name}").call(*args)
       return OK if status == OK
 
-      Failure.new(status, message)
+      reason = zkl_last_error_reason
+      Failure.new(status, message, zkl_last_error_hint,
+                  reason ? reason.dup.force_encoding(Encoding::UTF_8).scrub : "")
     end
 
     def message
