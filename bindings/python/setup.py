@@ -48,13 +48,15 @@ def crate_version(manifest: str) -> str:
 
 
 def library_only(manifest: str) -> str:
-    """The crate's manifest without its command, examples, tests and workspace, whose files an
-    sdist does not carry (cargo refuses a manifest naming missing targets or members)."""
+    """The crate's manifest without its command, examples, tests, workspace and the model
+    check's crate, whose files an sdist does not carry (cargo refuses a manifest naming missing targets or members)."""
     out, skip = [], False
     for line in manifest.splitlines():
         if line.startswith("["):
-            skip = line.strip() in ("[[bin]]", "[[example]]", "[[test]]", "[[bench]]", "[workspace]")
-        if not skip:
+            skip = line.strip() in ("[[bin]]", "[[example]]", "[[test]]", "[[bench]]", "[workspace]",
+                                    "[profile.dev.package.zklock-model]")
+        # The model check's crate (a path dev-dependency) is a workspace member it does not carry.
+        if not skip and not line.startswith("zklock-model"):
             out.append(line)
     text = "\n".join(out) + "\n"
     return re.sub(r"(?m)^\[package\]\n",
