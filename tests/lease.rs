@@ -283,16 +283,18 @@ fn a_server_tick_longer_than_the_session_never_leaves_two_believers() {
         let leader = cluster.leader().expect("a leader");
         let f = (0..3).find(|&i| i != leader).unwrap();
         let proxy = TcpProxy::start(&cluster.member_connect_string(f)).unwrap();
+        let other = connect(&cluster.member_connect_string(leader), 4000);
+        let path = unique_path("long-tick");
+        let om = Mutex::per_handle(&other, &path).unwrap();
+        // The holder acquires right after its connect: with a 12 s tick its renewals can prove
+        // nothing within 1 s, so only the connect's own lease makes its acquire a success.
         let holder = connect(
             &proxy.connect_string(),
             opts(1000).reconnect_on_expiry(false),
         );
+        let hm = Mutex::per_handle(&holder, &path).unwrap();
         assert_eq!(holder.session_timeout(), Duration::from_secs(1));
         assert_eq!(holder.server_tick_time(), Some(Duration::from_secs(12)));
-        let other = connect(&cluster.member_connect_string(leader), 4000);
-        let path = unique_path("long-tick");
-        let hm = Mutex::per_handle(&holder, &path).unwrap();
-        let om = Mutex::per_handle(&other, &path).unwrap();
         if !matches!(hm.acquire(Deadline::Forever), Ok(Some(_))) {
             // The session expired already (the leader's first expiry tick came first).
             continue;
