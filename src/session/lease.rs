@@ -433,20 +433,25 @@ impl Session {
     pub(super) fn lease_end(&self) -> BootTime {
         let t = self.granted();
         let end = *self.lease_anchor.lock() + t - lease_margin(t);
-        match crate::grants::asking_since(self.id) {
+        match self.grant_unknown_since() {
             Some(asked) => end.min(asked),
-            // A build that cannot see the requests (`grants::readable`): none runs past the
-            // first time the session was not connected.
-            None if !crate::grants::readable()
+            None => end,
+        }
+    }
+
+    /// Since when a server may have taken the session with a grant the client does not know:
+    /// a reconnect's request whose answer is not read yet; in a build that cannot see the
+    /// requests (`grants::readable`), any time the session is not connected (from the start
+    /// of time, as far as the lease goes).
+    fn grant_unknown_since(&self) -> Option<BootTime> {
+        crate::grants::asking_since(self.id).or_else(|| {
+            (!crate::grants::readable()
                 && !matches!(
                     self.zk.state(),
                     zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
-                ) =>
-            {
-                BootTime::ZERO
-            }
-            None => end,
-        }
+                ))
+            .then_some(BootTime::ZERO)
+        })
     }
 
     /// How long, at least, before the leader could expire the session (and the servers hand
@@ -454,13 +459,7 @@ impl Session {
     /// before). Zero once it ended, or while a reconnect's answer is awaited (a server may have
     /// taken the session with a grant the client does not know: "The timeout, per connect").
     pub(crate) fn handover_bound(&self) -> Duration {
-        let unknown_grant = crate::grants::asking_since(self.id).is_some()
-            || (!crate::grants::readable()
-                && !matches!(
-                    self.zk.state(),
-                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
-                ));
-        if self.state().is_terminal() || unknown_grant {
+        if self.state().is_terminal() || self.grant_unknown_since().is_some() {
             return Duration::ZERO;
         }
         (*self.lease_anchor.lock() + self.granted()).saturating_sub(boot_now())
