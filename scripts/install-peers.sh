@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the real peer clients of zklock's interop tests (tests/interop.rs), only what is missing:
+# Installs the real peer clients of zklock's interop tests (tests/it/interop.rs), only what is missing:
 #   - Apache Curator 5.x from Debian: libcurator-{recipes,framework,client}-java (/usr/share/java/curator-*.jar)
 #   - a JDK (javac) to compile the small Java peer in tests/peers/: default-jdk-headless
 #   - Python kazoo from PyPI (pip install kazoo), and python3/pip if missing

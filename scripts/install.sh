@@ -23,7 +23,7 @@
 # Then: cc app.c $(pkg-config --cflags --libs zklock)                            (dynamic)
 #       cc app.c $(pkg-config --cflags zklock) PREFIX/lib/libzklock.a \
 #          $(pkg-config --libs-only-l --static zklock | sed 's/-lzklock//')      (static)
-# tests/packaging.rs installs into a temporary prefix and builds and runs C and C++ programs
+# tests/it/packaging.rs installs into a temporary prefix and builds and runs C and C++ programs
 # both ways against a real server, the README's C program as the README says.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +53,7 @@ soname=$(objdump -p "$release/libzklock.so" | sed -n 's/^ *SONAME *//p')
 
 # What a program linking libzklock.a statically needs besides it: rustc prints it for a static
 # library; an empty one has the same needs as ours (no dependency links a system library of
-# its own, and tests/packaging.rs links statically with exactly this list).
+# its own, and tests/it/packaging.rs links statically with exactly this list).
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT
 : >"$probe/empty.rs"

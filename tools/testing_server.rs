@@ -14,6 +14,10 @@
 //!                      never read standard input: for a shell script, whose every child
 //!                      would inherit the write end of a pipe to our stdin (a stray child of a
 //!                      test then kept the server up after the script had ended)
+//!   --while-used DIR   serve while it is used, for the tests of one target directory
+//!                      (tests/it/common): a test attaching to DIR/address touches DIR/used
+//!                      under DIR/lock; once DIR/used is a minute old and no client is
+//!                      connected, removes DIR/address under that lock and ends
 //!   --tls need|want|none
 //!                      a TLS-only client port (ssl.clientAuth need: mutual TLS), certificates
 //!                      made for the run; prints ca=, cert= and key= (a client certificate, CN
@@ -28,6 +32,7 @@
 //! ```
 
 use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -37,7 +42,8 @@ fn usage(why: &str) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::InvalidInput,
         format!(
-            "{why}; usage: testing_server [--until-parent-exits] [--tls need|want|none] \
+            "{why}; usage: testing_server [--until-parent-exits | --while-used DIR] \
+             [--tls need|want|none] \
              [--sasl USER:PASSWORD]... [--kerberos NAME]..."
         ),
     )
@@ -65,6 +71,33 @@ fn wait_for_the_end(starter: u32, read_stdin: bool) {
     let _ = end.recv();
 }
 
+/// How long a `--while-used` server waits, unused, before it ends.
+const IDLE: Duration = Duration::from_secs(60);
+
+/// Returns once `dir/used` is older than [`IDLE`] and no client is connected to `server`, with
+/// `dir/address` removed under `dir/lock`: a test that takes the lock after that starts another.
+fn serve_while_used(server: &TestingServer, dir: &Path) -> std::io::Result<()> {
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let lock = std::fs::File::create(dir.join("lock"))?;
+        lock.lock()?;
+        let idle = std::fs::metadata(dir.join("used"))
+            .and_then(|m| m.modified())
+            .map(|t| t.elapsed().unwrap_or_default() > IDLE)
+            .unwrap_or(true);
+        let clients = server.four_letter("mntr").ok().and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("zk_num_alive_connections\t"))
+                .and_then(|n| n.trim().parse::<u32>().ok())
+        });
+        // `mntr`'s own connection counts itself.
+        if idle && matches!(clients, Some(0 | 1)) {
+            std::fs::remove_file(dir.join("address"))?;
+            return Ok(());
+        }
+    }
+}
+
 fn main() -> std::io::Result<()> {
     // Before the server's start, which takes seconds: a starter gone by then is noticed too.
     let starter = std::os::unix::process::parent_id();
@@ -72,10 +105,18 @@ fn main() -> std::io::Result<()> {
     let mut users: Vec<(String, String)> = Vec::new();
     let mut principals: Vec<String> = Vec::new();
     let mut read_stdin = true;
+    let mut while_used: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--until-parent-exits" => read_stdin = false,
+            "--while-used" => {
+                while_used = Some(
+                    args.next()
+                        .ok_or_else(|| usage("--while-used takes a directory"))?
+                        .into(),
+                )
+            }
             "--tls" => {
                 tls = Some(match args.next().as_deref() {
                     Some("need") => ClientAuth::Need,
@@ -150,7 +191,10 @@ fn main() -> std::io::Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     drop(out);
-    wait_for_the_end(starter, read_stdin);
+    match while_used {
+        Some(dir) => serve_while_used(&server, &dir)?,
+        None => wait_for_the_end(starter, read_stdin),
+    }
     drop(server);
     drop(kdc);
     Ok(())

@@ -1,6 +1,6 @@
 //! The C header `include/zklock.h`, generated from `src/ffi` by cbindgen: `build.rs` writes it
 //! when the `header` feature is on (the project's own builds: `scripts/test.sh`), and
-//! `tests/ffi_symbols.rs` checks that the committed header is what this gives. A crate that
+//! `tests/it/ffi_symbols.rs` checks that the committed header is what this gives. A crate that
 //! depends on zklock builds without cbindgen.
 
 use std::path::Path;

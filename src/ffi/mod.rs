@@ -9,7 +9,7 @@
 //!
 //! Beside the modules, the C wing's header files: `conventions.md` (the text above),
 //! `cbindgen.toml`, and `header.rs`, which makes `include/zklock.h` from them (for `build.rs` and
-//! `tests/ffi_symbols.rs`; not a module of the crate). The C++ layer is `include/zklock.hpp`.
+//! `tests/it/ffi_symbols.rs`; not a module of the crate). The C++ layer is `include/zklock.hpp`.
 #![allow(non_camel_case_types)]
 // The header generated from these doc comments is C documentation: each function's safety rules
 // are its "Pointers:" paragraph, in words a C programmer reads, not a Rust "# Safety" heading.

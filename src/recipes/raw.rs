@@ -28,11 +28,11 @@
 //!    "Pointers:" paragraph). `src/ffi/mod.rs` re-exports whole modules: no list to update.
 //!    Build once with `--features header` and commit the regenerated `include/zklock.h`.
 //! 3. **The C contract.** Its declaration, with the version mark, in `docs/c-api.md`'s list of
-//!    constructors: `tests/ffi_symbols.rs` checks that the document, the header and the
+//!    constructors: `tests/it/ffi_symbols.rs` checks that the document, the header and the
 //!    library's symbols name the same functions.
 //! 4. **The command.** A `Kind` and its flag in `src/bin/zklock/cli.rs` (and the flag in the
 //!    list of kinds `quiet` is given), the constructor in the `match` that makes the lock in
-//!    `src/bin/zklock/main.rs`; then `zklock --man > man/zklock.1` (`tests/cli.rs` checks it).
+//!    `src/bin/zklock/main.rs`; then `zklock --man > man/zklock.1` (`tests/it/cli.rs` checks it).
 //! 5. **Python.** The signature in `_SIGNATURES` (`"zkl_naive_lock_new": (_status, [_client_p,
 //!    c_char_p, POINTER(_lock_p)])`) and a `Client.naive_lock(path)` method
 //!    (`self._make("naive_lock", _lib.zkl_naive_lock_new, path)`) in
@@ -40,13 +40,13 @@
 //! 6. **C++.** `Lock naive_lock(const std::string& path) { return make(zkl_naive_lock_new,
 //!    path); }` in `zklock::Client` (`include/zklock.hpp`).
 //! 7. **A C example.** `ffi-examples/c/naive_lock.c` (as `simple_lock.c`: connect, make,
-//!    acquire, release, free), and its name in `C_EXAMPLES` of `tests/ffi_examples.rs` (built
+//!    acquire, release, free), and its name in `C_EXAMPLES` of `tests/it/ffi_examples.rs` (built
 //!    with warnings as errors, run against a real server, and once under valgrind).
-//! 8. **Tests**, against real servers (`tests/common`: `server()`, `connect()`,
+//! 8. **Tests**, against real servers (`tests/it/common`: `server()`, `connect()`,
 //!    `unique_path()`; never a mock): `tests/naive_lock.rs` for the protocol (exclusion, a
 //!    failed attempt leaves no node, loss on expiry); the recipe's row in
-//!    `tests/exclusion.rs`'s and `tests/deadline.rs`'s tables; a Python test in
-//!    `bindings/python/tests/test_zklock.py`; a command test in `tests/cli.rs`.
+//!    `tests/it/exclusion.rs`'s and `tests/it/deadline.rs`'s tables; a Python test in
+//!    `bindings/python/tests/test_zklock.py`; a command test in `tests/it/cli.rs`.
 //! 9. **The words.** README's list of recipes, `CHANGELOG.md`, and `docs/hold-model.md` if the
 //!    participant is not the handle.
 

@@ -66,9 +66,17 @@ impl TestingServer {
         })
     }
 
-    /// A running server on `127.0.0.1:PORT` that this process did not start: it is never
-    /// stopped, paused or restarted from here (those calls do nothing).
-    fn attach(addr: &str) -> io::Result<TestingServer> {
+    /// A running server on `127.0.0.1:PORT` that this process did not start (one that answers
+    /// `ruok`): it is never stopped, paused or restarted from here (those calls do nothing).
+    /// For a server that outlives the tests' processes, such as the one the crate's own tests
+    /// share per target directory.
+    ///
+    /// ```no_run
+    /// let server = zklock::testing::TestingServer::attach("127.0.0.1:2181")?;
+    /// println!("{}", server.connect_string());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn attach(addr: &str) -> io::Result<TestingServer> {
         let bad = || io::Error::new(io::ErrorKind::InvalidInput, "expected 127.0.0.1:PORT");
         let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
         let port: u16 = port.parse().map_err(|_| bad())?;

@@ -1,4 +1,4 @@
-// A peer process for tests/interop.rs: Apache Curator locks on the same paths as zklock.
+// A peer process for tests/it/interop.rs: Apache Curator locks on the same paths as zklock.
 //
 // Usage: CuratorPeer <connect> <path> <lock> <action> <ms> <history> <who> <read_fraction>
 //   lock:   mutex (InterProcessMutex) | read | write | rw (InterProcessReadWriteLock halves;

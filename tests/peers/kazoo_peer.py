@@ -1,4 +1,4 @@
-"""A peer process for tests/interop.rs: Python kazoo locks on the same paths as zklock.
+"""A peer process for tests/it/interop.rs: Python kazoo locks on the same paths as zklock.
 
 Usage: kazoo_peer.py <connect> <path> <lock> <action> <ms> <history> <who> <read_fraction>
   lock:   mutex (Lock) | read (ReadLock) | write (WriteLock) | rw (ReadLock or WriteLock, read
