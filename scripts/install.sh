@@ -14,6 +14,8 @@
 #   scripts/install.sh [PREFIX]        e.g. scripts/install.sh "$HOME/.local"
 #   LIBDIR, INCLUDEDIR, BINDIR, MANDIR default PREFIX/lib, PREFIX/include, PREFIX/bin,
 #                                      PREFIX/share/man
+#   ZKLOCK_CARGO_FEATURES              more cargo features of the library, as the Python
+#                                      package's build takes them (e.g. sasl-gssapi: Kerberos)
 #   DESTDIR                            staged install for packagers (not written into zklock.pc;
 #                                      no ldconfig: the package's own scripts run it)
 # The loader: a LIBDIR of its configuration (/etc/ld.so.conf, e.g. /usr/local/lib on Debian) is
@@ -34,7 +36,8 @@ bindir="${BINDIR:-$prefix/bin}"
 mandir="${MANDIR:-$prefix/share/man}"
 dest="${DESTDIR:-}"
 
-cargo build --release --locked --features capi,cli --lib --bin zklock
+extra=$(echo "${ZKLOCK_CARGO_FEATURES:-}" | tr ' ' ',')
+cargo build --release --locked --features "capi,cli${extra:+,$extra}" --lib --bin zklock
 target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 release="$target_dir/release"
