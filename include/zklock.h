@@ -50,8 +50,9 @@
  *   call returns ZKL_INTERNAL_ERROR, and the handle involved is poisoned (every later call on it
  *   returns ZKL_INTERNAL_ERROR; its free call still works).
  * - fork(). Make clients after fork. In a forked child, a client and the locks made before the
- *   fork are inert: calls return ZKL_CLOSED (the message says fork), nothing is sent on the
- *   parent's session, and zkl_lock_free and zkl_client_free free the child's memory only,
+ *   fork are inert: calls return ZKL_CLOSED (the message says fork), except the questions about
+ *   a hold, which answer that the child holds nothing (zkl_lock_is_held 0, zkl_lock_hold_state
+ *   ZKL_HOLD_NONE); nothing is sent on the parent's session, and zkl_lock_free and zkl_client_free free the child's memory only,
  *   releasing nothing of the parent's. A child of a process that had made a client cannot make
  *   one (ZKL_CLOSED): the library's I/O does not survive fork.
  * - Versions. ZKL_VERSION_MAJOR, ZKL_VERSION_MINOR, ZKL_VERSION_PATCH and ZKL_VERSION_STRING
@@ -1179,8 +1180,9 @@ int zkl_lock_is_held(const struct zkl_lock *lock);
  components' tokens, which fences only a resource written by holders of that whole set;
  a component's own token is zkl_multi_lock_token_at's.
 
- Returns ZKL_NOT_HELD if this handle does not hold it or lost it; then *out_token is left
- unchanged. Never blocks. Any thread, even while another thread uses the handle.
+ Returns ZKL_NOT_HELD if this handle does not hold it or lost it, ZKL_CLOSED in a forked
+ child (the hold is the parent's); then *out_token is left unchanged. Never blocks. Any
+ thread, even while another thread uses the handle.
 
  Pointers: lock is NULL or a live zkl_lock; out_token is NULL or valid for writing.
  */

@@ -214,8 +214,9 @@ pub unsafe extern "C" fn zkl_lock_is_held(lock: *const zkl_lock) -> c_int {
 /// components' tokens, which fences only a resource written by holders of that whole set;
 /// a component's own token is zkl_multi_lock_token_at's.
 ///
-/// Returns ZKL_NOT_HELD if this handle does not hold it or lost it; then *out_token is left
-/// unchanged. Never blocks. Any thread, even while another thread uses the handle.
+/// Returns ZKL_NOT_HELD if this handle does not hold it or lost it, ZKL_CLOSED in a forked
+/// child (the hold is the parent's); then *out_token is left unchanged. Never blocks. Any
+/// thread, even while another thread uses the handle.
 ///
 /// Pointers: lock is NULL or a live zkl_lock; out_token is NULL or valid for writing.
 #[no_mangle]

@@ -242,11 +242,15 @@ impl<R: Recipe> Lockable for Lock<R> {
     }
 
     fn fencing_token(&self) -> Result<i64> {
-        self.holds
-            .hold(None)
-            .filter(|h| h.state() != HoldState::Lost)
-            .map(|h| h.token)
-            .ok_or(Error::NotHeld)
+        let hold = self.holds.hold(None).ok_or(Error::NotHeld)?;
+        if let Some(forked) = hold.session.forked() {
+            // The parent's token: nothing in a forked child may fence with it.
+            return Err(forked);
+        }
+        match hold.state() {
+            HoldState::Lost => Err(Error::NotHeld),
+            _ => Ok(hold.token),
+        }
     }
 
     fn lease_remaining(&self) -> Option<Duration> {

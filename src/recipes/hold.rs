@@ -94,6 +94,10 @@ impl Hold {
     /// is awaited: a failover the session survives makes a hold Uncertain for that round trip,
     /// never Lost), Uncertain once it ran out, Lost when the session ended.
     pub(crate) fn state(&self) -> HoldState {
+        if self.session.forked().is_some() {
+            // A forked child holds nothing: the hold is its parent's.
+            return HoldState::NotHeld;
+        }
         match self.session.state() {
             SessionState::Expired | SessionState::Closed => HoldState::Lost,
             _ if self.session.lease_live() => HoldState::Held,

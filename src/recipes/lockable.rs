@@ -82,7 +82,8 @@ pub trait Lockable: sealed::Core {
     /// [`MultiLock::tokens`](crate::MultiLock::tokens).
     ///
     /// # Errors
-    /// [`Error::NotHeld`] if not held or lost.
+    /// [`Error::NotHeld`] if not held or lost; [`Error::Forked`] in a forked child (the hold
+    /// is the parent's).
     fn fencing_token(&self) -> Result<i64>;
 
     /// How long the calling participant's hold stays provably valid if the server went silent

@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use zklock::testing::Admin;
-use zklock::{Client, Error, Lockable, Mutex, SimpleLock};
+use zklock::{Client, Error, HoldState, Lockable, Mutex, SimpleLock};
 
 use crate::common::{admin, connect, hosts, report, unique_path};
 
@@ -244,6 +244,13 @@ fn calls_on_inherited_handles_in_a_forked_child_fail_at_once_with_forked() {
         if !forked(m.participants().map(|_| ())) {
             return 12;
         }
+        // The child holds nothing: no state, no token of the parent's hold.
+        if m.hold_state() != HoldState::NotHeld || g.hold_state() != HoldState::NotHeld {
+            return 20;
+        }
+        if !forked(m.fencing_token().map(|_| ())) {
+            return 21;
+        }
         // Not WouldDeadlock: the hold is the parent's, not this handle's here.
         if sg.is_held() || !forked(simple.try_lock().map(|_| ())) {
             return 19;
@@ -330,6 +337,21 @@ fn c_handles_freed_in_a_forked_child_release_nothing_of_the_parents() {
         let msg = CStr::from_ptr(zkl_last_error_message()).to_string_lossy();
         if !msg.contains("fork") {
             return 12;
+        }
+        // The child holds nothing, and the token is the parent's: no answer from it here.
+        let mut state = 99u32;
+        if zkl_lock_hold_state(l, &mut state) != ZKL_OK
+            || state != zkl_hold_state::ZKL_HOLD_NONE as u32
+        {
+            return 13;
+        }
+        let mut token = 0i64;
+        if zkl_lock_fencing_token(l, &mut token) != ZKL_CLOSED || token != 0 {
+            return 14;
+        }
+        let msg = CStr::from_ptr(zkl_last_error_message()).to_string_lossy();
+        if !msg.contains("fork") {
+            return 15;
         }
         zkl_lock_free(l);
         zkl_client_free(c);
