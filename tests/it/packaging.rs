@@ -373,3 +373,67 @@ fn the_crate_docs_list_every_cargo_feature() {
         );
     }
 }
+
+/// The declared `rust-version` is true of what a user builds: no package of the crate's
+/// dependency graph (its normal dependencies with every feature, as Cargo.lock resolves them)
+/// declares a newer one. Clippy's `incompatible_msrv` checks the crate's own uses of the
+/// standard library against it in every build of the test command.
+#[test]
+fn the_declared_rust_version_covers_every_dependency() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let cargo = || {
+        let mut c = Command::new(env!("CARGO"));
+        c.current_dir(root);
+        c
+    };
+    let tree = run(cargo().args([
+        "tree",
+        "--locked",
+        "--edges",
+        "normal",
+        "--all-features",
+        "--prefix",
+        "none",
+    ]));
+    let used: std::collections::BTreeSet<(String, String)> = tree
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((
+                w.next()?.to_string(),
+                w.next()?.trim_start_matches('v').to_string(),
+            ))
+        })
+        .collect();
+    let meta: serde_json::Value = serde_json::from_str(&run(cargo().args([
+        "metadata",
+        "--format-version",
+        "1",
+        "--locked",
+    ])))
+    .unwrap();
+    let ours = env!("CARGO_PKG_RUST_VERSION");
+    // "1.85" is 1.85.0.
+    let parse = |v: &str| -> Vec<u32> {
+        let mut n: Vec<u32> = v.split('.').map(|n| n.parse().unwrap()).collect();
+        n.resize(3, 0);
+        n
+    };
+    let newer: Vec<String> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| {
+            let (name, version) = (p["name"].as_str()?, p["version"].as_str()?);
+            let needs = p["rust_version"].as_str()?;
+            (used.contains(&(name.to_string(), version.to_string())) && parse(needs) > parse(ours))
+                .then(|| format!("{name} {version} needs Rust {needs}"))
+        })
+        .collect();
+    assert!(used.len() > 50, "cargo tree listed the graph: {tree}");
+    assert!(
+        newer.is_empty(),
+        "Cargo.toml declares rust-version = {ours}, but: {}",
+        newer.join(", ")
+    );
+}
