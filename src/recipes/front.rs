@@ -270,7 +270,7 @@ impl<R: Recipe> Lockable for Lock<R> {
     }
 
     fn wait_lost(&self, timeout: Option<Duration>) -> bool {
-        self.holds.hold(None).map_or(true, |h| h.wait_lost(timeout))
+        self.holds.hold(None).is_none_or(|h| h.wait_lost(timeout))
     }
 
     fn on_lost(&self, f: Box<dyn FnOnce() + Send>) {
@@ -329,7 +329,7 @@ impl<R: Recipe> Core for Lock<R> {
     fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool {
         self.holds
             .hold(Some(token))
-            .map_or(true, |h| h.wait_lost(timeout))
+            .is_none_or(|h| h.wait_lost(timeout))
     }
 
     fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>) {

@@ -145,7 +145,7 @@ pub(super) fn renewal_period(t: Duration, gap: Duration) -> Duration {
         .saturating_sub((t / 10).max(Duration::from_millis(250)));
     let mut best: Option<Duration> = None;
     for p in candidates.clone() {
-        if lag(p) <= within + Duration::from_millis(1) && best.map_or(true, |b| p > b) {
+        if lag(p) <= within + Duration::from_millis(1) && best.is_none_or(|b| p > b) {
             best = Some(p);
         }
     }

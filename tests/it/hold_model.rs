@@ -257,7 +257,7 @@ fn semaphore_mutex_racing_acquire_and_release_never_orphans_a_node() {
                         Ok(Some(g)) => {
                             acquired.fetch_add(1, Ordering::Relaxed);
                             n += 1;
-                            if (n + i) % 2 == 0 {
+                            if (n + i).is_multiple_of(2) {
                                 std::mem::forget(g);
                             } else {
                                 std::thread::yield_now();

@@ -136,7 +136,7 @@ impl Lockable for MultiLock<'_> {
     /// each lock's lost callback is registered once per hold.
     fn wait_lost(&self, timeout: Option<Duration>) -> bool {
         self.current()
-            .map_or(true, |h| self.wait_lost_hold(&h, timeout))
+            .is_none_or(|h| self.wait_lost_hold(&h, timeout))
     }
 
     /// Once, when the first of the locks is lost.
@@ -176,7 +176,7 @@ impl Core for MultiLock<'_> {
 
     fn wait_lost_of(&self, token: i64, timeout: Option<Duration>) -> bool {
         self.hold(token)
-            .map_or(true, |h| self.wait_lost_hold(&h, timeout))
+            .is_none_or(|h| self.wait_lost_hold(&h, timeout))
     }
 
     fn on_lost_of(&self, token: i64, f: Box<dyn FnOnce() + Send>) {

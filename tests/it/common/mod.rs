@@ -64,6 +64,8 @@ fn target_dir_server() -> String {
         bin.display()
     );
     let out = dir.join("server.out");
+    // Never waited for: it outlives this test process, which is why it was started.
+    #[allow(clippy::zombie_processes)]
     Command::new(&bin)
         .arg("--while-used")
         .arg(&dir)
