@@ -43,7 +43,10 @@ command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 [ -f /usr/include/gssapi/gssapi_krb5.h ] || missing+=(libkrb5-dev)
-ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || ls /usr/lib/*/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+# bindgen loads libclang.so or libclang-<version>.so* (libclang-cpp, which other packages bring,
+# is not it).
+ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang.so* /usr/lib/*/libclang-[0-9]*.so* \
+    >/dev/null 2>&1 || missing+=(libclang-dev)
 [ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
 [ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
 command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
