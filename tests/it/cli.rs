@@ -1718,83 +1718,151 @@ fn a_command_frozen_past_its_session_while_its_hold_is_proven_never_runs() {
     assert!(gn.is_held());
 }
 
+/// One trial of the hand-over: a `zklock` on `holder_hosts` runs a COMMAND that ignores
+/// SIGTERM (with a long --kill-after) and appends a heartbeat every 10 ms; `cut` cuts the
+/// holder off; another `zklock` on `waiter_hosts` then takes the lock and its COMMAND writes
+/// the instant it starts. Returns the margin (ms) from the lost COMMAND's last heartbeat to the
+/// next COMMAND's first instant: zklock must have killed the first before the servers could
+/// hand the lock on, so it is positive.
+fn handover_trial(
+    holder_hosts: &str,
+    waiter_hosts: &str,
+    cut: impl FnOnce(),
+    dir: &std::path::Path,
+    trial: usize,
+) -> f64 {
+    let p = path("handover");
+    let (beats, next) = (
+        dir.join(format!("beats-{trial}")),
+        dir.join(format!("next-{trial}")),
+    );
+    let heartbeat = format!(
+        "trap '' TERM; while :; do date +%s%N >> {}; sleep 0.01; done",
+        beats.display()
+    );
+    let mut holder = zklock(
+        holder_hosts,
+        &[
+            "--session-timeout",
+            "2",
+            "--kill-after",
+            "30",
+            &p,
+            "sh",
+            "-c",
+            &heartbeat,
+        ],
+    )
+    .stderr(Stdio::piped())
+    .spawn_guarded();
+    assert!(
+        eventually(Duration::from_secs(30), || std::fs::read_to_string(&beats)
+            .is_ok_and(|b| b.lines().count() >= 3)),
+        "the holder's COMMAND runs"
+    );
+    cut();
+    let first = format!("date +%s%N >> {}", next.display());
+    let (code, _, err) = run(zklock(waiter_hosts, &["-w", "60", &p, "sh", "-c", &first]));
+    assert_eq!(code, 0, "the next zklock: {err}");
+    let status = holder.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(80), "the holder's exit: {stderr}");
+    let read = |f: &std::path::Path| -> Vec<i128> {
+        std::fs::read_to_string(f)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    };
+    let last = *read(&beats).iter().max().unwrap();
+    let start = *read(&next).iter().min().unwrap();
+    let margin_ms = (start - last) as f64 / 1e6;
+    assert!(
+        margin_ms > 0.0,
+        "trial {trial}: the lost COMMAND's last heartbeat came {:.1} ms after the next COMMAND's first; holder said: {stderr}",
+        -margin_ms
+    );
+    margin_ms
+}
+
+/// How many hand-over trials a test runs: 1, or `ZKLOCK_HANDOVER_TRIALS` (200 for the
+/// measurement).
+fn handover_trials() -> usize {
+    std::env::var("ZKLOCK_HANDOVER_TRIALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
+
+fn print_margins(what: &str, mut margins: Vec<f64>) {
+    margins.sort_by(f64::total_cmp);
+    eprintln!(
+        "{what}: {} trials: smallest margin {:.1} ms, median {:.1} ms",
+        margins.len(),
+        margins[0],
+        margins[margins.len() / 2]
+    );
+}
+
 /// The holder's link to the servers goes silent while its COMMAND runs (and ignores SIGTERM,
 /// with a long --kill-after): zklock must kill COMMAND before the servers could hand the lock
 /// on, so another zklock's COMMAND starts only after the first one's last heartbeat.
 /// `ZKLOCK_HANDOVER_TRIALS=200` runs the long measurement and prints the smallest margin.
 #[test]
 fn a_lost_commands_last_heartbeat_comes_before_the_next_commands_first() {
-    let trials: usize = std::env::var("ZKLOCK_HANDOVER_TRIALS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1);
     let h = hosts();
     let dir = tempfile::tempdir().unwrap();
+    let margins = (0..handover_trials())
+        .map(|trial| {
+            let proxy = zklock::testing::TcpProxy::start(&h).unwrap();
+            handover_trial(
+                &proxy.connect_string(),
+                &h,
+                || proxy.set_blackhole(true),
+                dir.path(),
+                trial,
+            )
+        })
+        .collect();
+    print_margins("link silenced", margins);
+}
+
+/// As above, but the holder's ZooKeeper member is cut off from the other two (a partition
+/// that holds its bytes until the heal), the leader in even trials and a follower in odd ones,
+/// while the holder's client still talks to it; the other zklock talks to the other two.
+#[test]
+fn a_lost_commands_last_heartbeat_comes_before_the_next_commands_first_when_its_member_is_cut_off()
+{
+    let cluster = zklock::testing::TestingCluster::start_partitionable(3).unwrap();
+    let dir = tempfile::tempdir().unwrap();
     let mut margins = Vec::new();
-    for trial in 0..trials {
-        let proxy = zklock::testing::TcpProxy::start(&h).unwrap();
-        let p = path("handover");
-        let (beats, next) = (
-            dir.path().join(format!("beats-{trial}")),
-            dir.path().join(format!("next-{trial}")),
-        );
-        let heartbeat = format!(
-            "trap '' TERM; while :; do date +%s%N >> {}; sleep 0.01; done",
-            beats.display()
-        );
-        let mut holder = zklock(
-            &proxy.connect_string(),
-            &[
-                "--session-timeout",
-                "2",
-                "--kill-after",
-                "30",
-                &p,
-                "sh",
-                "-c",
-                &heartbeat,
-            ],
-        )
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    for trial in 0..handover_trials() {
         assert!(
-            eventually(Duration::from_secs(30), || std::fs::read_to_string(&beats)
-                .is_ok_and(|b| b.lines().count() >= 3)),
-            "the holder's COMMAND runs"
+            eventually(Duration::from_secs(60), || cluster.leader().is_some()
+                && (0..3).all(|i| cluster.serving(i))),
+            "the ensemble serves"
         );
-        proxy.set_blackhole(true);
-        let first = format!("date +%s%N >> {}", next.display());
-        let (code, _, err) = run(zklock(&h, &["-w", "30", &p, "sh", "-c", &first]));
-        assert_eq!(code, 0, "the next zklock: {err}");
-        let status = holder.wait().unwrap();
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut stderr).unwrap();
-        assert_eq!(status.code(), Some(80), "the holder's exit: {stderr}");
-        let read = |f: &std::path::Path| -> Vec<i128> {
-            std::fs::read_to_string(f)
-                .unwrap()
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect()
+        let leader = cluster.leader().unwrap();
+        let cut = if trial % 2 == 0 {
+            leader
+        } else {
+            (leader + 1) % 3
         };
-        let last = *read(&beats).iter().max().unwrap();
-        let start = *read(&next).iter().min().unwrap();
-        let margin_ms = (start - last) as f64 / 1e6;
-        assert!(
-            margin_ms > 0.0,
-            "trial {trial}: the lost COMMAND's last heartbeat came {:.1} ms after the next COMMAND's first; holder said: {stderr}",
-            -margin_ms
-        );
-        margins.push(margin_ms);
+        let others: Vec<String> = (0..3)
+            .filter(|&i| i != cut)
+            .map(|i| cluster.member_connect_string(i))
+            .collect();
+        margins.push(handover_trial(
+            &cluster.member_connect_string(cut),
+            &others.join(","),
+            || cluster.isolate(cut),
+            dir.path(),
+            trial,
+        ));
+        cluster.heal(cut);
     }
-    margins.sort_by(f64::total_cmp);
-    eprintln!(
-        "{} trials: smallest margin {:.1} ms, median {:.1} ms",
-        margins.len(),
-        margins[0],
-        margins[margins.len() / 2]
-    );
+    print_margins("member cut off from the quorum", margins);
 }
 
 /// Durations are printed as people write them, "within 1 s", not as Rust's Debug writes them
