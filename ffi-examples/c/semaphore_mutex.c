@@ -23,7 +23,7 @@ static bool test_release_from_another_thread(void) {
   void *result = NULL;
   ASSERT(c);
   CHECK(zkl_semaphore_mutex_new(c, lock_path(path, sizeof path, "semmutex/threads"), &l));
-  CHECK(zkl_lock_acquire(l, 1000));
+  CHECK(zkl_lock_acquire(l, 10000));
   EXPECT(zkl_lock_acquire(l, 0), ZKL_WOULD_DEADLOCK); /* not reentrant: refused, no self-deadlock */
   ASSERT(pthread_create(&t, NULL, release_it, l) == 0);
   ASSERT(pthread_join(t, &result) == 0);
