@@ -1755,11 +1755,19 @@ fn handover_trial(
     )
     .stderr(Stdio::piped())
     .spawn_guarded();
-    assert!(
-        eventually(Duration::from_secs(30), || std::fs::read_to_string(&beats)
-            .is_ok_and(|b| b.lines().count() >= 3)),
-        "the holder's COMMAND runs"
-    );
+    if !eventually(Duration::from_secs(30), || {
+        std::fs::read_to_string(&beats).is_ok_and(|b| b.lines().count() >= 3)
+    }) {
+        let status = holder.try_wait().unwrap();
+        if status.is_some() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut holder.stderr.take().unwrap(), &mut stderr).unwrap();
+            panic!(
+                "trial {trial}: the holder's COMMAND never ran; zklock ended {status:?}: {stderr}"
+            );
+        }
+        panic!("trial {trial}: the holder's COMMAND did not run within 30 s");
+    }
     cut();
     let first = format!("date +%s%N >> {}", next.display());
     let (code, _, err) = run(zklock(waiter_hosts, &["-w", "60", &p, "sh", "-c", &first]));
