@@ -314,6 +314,34 @@ pub(crate) fn guarded_multi(lock: &dyn Lockable, ops: &[Op]) -> Result<Vec<OpRes
 }
 
 /// The fence of the hold `token` of `lock`, or why there is none.
+impl Fence {
+    /// One `set_data` (any version) under the check; the node's new data version.
+    fn set_data(&self, path: &str, data: &[u8]) -> Result<i32> {
+        match self.multi(&[Op::set_data(path, data)])?.as_slice() {
+            [OpResult::DataSet { version }] => Ok(*version),
+            _ => unreachable!("one set_data, one result"),
+        }
+    }
+
+    /// One create under the check; the path made.
+    fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<String> {
+        let op = Op::Create {
+            path: path.to_string(),
+            data: data.to_vec(),
+            mode,
+        };
+        match self.multi(&[op])?.into_iter().next() {
+            Some(OpResult::Created { path }) => Ok(path),
+            _ => unreachable!("one create, one result"),
+        }
+    }
+
+    /// One delete (any version) under the check.
+    fn delete(&self, path: &str) -> Result<()> {
+        self.multi(&[Op::delete(path)]).map(drop)
+    }
+}
+
 fn fence<L: Lockable + ?Sized>(lock: &L, token: i64) -> Result<Fence> {
     match lock.fence_of(token) {
         Some(f) => Ok(f),
@@ -355,35 +383,28 @@ impl<L: Guarded + ?Sized> Guard<'_, L> {
     /// # Ok::<(), zklock::Error>(())
     /// ```
     pub fn multi(&self, ops: &[Op]) -> Result<Vec<OpResult>> {
-        fence(self.lockable(), self.fencing_token())?.multi(ops)
+        self.fence()?.multi(ops)
+    }
+
+    fn fence(&self) -> Result<Fence> {
+        fence(self.lockable(), self.fencing_token())
     }
 
     /// Replaces the data of `path` (any version) only while this hold holds; as
     /// [`Guard::multi`]. Returns the node's new data version.
     pub fn set_data(&self, path: &str, data: &[u8]) -> Result<i32> {
-        match self.multi(&[Op::set_data(path, data)])?.as_slice() {
-            [OpResult::DataSet { version }] => Ok(*version),
-            _ => unreachable!("one set_data, one result"),
-        }
+        self.fence()?.set_data(path, data)
     }
 
     /// Creates `path` holding `data` (`mode`: persistent, ephemeral, sequential) only while
     /// this hold holds; as [`Guard::multi`]. Returns the path made.
     pub fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<String> {
-        let op = Op::Create {
-            path: path.to_string(),
-            data: data.to_vec(),
-            mode,
-        };
-        match self.multi(&[op])?.into_iter().next() {
-            Some(OpResult::Created { path }) => Ok(path),
-            _ => unreachable!("one create, one result"),
-        }
+        self.fence()?.create(path, data, mode)
     }
 
     /// Deletes `path` (any version) only while this hold holds; as [`Guard::multi`].
     pub fn delete(&self, path: &str) -> Result<()> {
-        self.multi(&[Op::delete(path)]).map(drop)
+        self.fence()?.delete(path)
     }
 }
 
@@ -391,32 +412,25 @@ impl<L: Guarded + ?Sized> Guard<'_, L> {
 impl<L: AsyncLock> OwnedGuard<L> {
     /// As [`Guard::multi`].
     pub fn multi(&self, ops: &[Op]) -> Result<Vec<OpResult>> {
-        self.as_holder(|l, t| fence(l, t))?.multi(ops)
+        self.fence()?.multi(ops)
+    }
+
+    fn fence(&self) -> Result<Fence> {
+        self.as_holder(|l, t| fence(l, t))
     }
 
     /// As [`Guard::set_data`].
     pub fn set_data(&self, path: &str, data: &[u8]) -> Result<i32> {
-        match self.multi(&[Op::set_data(path, data)])?.as_slice() {
-            [OpResult::DataSet { version }] => Ok(*version),
-            _ => unreachable!("one set_data, one result"),
-        }
+        self.fence()?.set_data(path, data)
     }
 
     /// As [`Guard::create`].
     pub fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<String> {
-        let op = Op::Create {
-            path: path.to_string(),
-            data: data.to_vec(),
-            mode,
-        };
-        match self.multi(&[op])?.into_iter().next() {
-            Some(OpResult::Created { path }) => Ok(path),
-            _ => unreachable!("one create, one result"),
-        }
+        self.fence()?.create(path, data, mode)
     }
 
     /// As [`Guard::delete`].
     pub fn delete(&self, path: &str) -> Result<()> {
-        self.multi(&[Op::delete(path)]).map(drop)
+        self.fence()?.delete(path)
     }
 }
