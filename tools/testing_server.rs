@@ -15,9 +15,11 @@
 //!                      would inherit the write end of a pipe to our stdin (a stray child of a
 //!                      test then kept the server up after the script had ended)
 //!   --while-used DIR   serve while it is used, for the tests of one target directory
-//!                      (tests/it/common): a test attaching to DIR/address touches DIR/used
-//!                      under DIR/lock; once DIR/used is a minute old and no client is
-//!                      connected, removes DIR/address under that lock and ends
+//!                      (tests/it/common): a test process attaching to DIR/address touches
+//!                      DIR/used under DIR/lock and holds a shared lock on DIR/users for its
+//!                      life; once no process holds that and DIR/used is a minute old,
+//!                      removes DIR/address under DIR/lock and ends
+//!   --idle S           with --while-used: that minute is S seconds
 //!   --tls need|want|none
 //!                      a TLS-only client port (ssl.clientAuth need: mutual TLS), certificates
 //!                      made for the run; prints ca=, cert= and key= (a client certificate, CN
@@ -42,7 +44,7 @@ fn usage(why: &str) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::InvalidInput,
         format!(
-            "{why}; usage: testing_server [--until-parent-exits | --while-used DIR] \
+            "{why}; usage: testing_server [--until-parent-exits | --while-used DIR [--idle S]] \
              [--tls need|want|none] \
              [--sasl USER:PASSWORD]... [--kerberos NAME]..."
         ),
@@ -71,27 +73,31 @@ fn wait_for_the_end(starter: u32, read_stdin: bool) {
     let _ = end.recv();
 }
 
-/// How long a `--while-used` server waits, unused, before it ends.
+/// How long a `--while-used` server waits, unused, before it ends (`--idle`).
 const IDLE: Duration = Duration::from_secs(60);
 
-/// Returns once `dir/used` is older than [`IDLE`] and no client is connected to `server`, with
-/// `dir/address` removed under `dir/lock`: a test that takes the lock after that starts another.
-fn serve_while_used(server: &TestingServer, dir: &Path) -> std::io::Result<()> {
+/// Returns once no test process uses the server (none holds its shared lock on `dir/users`)
+/// and `dir/used` is older than `idle`, with `dir/address` removed under `dir/lock`: a test
+/// that takes the lock after that starts another. (A test's own connections say nothing: one
+/// may use the server for minutes with none open between its steps.)
+fn serve_while_used(dir: &Path, idle: Duration) -> std::io::Result<()> {
     loop {
         std::thread::sleep(Duration::from_secs(1));
         let lock = std::fs::File::create(dir.join("lock"))?;
         lock.lock()?;
-        let idle = std::fs::metadata(dir.join("used"))
+        let users = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("users"))?;
+        if users.try_lock().is_err() {
+            continue;
+        }
+        let unused = std::fs::metadata(dir.join("used"))
             .and_then(|m| m.modified())
-            .map(|t| t.elapsed().unwrap_or_default() > IDLE)
+            .map(|t| t.elapsed().unwrap_or_default() > idle)
             .unwrap_or(true);
-        let clients = server.four_letter("mntr").ok().and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("zk_num_alive_connections\t"))
-                .and_then(|n| n.trim().parse::<u32>().ok())
-        });
-        // `mntr`'s own connection counts itself.
-        if idle && matches!(clients, Some(0 | 1)) {
+        if unused {
             std::fs::remove_file(dir.join("address"))?;
             return Ok(());
         }
@@ -106,6 +112,7 @@ fn main() -> std::io::Result<()> {
     let mut principals: Vec<String> = Vec::new();
     let mut read_stdin = true;
     let mut while_used: Option<PathBuf> = None;
+    let mut idle = IDLE;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -116,6 +123,13 @@ fn main() -> std::io::Result<()> {
                         .ok_or_else(|| usage("--while-used takes a directory"))?
                         .into(),
                 )
+            }
+            "--idle" => {
+                idle = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .map(Duration::from_secs)
+                    .ok_or_else(|| usage("--idle takes seconds"))?
             }
             "--tls" => {
                 tls = Some(match args.next().as_deref() {
@@ -192,7 +206,7 @@ fn main() -> std::io::Result<()> {
     out.flush()?;
     drop(out);
     match while_used {
-        Some(dir) => serve_while_used(&server, &dir)?,
+        Some(dir) => serve_while_used(&dir, idle)?,
         None => wait_for_the_end(starter, read_stdin),
     }
     drop(server);

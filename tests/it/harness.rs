@@ -343,3 +343,26 @@ fn the_shared_server_is_the_one_the_run_names() {
     }
     assert_eq!(shared.four_letter("ruok").unwrap(), "imok");
 }
+
+/// The shared server of a target directory serves a test process for as long as the process
+/// lives, even when it opens no connection for longer than the server's idle time (a long test
+/// between its steps: the 200-trial hand-over lost its server at its 18th trial, a minute in),
+/// and ends once no process uses it.
+#[test]
+fn the_shared_server_outlives_its_idle_time_while_a_process_uses_it_and_ends_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let idle = Duration::from_secs(1);
+    let (address, user) = crate::common::server_while_used(dir.path(), idle);
+    // Unused for three idle times: a lower bound, nothing to wait for.
+    std::thread::sleep(idle * 3);
+    let server = TestingServer::attach(&address)
+        .unwrap_or_else(|e| panic!("the server ended while this process used it: {e}"));
+    assert!(server.four_letter("ruok").is_ok_and(|r| r == "imok"));
+    drop(user);
+    assert!(
+        crate::common::eventually(Duration::from_secs(30), || {
+            !dir.path().join("address").exists() && TestingServer::attach(&address).is_err()
+        }),
+        "the server still runs with no process using it"
+    );
+}

@@ -43,18 +43,36 @@ pub fn shared() -> &'static TestingServer {
 
 /// The address of this target directory's shared server, started if none runs.
 fn target_dir_server() -> String {
-    use std::time::Instant;
+    // This process uses the server until it ends (the kernel lets go of the lock then).
+    static USER: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
     let dir = ffi::profile_dir().join("zklock-test-server");
-    std::fs::create_dir_all(&dir).unwrap();
+    let (address, user) = server_while_used(&dir, Duration::from_secs(60));
+    let _ = USER.set(user);
+    address
+}
+
+/// The address of the `--while-used` server of `dir`, started if none runs (ending `idle`
+/// after its last user's start once no process uses it), and this process's use of it: the
+/// server does not end while any process holds such a file (a shared lock on `dir/users`).
+pub fn server_while_used(dir: &std::path::Path, idle: Duration) -> (String, std::fs::File) {
+    use std::time::Instant;
+    std::fs::create_dir_all(dir).unwrap();
     let lock = std::fs::File::create(dir.join("lock")).unwrap();
     // Held to the end of this function: one starter at a time, and the server ends only
     // under it (never between our read of its address and our use of it).
     lock.lock().unwrap();
     std::fs::write(dir.join("used"), b"").unwrap();
+    let user = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("users"))
+        .unwrap();
+    user.lock_shared().unwrap();
     let address = dir.join("address");
     if let Ok(addr) = std::fs::read_to_string(&address) {
         if TestingServer::attach(addr.trim()).is_ok() {
-            return addr.trim().to_string();
+            return (addr.trim().to_string(), user);
         }
     }
     let bin = ffi::profile_dir().join("examples").join("testing_server");
@@ -68,7 +86,9 @@ fn target_dir_server() -> String {
     #[allow(clippy::zombie_processes)]
     Command::new(&bin)
         .arg("--while-used")
-        .arg(&dir)
+        .arg(dir)
+        .arg("--idle")
+        .arg(idle.as_secs().to_string())
         .stdin(std::process::Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(dir.join("server.log")).unwrap())
@@ -81,7 +101,7 @@ fn target_dir_server() -> String {
         let text = std::fs::read_to_string(&out).unwrap_or_default();
         if let Some((addr, _)) = text.split_once('\n') {
             std::fs::write(&address, addr).unwrap();
-            return addr.to_string();
+            return (addr.to_string(), user);
         }
         assert!(
             start.elapsed() < Duration::from_secs(60),
