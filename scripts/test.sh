@@ -114,6 +114,12 @@ ruby_tests() {
     ZKLOCK_LIBRARY=$PWD/$(bundled_library) \
         ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-ruby.sh
 }
+# One lock, every language (tests/it/every_language.rs): Rust, C, Python, Node.js, Ruby and
+# Curator or kazoo holders in turn on one mutex; after the Node.js tests, which install koffi.
+every_language() {
+    cargo nextest run -P ci --features "$features" --ignore-default-filter \
+        -E 'test(/^every_language::/)'
+}
 
 # One minute of the nemesis soak (it waits on its own ensemble's faults far more than on the
 # CPU): every recipe under killed members, partitions, paused, cut off and killed clients,
@@ -155,6 +161,7 @@ say "fmt"
     py=$!
     logged node_tests || rc=1
     logged ruby_tests || rc=1
+    logged every_language || rc=1
     logged package || rc=1
     logged docs || rc=1
     wait "$py" || rc=1
@@ -175,7 +182,7 @@ wait "$soaking" || { cat target/test-soak.log >&2; failed+=(soak); }
 tail -n 2 target/test-soak.log >&2
 say "soak"
 wait "$languages" || failed+=("other languages, package or docs")
-say "Python, Node.js and Ruby tests, the published crate, docs"
+say "Python, Node.js and Ruby tests, every language, the published crate, docs"
 if [ "${#failed[@]}" != 0 ]; then
     echo "test.sh: failed: ${failed[*]}" >&2
     exit 1

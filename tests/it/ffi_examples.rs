@@ -26,7 +26,7 @@ const C_EXAMPLES: &[&str] = &[
     "listeners",
 ];
 
-const C_FLAGS: &[&str] = &[
+pub(crate) const C_FLAGS: &[&str] = &[
     "-std=c99",
     "-Wall",
     "-Wextra",
@@ -85,7 +85,7 @@ fn lib_dir() -> PathBuf {
 }
 
 /// Compiles one example (once per process); returns the executable.
-fn compile(compiler: &str, flags: &[&str], source: &str, out_name: &str) -> PathBuf {
+pub(crate) fn compile(compiler: &str, flags: &[&str], source: &str, out_name: &str) -> PathBuf {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let repo = crate::common::ffi::repo();
     let exe = build_dir().join(out_name);

@@ -26,7 +26,7 @@ fn worker_entry() {
 const PEER_START: Duration = Duration::from_secs(40);
 
 #[derive(Clone, Copy, Debug)]
-enum Peer {
+pub(crate) enum Peer {
     Curator,
     Kazoo,
 }
@@ -124,7 +124,7 @@ impl Peer {
         }
     }
 
-    fn proto_arg(self) -> &'static str {
+    pub(crate) fn proto_arg(self) -> &'static str {
         match self {
             Peer::Curator => "curator",
             Peer::Kazoo => "kazoo",
@@ -133,7 +133,7 @@ impl Peer {
 
     /// Starts one peer process (see tests/peers/ for the arguments).
     #[allow(clippy::too_many_arguments)]
-    fn spawn(
+    pub(crate) fn spawn(
         self,
         hosts: &str,
         path: &str,

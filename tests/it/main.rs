@@ -15,6 +15,7 @@ mod cli;
 mod containers;
 mod deadline;
 mod election;
+mod every_language;
 mod exclusion;
 mod faults;
 mod ffi_contract;

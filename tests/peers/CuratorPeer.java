@@ -5,6 +5,7 @@
 //           rw picks read with probability read_fraction) | semaphore:N (InterProcessSemaphoreV2)
 //           | latch (LeaderLatch: held = leading)
 //   action: load (hold repeatedly for <ms>) | hold (once, <ms> long) | try (wait at most <ms>)
+//           | count (the mutex <ms> times, each enter line ending with the node's czxid)
 //           | revocable (mutex made revocable with makeRevocable; hold until a revocation is
 //             requested or <ms> passed, then release: prints HELD, REVOKE_REQUESTED or
 //             NOT_ASKED, RELEASED) | revoke (Revoker.attemptRevoke on the node <path>: REVOKED)
@@ -31,7 +32,19 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
 public class CuratorPeer {
     static FileOutputStream history;
     static String who;
-    static InterProcessMutex mutex;
+    static PeerMutex mutex;
+    static CuratorFramework cf;
+
+    /** InterProcessMutex with its node's path readable (getLockPath is protected). */
+    static class PeerMutex extends InterProcessMutex {
+        PeerMutex(CuratorFramework client, String path) {
+            super(client, path);
+        }
+
+        String node() {
+            return getLockPath();
+        }
+    }
     static InterProcessReadWriteLock rw;
     static InterProcessSemaphoreV2 semaphore;
     static Lease lease;
@@ -102,7 +115,7 @@ public class CuratorPeer {
         history = new FileOutputStream(a[5], true);
         who = a[6];
         double readFraction = Double.parseDouble(a[7]);
-        CuratorFramework cf = CuratorFrameworkFactory.builder().connectString(connect)
+        cf = CuratorFrameworkFactory.builder().connectString(connect)
                 .sessionTimeoutMs(6000).connectionTimeoutMs(15000)
                 .retryPolicy(new ExponentialBackoffRetry(100, 5)).build();
         cf.start();
@@ -112,7 +125,7 @@ public class CuratorPeer {
             semaphore = new InterProcessSemaphoreV2(cf, path, Integer.parseInt(lock.substring(10)));
             fixed = 'S';
         } else if (lock.equals("mutex")) {
-            mutex = new InterProcessMutex(cf, path);
+            mutex = new PeerMutex(cf, path);
             fixed = 'W';
         } else if (lock.equals("latch")) {
             latch = new LeaderLatch(cf, path, who);
@@ -132,6 +145,22 @@ public class CuratorPeer {
                     n++;
                 }
                 say("DONE " + n);
+                break;
+            }
+            case "count": {
+                // <ms> holds of the mutex, each enter line carrying its node's czxid (zklock's
+                // fencing token is its node's czxid: comparable across clients).
+                say("READY");
+                while (!new java.io.File(a[5] + ".go").exists()) Thread.sleep(5);
+                for (int i = 0; i < ms; i++) {
+                    mutex.acquire();
+                    long czxid = cf.checkExists().forPath(mutex.node()).getCzxid();
+                    history.write(("enter W " + who + " " + czxid + "\n").getBytes(StandardCharsets.UTF_8));
+                    Thread.sleep(5);
+                    append("exit", 'W');
+                    mutex.release();
+                }
+                say("DONE " + ms);
                 break;
             }
             case "hold":

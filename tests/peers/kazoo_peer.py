@@ -5,6 +5,7 @@ Usage: kazoo_peer.py <connect> <path> <lock> <action> <ms> <history> <who> <read
           with probability read_fraction) | semaphore:N (Semaphore(max_leases=N)) | election
           (Election: held = leading; kazoo's election is its lock, taken as Election.run does)
   action: load (hold repeatedly for <ms>) | hold (once, <ms> long) | try (wait at most <ms>)
+          | count (the mutex <ms> times, each enter line ending with the node's czxid)
 Every hold appends "enter <R|W|S> <who>" after acquiring and "exit <R|W|S> <who>" before
 releasing to <history>, one os.write per line on an O_APPEND descriptor (so the file order is a
 valid order of the real events). Prints HELD / RELEASED / ACQUIRED / NOT_ACQUIRED / DONE n.
@@ -73,6 +74,22 @@ def main():
             assert hold(kind, None, 3 if kind == "W" else 20, False)
             n += 1
         say(f"DONE {n}")
+    elif action == "count":
+        # <ms> holds of the mutex, each enter line carrying its node's czxid (zklock's fencing
+        # token is its node's czxid: comparable across clients).
+        l = locks["W"]
+        say("READY")
+        while not os.path.exists(history + ".go"):
+            time.sleep(0.005)
+        for _ in range(ms):
+            l.acquire()
+            czxid = zk.exists(path + "/" + l.node).czxid
+            line = f"enter W {who} {czxid}\n".encode()
+            assert os.write(fd, line) == len(line)
+            time.sleep(0.005)
+            append("exit", "W")
+            l.release()
+        say(f"DONE {ms}")
     elif action == "hold":
         assert hold(fixed, None, ms, True)
         say("RELEASED")

@@ -78,6 +78,10 @@ impl HistoryWriter {
     pub fn enter(&mut self, kind: char, who: &str) {
         self.line(&format!("enter {kind} {who}\n"));
     }
+    /// An enter line that carries the hold's fencing token (the every-language test's).
+    pub fn enter_with_token(&mut self, kind: char, who: &str, token: i64) {
+        self.line(&format!("enter {kind} {who} {token}\n"));
+    }
     pub fn exit(&mut self, kind: char, who: &str) {
         self.line(&format!("exit {kind} {who}\n"));
     }
@@ -117,7 +121,13 @@ pub fn check_history(text: &str) -> Stats {
     let mut st = Stats::default();
     for (no, line) in text.lines().enumerate() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(f.len(), 3, "bad history line {}: {line:?}", no + 1);
+        // An enter line may end with the hold's fencing token (check_tokens reads it).
+        let tokened = f.len() == 4 && f[0] == "enter";
+        assert!(
+            f.len() == 3 || tokened,
+            "bad history line {}: {line:?}",
+            no + 1
+        );
         let (ev, kind, who) = (f[0], f[1], f[2].to_string());
         let nreaders: usize = readers.values().sum();
         match (ev, kind) {
@@ -178,6 +188,33 @@ pub fn check_history(text: &str) -> Stats {
         }
     }
     st
+}
+
+/// The fencing tokens of the history's enter lines that carry one, which must strictly
+/// increase in the file's order (the order of the acquires); returns how many there are.
+pub fn check_tokens(text: &str) -> usize {
+    let mut last: Option<(i64, &str)> = None;
+    let mut n = 0;
+    for (no, line) in text.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 4 {
+            continue;
+        }
+        let token: i64 = f[3]
+            .parse()
+            .unwrap_or_else(|_| panic!("line {}: a token that is no number: {line:?}", no + 1));
+        if let Some((before, by)) = last {
+            assert!(
+                token > before,
+                "line {}: {} holds with token {token}, after {by} held with token {before}",
+                no + 1,
+                f[2]
+            );
+        }
+        last = Some((token, f[2]));
+        n += 1;
+    }
+    n
 }
 
 // ---------------------------------------------------------------------------------------
@@ -311,6 +348,23 @@ pub fn run_worker_if_asked() {
                 n += 1;
             }
             say(&format!("DONE {n}"));
+        }
+        "count" => {
+            // The mutex `ms` times, each enter line with its fencing token, from when
+            // HISTORY.go exists (all holders start at once).
+            say("READY");
+            let go = format!("{}.go", a[6]);
+            while !Path::new(&go).exists() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            for _ in 0..ms {
+                assert!(mutex.acquire_until_deadline(None));
+                hist.enter_with_token('W', who, mutex.fencing_token().unwrap());
+                std::thread::sleep(Duration::from_millis(5));
+                hist.exit('W', who);
+                mutex.release().unwrap();
+            }
+            say(&format!("DONE {ms}"));
         }
         "hold" => {
             assert!(hold(fixed_kind, None, Duration::from_millis(ms), true));
