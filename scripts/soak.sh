@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The nemesis soak (tools/soak.rs): a three-member ensemble, client processes each behind
+# The nemesis soak (tools/soak/): a three-member ensemble, client processes each behind
 # proxies of their own, every recipe at once, and a nemesis that kills and restarts members,
 # partitions a follower (the partition holds bytes and delivers them at the heal; the clients
 # on it are cut off, or moved to other members), cuts off the leader from its quorum with its
