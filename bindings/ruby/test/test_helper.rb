@@ -182,9 +182,11 @@ module ZkTest
   end
 
   # A Ruby child process running +script+ with the gem; yields [stdin, stdout, waiter] and kills
-  # it at the end if it is still there.
+  # it at the end if it is still there. SIGINT is at Ruby's default in the child (Interrupt), as
+  # in a terminal's program: a shell's background job (scripts/test.sh runs these tests in one)
+  # ignores SIGINT, and Ruby started with SIGINT ignored keeps ignoring it.
   def child(script, env: {})
-    cmd = [RbConfig.ruby, "-I", GEM_LIB, "-e", script]
+    cmd = [RbConfig.ruby, "-I", GEM_LIB, "-e", 'Signal.trap("INT", "DEFAULT")', "-e", script]
     Open3.popen3(env, *cmd) do |stdin, stdout, stderr, waiter|
       err = Thread.new { stderr.read }
       begin
