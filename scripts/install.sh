@@ -67,6 +67,8 @@ private=$(rustc --crate-type staticlib --crate-name probe --print native-static-
 # it. libgcc_eh is the same unwinder as an archive (what gcc itself links with -static), and a
 # program that links libzklock.a into a dynamic executable links it as well.
 private=$(echo " $private " | sed 's/ -lgcc_s / -lgcc_eh /; s/^ //; s/ $//')
+# Kerberos (sasl-gssapi) links the system's GSSAPI library.
+case ",$extra," in *,sasl-gssapi,*) private="-lgssapi_krb5 $private" ;; esac
 
 install -d "$dest$libdir/pkgconfig" "$dest$includedir" "$dest$bindir" "$dest$mandir/man1"
 install -m 755 "$release/libzklock.so" "$dest$libdir/libzklock.so.$version"
