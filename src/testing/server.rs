@@ -316,8 +316,39 @@ impl TestingServer {
             kerberos: false,
             process: None,
         };
-        server.launch()?;
-        Ok(server)
+        // The port was free when chosen, but free_port lets go of it, and another process
+        // (a client's connection, another test's server) may take it before the server binds
+        // it: the server then exits at its bind ("Address already in use"), or another server
+        // answers there. Either way, another port, a few times.
+        let mut attempt = 1;
+        loop {
+            let taken = match server.launch() {
+                Ok(()) if server.serves_here() => return Ok(server),
+                Ok(()) => io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!("another server answers on port {}", server.port),
+                ),
+                Err(e) if e.to_string().contains("Address already in use") => e,
+                Err(e) => return Err(e),
+            };
+            if attempt == 5 {
+                return Err(taken);
+            }
+            attempt += 1;
+            server.stop();
+            let old = server.port;
+            server.port = free_port()?;
+            let text = std::fs::read_to_string(&server.cfg)?
+                .replace(&format!("Port={old}\n"), &format!("Port={}\n", server.port));
+            std::fs::write(&server.cfg, text)?;
+        }
+    }
+
+    /// Whether the server answering on this server's port is this one (its `conf` names this
+    /// server's data directory); true if it does not say.
+    fn serves_here(&self) -> bool {
+        self.four_letter("conf")
+            .map_or(true, |c| c.contains(&*self.dir.path().to_string_lossy()))
     }
 
     fn launch(&mut self) -> io::Result<()> {
