@@ -345,10 +345,11 @@ impl TestingServer {
     }
 
     /// Whether the server answering on this server's port is this one (its `conf` names this
-    /// server's data directory); true if it does not say.
+    /// server's data directory); true if it does not say (`conf` not allowed, no answer).
     fn serves_here(&self) -> bool {
-        self.four_letter("conf")
-            .map_or(true, |c| c.contains(&*self.dir.path().to_string_lossy()))
+        self.four_letter("conf").map_or(true, |c| {
+            !c.contains("dataDir=") || c.contains(&*self.dir.path().to_string_lossy())
+        })
     }
 
     fn launch(&mut self) -> io::Result<()> {

@@ -56,10 +56,13 @@ fn build_dir() -> &'static Path {
         let dir = crate::common::ffi::profile_dir().join("ffi-examples");
         let lib = dir.join("lib");
         std::fs::create_dir_all(&lib).unwrap();
+        // Each test process makes these again while others may run their programs: a link
+        // made aside and renamed over the old one, never a moment without it.
         for name in ["libzklock.so", soname()] {
-            let link = lib.join(name);
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(&so, &link).unwrap();
+            let aside = lib.join(format!("{name}.{}", std::process::id()));
+            let _ = std::fs::remove_file(&aside);
+            std::os::unix::fs::symlink(&so, &aside).unwrap();
+            std::fs::rename(&aside, lib.join(name)).unwrap();
         }
         dir
     })
@@ -84,11 +87,14 @@ fn lib_dir() -> PathBuf {
     build_dir().join("lib")
 }
 
-/// Compiles one example (once per process); returns the executable.
+/// Compiles one example (once per process); returns the executable. It is written aside and
+/// renamed into place: another test process may be running the one it replaces (writing over
+/// a running program, or running one being written, fails with "Text file busy").
 pub(crate) fn compile(compiler: &str, flags: &[&str], source: &str, out_name: &str) -> PathBuf {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let repo = crate::common::ffi::repo();
     let exe = build_dir().join(out_name);
+    let aside = build_dir().join(format!("{out_name}.{}", std::process::id()));
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if built.iter().any(|b| b == out_name) {
         return exe;
@@ -100,7 +106,7 @@ pub(crate) fn compile(compiler: &str, flags: &[&str], source: &str, out_name: &s
         .arg(repo.join("include"))
         .arg(repo.join(source))
         .arg("-o")
-        .arg(&exe)
+        .arg(&aside)
         .arg("-L")
         .arg(&lib)
         .arg("-lzklock")
@@ -113,6 +119,7 @@ pub(crate) fn compile(compiler: &str, flags: &[&str], source: &str, out_name: &s
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    std::fs::rename(&aside, &exe).unwrap();
     built.push(out_name.to_string());
     exe
 }

@@ -326,50 +326,15 @@ fn a_missing_keytab_is_named() {
     );
 }
 
-/// `ffi-examples/c/kerberos.c`, compiled once per test process against this build's library.
-fn c_example() -> &'static std::path::Path {
-    static EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    EXE.get_or_init(|| {
-        // The library under its SONAME too (libzklock.so.0.<minor>), where the example finds it.
-        let so = crate::common::ffi::cdylib();
-        let dir = crate::common::ffi::profile_dir().join("kerberos-c");
-        let lib = dir.join("lib");
-        std::fs::create_dir_all(&lib).unwrap();
-        let soname = format!("libzklock.so.0.{}", env!("CARGO_PKG_VERSION_MINOR"));
-        for name in ["libzklock.so", soname.as_str()] {
-            let link = lib.join(name);
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(&so, &link).unwrap();
-        }
-        let exe = dir.join("kerberos");
-        let repo = crate::common::ffi::repo();
-        let out = Command::new("cc")
-            .args([
-                "-std=c99",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-pedantic",
-                "-pthread",
-            ])
-            .arg("-I")
-            .arg(repo.join("include"))
-            .arg(repo.join("ffi-examples/c/kerberos.c"))
-            .arg("-o")
-            .arg(&exe)
-            .arg("-L")
-            .arg(&lib)
-            .arg("-lzklock")
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "cc ffi-examples/c/kerberos.c failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        exe
-    })
+/// `ffi-examples/c/kerberos.c`, compiled once per test process against this build's library
+/// (as the other C examples are).
+fn c_example() -> std::path::PathBuf {
+    crate::ffi_examples::compile(
+        "cc",
+        crate::ffi_examples::C_FLAGS,
+        "ffi-examples/c/kerberos.c",
+        "kerberos",
+    )
 }
 
 /// Runs the C example in `mode` with `env` (the Kerberos variables) and `vars`; its exit

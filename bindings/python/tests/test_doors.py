@@ -62,8 +62,11 @@ def test_ctrl_c_during_a_blocking_acquire_interrupts_at_once_and_leaves_no_node(
             assert line[:1] == ["INTERRUPTED"], (line, child.stderr.read())
             assert line[2] == "held=False", line
             assert took < 2.0, "KeyboardInterrupt %.2f s after Ctrl-C" % took
-            # The cancelled wait left nothing: only the holder is queued.
-            assert child.stdout.readline().split() == ["PARTICIPANTS", "1"]
+            # The cancelled wait leaves nothing: only the holder stays queued (the child's node
+            # goes in the background, after the interrupt: on a busy machine the child's own
+            # look right after it may still list it).
+            assert child.stdout.readline().split()[:1] == ["PARTICIPANTS"]
+            _wait_for(lambda: len(holder.participants()) == 1, "the child's node gone")
             assert [p.is_holder for p in holder.participants()] == [True]
             assert child.wait(10) == 0
         finally:
