@@ -11,7 +11,6 @@
 //! Not in the default filter of any nextest profile: scripts/test.sh runs it after the Node.js
 //! tests.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -56,23 +55,14 @@ fn strs(a: &[String; 6]) -> Vec<&str> {
     a.iter().map(String::as_str).collect()
 }
 
-/// Fails (rather than a bare "No such file" at the spawn) when an interpreter is not on PATH.
-fn require_on_path(program: &str) {
-    let found = std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| {
-            std::fs::metadata(dir.join(program))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    });
-    assert!(
-        found,
-        "{program} is not on PATH: run scripts/install-deps.sh first"
-    );
-}
-
 fn every_language_with(peer: Peer) {
+    // A missing program fails here, naming what installs it, not as a bare "No such file"
+    // at its spawn.
     for program in ["cc", "python3", "node", "ruby"] {
-        require_on_path(program);
+        assert!(
+            crate::common::ffi::have(program),
+            "{program} is not on PATH: run scripts/install-deps.sh first"
+        );
     }
     let koffi = repo().join("bindings/node/node_modules/koffi");
     assert!(
