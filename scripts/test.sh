@@ -18,8 +18,15 @@ export ZKL_FEATURES=$features
 pkg="$PWD/target/pkg"
 export ZKLOCK_CARGO_FEATURES=sasl-gssapi
 mkdir -p "$pkg"
-# Where the time goes: each step's end, in seconds since the start.
+# Where the time goes: each step's end, in seconds since the start, and the CPU it used.
 say() { echo "test.sh: +$SECONDS s: $*" >&2; }
+# CPU: the CPU seconds (user + system) of this shell's ended children so far, set by `cpu`
+# run in this very shell (in a $(...), `times` would ask a new process with no children yet).
+cpu() {
+    local f=target/.test-sh-times.$BASHPID
+    times >"$f"
+    CPU=$(awk 'NR == 2 { gsub(/[ms]/, " "); split($0, t, " "); printf "%.0f", t[1] * 60 + t[2] + t[3] * 60 + t[4] }' "$f")
+}
 
 # --- the steps -----------------------------------------------------------------------------
 
@@ -136,8 +143,14 @@ trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 # prints its end, and its log on a failure; returns its status.
 logged() {
     local rc=0
-    "$1" >"target/test-$1.log" 2>&1 || rc=$?
-    say "$1, exit $rc"
+    (
+        rc=0
+        "$1" || rc=$?
+        cpu
+        echo "$CPU" >"target/test-$1.cpu"
+        exit "$rc"
+    ) >"target/test-$1.log" 2>&1 || rc=$?
+    say "$1, exit $rc, $(cat "target/test-$1.cpu" 2>/dev/null || echo ?) s of CPU"
     [ "$rc" = 0 ] || { cat "target/test-$1.log" >&2; return 1; }
 }
 mkdir -p target
@@ -169,22 +182,25 @@ say "fmt"
     exit "$rc"
 ) &
 languages=$!
+cpu && c0=$CPU
 clippy_build
-say "build, with clippy"
+cpu && say "build, with clippy, $((CPU - c0)) s of CPU"
 header
 touch "$built"
 soak >target/test-soak.log 2>&1 &
 soaking=$!
 failed=()
+cpu && c0=$CPU
 rust_tests || failed+=(rust_tests)
-say "rust_tests"
+cpu && say "rust_tests, $((CPU - c0)) s of CPU"
+cpu && c0=$CPU
 wait "$soaking" || { cat target/test-soak.log >&2; failed+=(soak); }
 tail -n 2 target/test-soak.log >&2
-say "soak"
+cpu && say "soak, $((CPU - c0)) s of CPU"
 wait "$languages" || failed+=("other languages, package or docs")
 say "Python, Node.js and Ruby tests, every language, the published crate, docs"
 if [ "${#failed[@]}" != 0 ]; then
     echo "test.sh: failed: ${failed[*]}" >&2
     exit 1
 fi
-echo "test.sh: all passed in $SECONDS s"
+cpu && echo "test.sh: all passed in $SECONDS s, $CPU s of CPU"
