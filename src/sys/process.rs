@@ -4,13 +4,89 @@
 //! (src/bin/zklock/main.rs); the library calls none of it but this process's id, and exports
 //! only the test helpers (`zklock::testing`).
 
-/// This process's id, read afresh at every call (`getpid`, a system call, about 0.15 µs): a
-/// child is told from its parent however it was made, through `fork()`, a raw `fork`/`clone`
-/// system call or `vfork`-like spawning code, none of which need run a `pthread_atfork`
-/// handler. The checks that make a forked child's inherited sessions inert run before every
-/// request and on each wake-up of the executor, each far dearer than this.
+/// This process's id. A child is told from its parent however it was made: through `fork()`, a
+/// raw `fork`/`clone` system call, or a runtime's own spawn, none of which need run a
+/// `pthread_atfork` handler. The id is kept in a page of its own that the kernel empties in
+/// every child that gets a copy of this address space (`MADV_WIPEONFORK`, Linux 4.14), so a
+/// child reads zero there, asks `getpid` and keeps its own id. A read is one load: the checks
+/// that make a forked child's inherited sessions inert run before every request and at each
+/// wake-up of the executor, about 30 times a lock cycle (each a `getpid` system call of 0.4 µs
+/// on a VM before). Without the page (an older kernel refuses the advice), every call asks
+/// `getpid`. A child that shares this address space instead (`clone` with `CLONE_VM`: vfork,
+/// `posix_spawn`) runs in the parent's memory and may only exec or exit, which it does.
 pub(crate) fn process_id() -> u32 {
-    std::process::id()
+    use std::sync::atomic::Ordering;
+    let Some(kept) = kept_id() else {
+        return std::process::id();
+    };
+    match kept.load(Ordering::Relaxed) {
+        0 => {
+            let id = std::process::id();
+            kept.store(id, Ordering::Relaxed);
+            id
+        }
+        id => id,
+    }
+}
+
+/// The word of the wiped-on-fork page ([`process_id`]), or `None` where the kernel cannot
+/// wipe a page on fork.
+fn kept_id() -> Option<&'static std::sync::atomic::AtomicU32> {
+    use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+    // The page's address, NO_PAGE where the kernel cannot wipe one, 0 before the first call.
+    // Not a OnceLock: a child forked while another thread made the page would wait on that
+    // thread, which it does not have; here two first calls may each map one, and one stays.
+    const NO_PAGE: usize = 1;
+    static PAGE: AtomicUsize = AtomicUsize::new(0);
+    let mut page = PAGE.load(Ordering::Acquire);
+    if page == 0 {
+        let made = wiped_on_fork_page().unwrap_or(NO_PAGE);
+        page = match PAGE.compare_exchange(0, made, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => made,
+            Err(first) => {
+                if made != NO_PAGE {
+                    // SAFETY: the page mapped just above, used by nothing else.
+                    unsafe { libc::munmap(made as *mut libc::c_void, 4096) };
+                }
+                first
+            }
+        };
+    }
+    // SAFETY: a page mapped for good (never unmapped once kept), readable and writable,
+    // zeroed when mapped and in every child: a valid AtomicU32 at its start, only ever used
+    // through atomic operations.
+    (page != NO_PAGE).then(|| unsafe { &*(page as *const AtomicU32) })
+}
+
+/// A page of its own that the kernel empties in a child (`MADV_WIPEONFORK`), if it can.
+fn wiped_on_fork_page() -> Option<usize> {
+    // SAFETY: an anonymous private mapping of one page, no address asked: it touches no memory
+    // of ours; a failure is MAP_FAILED, checked below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: p is the page just mapped, private and anonymous, as MADV_WIPEONFORK needs.
+    if unsafe { libc::madvise(p, 4096, libc::MADV_WIPEONFORK) } != 0 {
+        log::debug!(
+            "zklock: the kernel does not wipe pages on fork ({}): the process id is asked of \
+             it at every check",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: p is the page mapped above, used by nothing else.
+        unsafe { libc::munmap(p, 4096) };
+        return None;
+    }
+    Some(p as usize)
 }
 
 /// Makes the child that `cmd` starts die (SIGKILL) when the thread that starts it, i.e. its
