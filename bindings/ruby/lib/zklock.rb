@@ -13,8 +13,9 @@
 #     end
 #   end
 module ZkLock
-  @clients = ObjectSpace::WeakMap.new
-  @clients_mu = Mutex.new
+  # Every library handle not freed yet (Handle#file_in): what the exit hook closes.
+  @open_handles = {}
+  @at_exit_mu = Mutex.new
   @at_exit = false
 
   class << self
@@ -23,13 +24,15 @@ module ZkLock
       Client.open(hosts, **options, &block)
     end
 
+    # @api private
+    attr_reader :open_handles
+
     # @api private: a client opened, closed at exit unless closed before. The exit hook is
     # registered with the first client (again for the first one after it ran): an at_exit
     # registered at require time would run before those of code that requires the gem later,
     # or that makes its clients in an at_exit of its own (minitest runs its tests in one).
-    def opened(client)
-      @clients_mu.synchronize do
-        @clients[client] = true
+    def opened(_client)
+      @at_exit_mu.synchronize do
         unless @at_exit
           @at_exit = true
           at_exit { close_all_at_exit }
@@ -38,23 +41,17 @@ module ZkLock
     end
 
     # @api private
-    def closed(client)
-      @clients_mu.synchronize { @clients.delete(client) if @clients.respond_to?(:delete) }
-    end
-
-    # @api private
     # At exit (a normal end, exit, an uncaught exception, Ctrl-C), while the process's threads
-    # still run: every client still open is closed, so its holds are released and its nodes
-    # deleted at once rather than a session timeout later, and acquires still waiting in other
-    # threads are cancelled (Ruby waits for its threads before the process ends, and a thread
-    # in a native call cannot be killed).
+    # still run: every lock and client still open is closed, so its holds are released and its
+    # nodes deleted at once rather than a session timeout later, and acquires still waiting in
+    # other threads are cancelled (Ruby waits for its threads before the process ends, and a
+    # thread in a native call cannot be killed). The locks go first: a client's session ends
+    # once it and its locks are freed.
     def close_all_at_exit
-      clients = @clients_mu.synchronize do
-        @at_exit = false
-        @clients.keys
-      end
-      clients.each do |client|
-        client.close
+      @at_exit_mu.synchronize { @at_exit = false }
+      handles = @open_handles.keys
+      (handles.select(&:lock?) + handles.reject(&:lock?)).each do |handle|
+        handle.close
       rescue StandardError
         nil
       end

@@ -79,8 +79,8 @@ module ZkLock
       ptr = connect(hosts, setters)
       @hosts = hosts
       @handle = Handle.new(ptr, Native::F_zkl_client_free, "the client")
-      @locks = ObjectSpace::WeakMap.new
-      @locks_mu = Mutex.new
+      # The handles of the locks made from this client and not freed (see Handle#file_in).
+      @lock_handles = {}
       ObjectSpace.define_finalizer(self, @handle.finalizer)
       ZkLock.opened(self)
     end
@@ -149,15 +149,13 @@ module ZkLock
     # once; an acquire under way raises Cancelled; later calls on them raise Closed), then the
     # session. Idempotent.
     def close
-      locks = @locks_mu.synchronize { @locks.keys }
-      locks.each(&:close)
+      @lock_handles.keys.each(&:close)
       begin
         @handle.use { |ptr| Native.call(:zkl_client_close, ptr) }
       rescue Closed
         nil
       end
       @handle.close
-      ZkLock.closed(self)
       nil
     end
 
@@ -188,7 +186,7 @@ module ZkLock
     end
 
     def track(lock)
-      @locks_mu.synchronize { @locks[lock] = true }
+      lock.file_in(@lock_handles)
       lock
     end
 

@@ -8,14 +8,32 @@ module ZkLock
   # (the block given: a lock's waiting acquire is cancelled), waits for them, and only then
   # frees the handle.
   class Handle
-    def initialize(ptr, free, what)
+    # +interrupt+ (given the pointer) makes the calls under way return, for #close.
+    def initialize(ptr, free, what, interrupt = nil)
       @ptr = ptr
       @free = free
       @what = what
+      @interrupt = interrupt
       @mu = Mutex.new
       @idle = ConditionVariable.new
       @calls = 0
       @pid = Process.pid
+      # The sets (Hashes) this handle is filed in while it is not freed: the handles the exit
+      # hook closes, a client's locks. They hold handles, never their owners, so an owner
+      # dropped unclosed is still collected and its finalizer frees the handle. (Not an
+      # ObjectSpace::WeakMap of the owners: Ruby 3.1's WeakMap#keys handed the exit hook a
+      # client already collected, and calling it crashed the interpreter.) One Hash operation
+      # runs whole under the interpreter lock, so a finalizer may take the handle out of a set
+      # without a mutex (it may not lock one a thread holds).
+      @sets = []
+      file_in(ZkLock.open_handles)
+    end
+
+    # Files this handle in +set+ until it is freed.
+    def file_in(set)
+      set[self] = true
+      @sets << set
+      self
     end
 
     def closed?
@@ -44,9 +62,10 @@ module ZkLock
       end
     end
 
-    # Frees the handle once the calls under way have returned; +interrupt+ (given the
+    # Frees the handle once the calls under way have returned; the interrupt (given the
     # pointer) is called until they have, every 50 ms. Idempotent.
-    def close(&interrupt)
+    def close
+      interrupt = @interrupt
       Thread.handle_interrupt(Object => :never) do
         ptr = @mu.synchronize do
           ptr, @ptr = @ptr, nil
@@ -60,6 +79,7 @@ module ZkLock
           end
           ptr
         end
+        unfile
         @free.call(ptr)
       end
       nil
@@ -73,7 +93,21 @@ module ZkLock
 
     def finalize
       ptr, @ptr = @ptr, nil
-      @free.call(ptr) if ptr
+      return unless ptr
+
+      unfile
+      @free.call(ptr)
+    end
+
+    # Whether this is a lock's handle (the exit hook closes those before the clients').
+    def lock?
+      @free == Native::F_zkl_lock_free
+    end
+
+    private
+
+    def unfile
+      @sets.each { |set| set.delete(self) }
     end
   end
 end

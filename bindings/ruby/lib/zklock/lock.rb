@@ -25,7 +25,8 @@ module ZkLock
 
     # @api private: Client makes locks.
     def initialize(ptr, kind, path, client)
-      @handle = Handle.new(ptr, Native::F_zkl_lock_free, "the #{kind} #{path}")
+      @handle = Handle.new(ptr, Native::F_zkl_lock_free, "the #{kind} #{path}",
+                           ->(p) { Native.zkl_lock_cancel(p) })
       @kind = kind
       @path = path
       @client = client
@@ -176,7 +177,12 @@ module ZkLock
     # Frees the handle: a hold is released (its node goes at once), an acquire under way in
     # another thread raises Cancelled. Later calls raise Closed. Idempotent.
     def close
-      @handle.close { |ptr| Native.zkl_lock_cancel(ptr) }
+      @handle.close
+    end
+
+    # @api private: files the lock's handle in +set+ (its client's) until it is freed.
+    def file_in(set)
+      @handle.file_in(set)
     end
 
     def closed?
