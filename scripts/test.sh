@@ -187,16 +187,20 @@ clippy_build
 cpu && say "build, with clippy, $((CPU - c0)) s of CPU"
 header
 touch "$built"
-soak >target/test-soak.log 2>&1 &
+logged soak &
 soaking=$!
 failed=()
-cpu && c0=$CPU
-rust_tests || failed+=(rust_tests)
-cpu && say "rust_tests, $((CPU - c0)) s of CPU"
-cpu && c0=$CPU
-wait "$soaking" || { cat target/test-soak.log >&2; failed+=(soak); }
+# In a subshell of its own, whose `times` counts only its own children (this shell's would
+# count every background step that ended meanwhile).
+(
+    rc=0
+    rust_tests || rc=$?
+    cpu
+    say "rust_tests, exit $rc, $CPU s of CPU"
+    exit "$rc"
+) || failed+=(rust_tests)
+wait "$soaking" || failed+=(soak)
 tail -n 2 target/test-soak.log >&2
-cpu && say "soak, $((CPU - c0)) s of CPU"
 wait "$languages" || failed+=("other languages, package or docs")
 say "Python, Node.js and Ruby tests, every language, the published crate, docs"
 if [ "${#failed[@]}" != 0 ]; then
