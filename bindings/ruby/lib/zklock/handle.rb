@@ -5,8 +5,8 @@ module ZkLock
   # A library handle owned by one Ruby object: freed once, by #close or by the garbage
   # collector, and never under a call that uses it. Every call into the library on the handle
   # is counted while it runs; #close refuses new calls (Closed), makes those under way return
-  # (the block given: a lock's waiting acquire is cancelled), waits for them, and only then
-  # frees the handle.
+  # (the interrupt it was made with: a lock's waiting acquire is cancelled), waits for them,
+  # and only then frees the handle.
   class Handle
     # +interrupt+ (given the pointer) makes the calls under way return, for #close.
     def initialize(ptr, free, what, interrupt = nil)
