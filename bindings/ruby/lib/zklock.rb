@@ -49,8 +49,7 @@ module ZkLock
     # once it and its locks are freed.
     def close_all_at_exit
       @at_exit_mu.synchronize { @at_exit = false }
-      handles = @open_handles.keys
-      (handles.select(&:lock?) + handles.reject(&:lock?)).each do |handle|
+      @open_handles.keys.partition(&:lock?).flatten.each do |handle|
         handle.close
       rescue StandardError
         nil
