@@ -46,10 +46,15 @@ fmt() {
 # clippy's driver is rustc's workspace wrapper (as `cargo clippy` runs it, but with code
 # generation), so one compile serves lints and tests. CLIPPY_ARGS is how `cargo clippy` hands
 # its arguments to the driver.
-clippy_build() {
+# Every later cargo run on target/debug (the Rust tests, the every-language test) sets the same
+# wrapper: without it, cargo compiles the crate and its tests again (75 s of CPU).
+lints_on() {
     export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
     [ -x "$RUSTC_WORKSPACE_WRAPPER" ] || RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver)
     export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+}
+clippy_build() {
+    lints_on
     # The gate itself: a clippy warning must fail a compile (were the driver to stop reading
     # CLIPPY_ARGS, the build would pass with warnings).
     mkdir -p target/clippy-gate
@@ -90,6 +95,7 @@ docs() {
 # Every Rust test and the doc tests (scripts/run-tests.sh: one nextest pass, one server). The
 # packaging test's scripts/install.sh builds in target/pkg.
 rust_tests() {
+    lints_on
     ZKL_PKG_TARGET_DIR=$pkg scripts/run-tests.sh
 }
 
@@ -99,8 +105,10 @@ rust_tests() {
 python_install() {
     CARGO_TARGET_DIR=$pkg scripts/test-python.sh install
 }
+# The wheel test's release build (from its sdist) in target/pkg too: the dependencies pip's
+# build compiled serve it (in a directory of its own it compiled them all again, 3 minutes of CPU).
 python_tests() {
-    ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-python.sh test
+    CARGO_TARGET_DIR=$pkg ZKL_TESTING_SERVER_BIN=$PWD/target/debug/examples/testing_server scripts/test-python.sh test
 }
 # What the packaging test's scripts/install.sh builds (its default features: no Kerberos),
 # built ahead (its own build took a minute of the Rust tests' run), at a lower priority.
@@ -124,6 +132,7 @@ ruby_tests() {
 # One lock, every language (tests/it/every_language.rs): Rust, C, Python, Node.js, Ruby and
 # Curator or kazoo holders in turn on one mutex; after the Node.js tests, which install koffi.
 every_language() {
+    lints_on
     cargo nextest run -P ci --features "$features" --ignore-default-filter \
         -E 'test(/^every_language::/)'
 }
