@@ -43,12 +43,14 @@ cargo nextest run --features "$features" --profile ci ${threads[@]+"${threads[@]
 grep -E "^\s+(FAIL|SIGSEGV|SIGABRT|TIMEOUT|SLOW)|Summary" "$out/tests.log" || true
 echo "run-tests: tests: $((SECONDS - t0)) s, exit $rc"
 # Where the run's time goes: its ten slowest tests (nextest's JUnit report of the ci profile).
+# awk reads the whole list: a `head` would end first, and sort's write into the closed pipe
+# (SIGPIPE, status 141) would fail this script under pipefail.
 junit=target/nextest/ci/junit.xml
 if [ -f "$junit" ]; then
     echo "run-tests: the slowest tests (seconds):"
     grep -oE '<testcase name="[^"]*"[^>]* time="[0-9.]+"' "$junit" |
-        sed -E 's/<testcase name="([^"]*)".* time="([0-9.]+)"/\2 \1/' | sort -rn | head -n 10 |
-        awk '{ printf "  %7.1f  %s\n", $1, $2 }'
+        sed -E 's/<testcase name="([^"]*)".* time="([0-9.]+)"/\2 \1/' | sort -rn |
+        awk 'NR <= 10 { printf "  %7.1f  %s\n", $1, $2 }'
 fi
 if [ "$rc" != 0 ]; then
     # The failures' output, whole (the ci profile prints it after the summary).
