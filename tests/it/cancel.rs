@@ -12,9 +12,6 @@ use zklock::{
     Client, Deadline, Error, Lockable, MultiLock, Mutex, Semaphore, SemaphoreMutex, SimpleLock,
 };
 
-/// "At once": far below the acquire's own wait, with room for a loaded machine.
-const AT_ONCE: Duration = Duration::from_secs(3);
-
 /// A mutex at a fresh path held (by this thread) through another client, so that an acquire
 /// there waits; the two clients, the holder's handle and a handle of our own on it.
 fn busy_mutex(hosts: &str) -> ([Client; 2], Mutex, Arc<Mutex>) {

@@ -150,7 +150,7 @@ fn try_lock_on_a_busy_lock_returns_at_once_and_leaves_no_node() {
     let _g = ma.lock().unwrap();
     let t = Instant::now();
     assert!(mb.try_lock().unwrap().is_none());
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert!(t.elapsed() < AT_ONCE, "{:?}", t.elapsed());
     assert_eq!(admin(&hosts).children(&path).unwrap().len(), 1);
     assert!(!mb.is_held());
 }
@@ -259,20 +259,22 @@ fn cancel_returns_promptly_and_leaves_no_node() {
     let _g = ma.lock().unwrap();
     let admin = admin(&hosts);
     let mb2 = mb.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
     let t = std::thread::spawn(move || {
-        let r = mb2.lock().map(|_| ());
-        (r, Instant::now())
+        let _ = tx.send(mb2.lock().map(|_| ()));
     });
     assert!(eventually(Duration::from_secs(5), || admin
         .children(&path)
         .unwrap()
         .len()
         == 2));
-    let at = Instant::now();
     mb.cancel_token().cancel();
-    let (r, ended) = t.join().unwrap();
+    // The holder keeps the lock: only the cancel can end this acquire.
+    let r = rx
+        .recv_timeout(AT_ONCE)
+        .expect("the cancelled acquire still waited");
+    t.join().unwrap();
     assert_eq!(r, Err(Error::Cancelled));
-    assert!(ended.duration_since(at) < Duration::from_millis(500));
     assert_eq!(admin.children(&path).unwrap().len(), 1);
 }
 

@@ -158,6 +158,12 @@ pub fn admin(hosts: &str) -> Admin {
     Admin::connect(hosts).expect("admin session")
 }
 
+/// "At once", for a call that must not wait for a holder (a try-once acquire, a cancelled
+/// one): one session timeout of the tests' sessions. Such a call takes a few round trips,
+/// which on a loaded machine can take seconds (a cancel whose node delete took 2.5 s failed a
+/// bound of 500 ms); a call that waits for the holder never ends while the test holds.
+pub const AT_ONCE: Duration = Duration::from_secs(5);
+
 /// A fresh lock path per call: `/t/<name>-<pid>-<n>`.
 pub fn unique_path(name: &str) -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};
