@@ -833,6 +833,73 @@ fn finish(mut z: ChildGuard, within: Duration) -> Output {
     z.wait_with_output().unwrap()
 }
 
+/// A signal sent to zklock's whole group the instant COMMAND has started (COMMAND sends it to
+/// its own group as its first act) reaches COMMAND once: zklock's witness of the group watches
+/// from before COMMAND's exec, not from whenever zklock's thread runs again after it (beside a
+/// loaded machine's other work, COMMAND saw a group's SIGINT twice).
+#[test]
+fn a_group_signal_at_the_commands_start_reaches_it_once() {
+    use std::os::unix::process::CommandExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let h = hosts();
+    let dir = tempfile::tempdir().unwrap();
+    // Every core kept busy, as beside a build: zklock's thread waits for a core after COMMAND's
+    // exec while COMMAND runs on.
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let load: Vec<_> = (0..cores)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let _stop = scopeguard_stop(stop, load);
+    for round in 0..8 {
+        let p = path(&format!("sigint-at-start-{round}"));
+        let log = dir.path().join(format!("log{round}"));
+        let script = format!(
+            "trap 'echo INT >> {l}' INT; kill -INT 0; sleep 0.3; echo done >> {l}",
+            l = log.display()
+        );
+        let (z, _) = start_command_with(&h, &p, dir.path(), &script, |c| {
+            c.process_group(0);
+        });
+        let out = finish(z, Duration::from_secs(20));
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(
+            text,
+            "INT\ndone\n",
+            "round {round}: COMMAND saw its group's SIGINT once: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "round {round}");
+    }
+}
+
+/// Stops the busy threads when dropped (also when the test fails).
+fn scopeguard_stop(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+) -> impl Drop {
+    struct Stop(
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+        Vec<std::thread::JoinHandle<()>>,
+    );
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            for t in self.1.drain(..) {
+                let _ = t.join();
+            }
+        }
+    }
+    Stop(stop, threads)
+}
+
 /// A supervisor's `kill -INT -- -PGID` reaches every process of zklock's group, COMMAND
 /// included: zklock does not pass on what COMMAND got itself, so COMMAND sees it once (as with a
 /// Ctrl-C typed at the terminal).
