@@ -103,7 +103,7 @@ pub mod testing;
 #[doc(hidden)]
 pub mod command_process {
     pub use crate::sys::process::{
-        die_with_parent, in_my_process_group, send_signal, CaughtSignals, GroupWitness,
+        die_with_parent, in_my_process_group, send_signal, AtExec, CaughtSignals, GroupWitness,
         SignalOrigin,
     };
 }

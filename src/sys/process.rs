@@ -226,6 +226,9 @@ pub struct SignalOrigin {
 
 /// The write end of the pipe the signal handler writes to (-1: none).
 static SIGNAL_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+/// The process that catches: a child between its fork and its exec runs the inherited handler
+/// too, and must not write a record of a signal that only it got.
+static CATCHING_PROCESS: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 type Handler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
 
@@ -237,6 +240,9 @@ extern "C" fn on_caught_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: 
     // signal interrupted.
     unsafe {
         let errno = *libc::__errno_location();
+        if libc::getpid() != CATCHING_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let code = (*info).si_code;
         let pid = if code <= 0 { (*info).si_pid() } else { 0 };
         let rec: [i32; 3] = [sig, code, pid];
@@ -267,6 +273,10 @@ impl CaughtSignals {
         // SAFETY: fds[0] is a new descriptor that nothing else owns; the write end stays open
         // for the handler for the rest of the process.
         let read = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+        CATCHING_PROCESS.store(
+            std::process::id() as libc::pid_t,
+            std::sync::atomic::Ordering::SeqCst,
+        );
         let old = SIGNAL_PIPE.swap(fds[1], std::sync::atomic::Ordering::SeqCst);
         for &sig in signals {
             // SAFETY: an all-zero sigaction is a valid value of that plain C struct; it is then
@@ -406,6 +416,70 @@ impl GroupWitness {
         })
     }
 
+    /// Has the child `cmd` starts tell, just before its `exec`, which of `signals` this
+    /// witness then had pending: a signal the witness got later reached the command too (it
+    /// was in the group by then), one it had already came before the command existed or was
+    /// taken by the child on its way to `exec`. The child first gives `signals` their default
+    /// dispositions (as `exec` would), so none sent after that is taken by this process's
+    /// handlers in it. Read the answer with [`AtExec::read`] once `cmd` was spawned.
+    pub fn pending_at_exec(
+        &self,
+        cmd: &mut std::process::Command,
+        signals: &[i32],
+    ) -> std::io::Result<AtExec> {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::process::CommandExt;
+        let mut fds = [-1; 2];
+        // SAFETY: fds has room for the two descriptors pipe2 writes.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors are new and owned by nothing else.
+        let (read, write) = unsafe {
+            (
+                std::fs::File::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        let status = std::ffi::CString::new(format!("/proc/{}/status", self.pid))
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        let signals = signals.to_vec();
+        let to_parent = fds[1];
+        // SAFETY: the closure runs in the child between fork and exec and allocates nothing:
+        // signal, open, read, close and write are async-signal-safe, the path was made before
+        // the fork, and the status is parsed in a buffer on the stack.
+        unsafe {
+            cmd.pre_exec(move || {
+                for &sig in &signals {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                let fd = libc::open(status.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Ok(());
+                }
+                let mut buf = [0u8; 8192];
+                let mut len = 0;
+                while len < buf.len() {
+                    let n = libc::read(fd, buf[len..].as_mut_ptr().cast(), buf.len() - len);
+                    if n <= 0 {
+                        break;
+                    }
+                    len += n as usize;
+                }
+                libc::close(fd);
+                if let Some(mask) = pending_in_status(&buf[..len]) {
+                    let bytes = mask.to_ne_bytes();
+                    libc::write(to_parent, bytes.as_ptr().cast(), bytes.len());
+                }
+                Ok(())
+            });
+        }
+        Ok(AtExec {
+            read,
+            write: Some(write),
+        })
+    }
+
     /// A fresh witness (nothing pending) in place of this one; this one stays if a new one
     /// cannot be started.
     pub fn renew(&mut self) -> std::io::Result<()> {
@@ -425,6 +499,50 @@ impl Drop for GroupWitness {
             libc::waitpid(self.pid, &mut status, 0);
         }
     }
+}
+
+/// What a [`GroupWitness`] had pending at a command's `exec`, as its child said.
+pub struct AtExec {
+    read: std::fs::File,
+    write: Option<std::os::fd::OwnedFd>,
+}
+
+impl AtExec {
+    /// The signals (bit `sig - 1`) the witness had pending when the spawned child reached its
+    /// `exec`; None if it did not say (it died first, or could not read the witness).
+    pub fn read(mut self) -> Option<u64> {
+        use std::io::Read;
+        // This process's write end: the child's closed at its exec, so the read ends there.
+        drop(self.write.take());
+        let mut bytes = [0u8; 8];
+        self.read.read_exact(&mut bytes).ok()?;
+        Some(u64::from_ne_bytes(bytes))
+    }
+}
+
+/// The pending signals of a `/proc/PID/status` text: its `SigPnd` and `ShdPnd` masks.
+fn pending_in_status(status: &[u8]) -> Option<u64> {
+    let mut mask = None;
+    for line in status.split(|&b| b == b'\n') {
+        let value = match line {
+            [b'S', b'i', b'g', b'P', b'n', b'd', b':', rest @ ..]
+            | [b'S', b'h', b'd', b'P', b'n', b'd', b':', rest @ ..] => rest,
+            _ => continue,
+        };
+        let mut v = 0u64;
+        for &c in value {
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                b' ' | b'\t' => continue,
+                _ => return None,
+            };
+            v = (v << 4) | u64::from(d);
+        }
+        mask = Some(mask.unwrap_or(0) | v);
+    }
+    mask
 }
 
 /// Whether process `pid` is in this process's process group.
@@ -491,5 +609,18 @@ pub fn controlling_terminal_on_stdin(cmd: &mut std::process::Command) {
             }
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pending_in_status;
+
+    #[test]
+    fn the_pending_masks_of_a_status_are_read_and_joined() {
+        let status = b"Name:\tsh\nSigQ:\t0/63452\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000002\nSigBlk:\t0000000000004003\n";
+        assert_eq!(pending_in_status(status), Some(1 << (libc::SIGINT - 1)));
+        assert_eq!(pending_in_status(b"Name:\tsh\n"), None);
+        assert_eq!(pending_in_status(b"ShdPnd:\tzz\n"), None);
     }
 }

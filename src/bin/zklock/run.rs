@@ -15,7 +15,7 @@ use crate::exit_codes::{
 };
 use crate::make_lock;
 use crate::secure::PASSWORD_VARS;
-use zklock::command_process::{self as process, CaughtSignals, GroupWitness, SignalOrigin};
+use zklock::command_process::{self as process, AtExec, CaughtSignals, GroupWitness, SignalOrigin};
 
 /// `zklock PATH COMMAND...`.
 pub(crate) fn run(
@@ -119,7 +119,26 @@ pub(crate) fn run(
     }
     // If zklock dies uncatchably, COMMAND dies too: never running while the lock is free.
     process::die_with_parent(&mut cmd);
+    // The group's witness watches from before COMMAND exists, and COMMAND's child says what it
+    // had seen at the exec: a group signal after that reached COMMAND, whenever zklock's own
+    // thread runs again.
+    let mut witness = match GroupWitness::start(&FORWARDED) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            eprintln!(
+                "zklock: cannot start the process group's witness ({e}): a signal sent to the \
+                 whole group may reach COMMAND twice"
+            );
+            None
+        }
+    };
+    let at_exec = witness
+        .as_ref()
+        .and_then(|w| w.pending_at_exec(&mut cmd, &FORWARDED).ok());
     let child = cmd.spawn();
+    // Unknown (the child died on the way): every signal the witness holds counts as one that
+    // may have come before COMMAND, and is passed on.
+    let mut before_exec = at_exec.and_then(AtExec::read).unwrap_or(u64::MAX);
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -131,7 +150,17 @@ pub(crate) fn run(
         }
     };
     let status = wait_child(
-        &mut child, &lost_rx, &revoke_rx, &signals, client, args, path,
+        &mut child,
+        &lost_rx,
+        &revoke_rx,
+        Watch {
+            caught: &signals,
+            witness: &mut witness,
+            before_exec: &mut before_exec,
+        },
+        client,
+        args,
+        path,
     );
     if let Err(e) = lock.release() {
         eprintln!("zklock: releasing {path}: {e}");
@@ -201,32 +230,49 @@ const FORWARDED: [i32; 4] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT];
 /// room for a loaded machine.
 const KILL_LEAD: Duration = Duration::from_millis(100);
 
-/// Whether signal `o` went to zklock's whole process group (a Ctrl-C or Ctrl-\ typed at the
-/// terminal, a hangup, a supervisor's `kill -- -PGID`): the kernel sent it, or the group's
-/// witness got it too. A signal sent to zklock alone and one sent to its group look the same to
-/// zklock (same si_code, same sender); only the witness, a process of the group that zklock
-/// never signals, tells them apart. The witness is renewed after each signal it got.
-fn sent_to_my_group(o: &SignalOrigin, witness: &mut Option<GroupWitness>) -> bool {
-    let Some(w) = witness else {
+/// The signals zklock caught, its process group's witness, and the signals the witness
+/// already held at COMMAND's exec.
+struct Watch<'a> {
+    caught: &'a CaughtSignals,
+    witness: &'a mut Option<GroupWitness>,
+    /// Bit `sig - 1`: held at COMMAND's exec (sent before COMMAND could get it).
+    before_exec: &'a mut u64,
+}
+
+/// Whether signal `o` went to zklock's whole process group after COMMAND's exec, so that
+/// COMMAND got it itself (a Ctrl-C or Ctrl-\ typed at the terminal, a hangup, a supervisor's
+/// `kill -- -PGID`): the group's witness got it, and did not hold it yet at the exec; without a
+/// witness, the kernel sent it. A signal sent to zklock alone and one sent to its group look the
+/// same to zklock (same si_code, same sender); only the witness, a process of the group that
+/// zklock never signals, tells them apart. The witness is renewed after each signal it got.
+fn sent_to_my_group(o: &SignalOrigin, w: &mut Watch) -> bool {
+    let Some(witness) = w.witness.as_mut() else {
         return o.from_kernel;
     };
     // The kernel marks the signal pending in every process of the group before kill(2)
     // returns; zklock reads it later than that, but looks twice more on a busy machine.
-    let mut got = w.got(o.signal);
+    let mut got = witness.got(o.signal);
     for _ in 0..2 {
         if got || o.from_kernel {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
-        got = w.got(o.signal);
+        got = witness.got(o.signal);
     }
-    if got {
-        if let Err(e) = w.renew() {
+    if !got {
+        return o.from_kernel;
+    }
+    let bit = 1u64 << (o.signal - 1);
+    let before_exec = *w.before_exec & bit != 0;
+    match witness.renew() {
+        // The fresh witness started after COMMAND's exec: all it sees, COMMAND got too.
+        Ok(()) => *w.before_exec = 0,
+        Err(e) => {
             eprintln!("zklock: cannot renew the process group's witness: {e}");
-            *witness = None;
+            *w.witness = None;
         }
     }
-    got || o.from_kernel
+    !before_exec
 }
 
 /// How COMMAND came to end.
@@ -250,7 +296,7 @@ fn wait_child(
     child: &mut Child,
     lost_rx: &mpsc::Receiver<()>,
     revoke_rx: &mpsc::Receiver<()>,
-    signals: &CaughtSignals,
+    mut watch: Watch,
     client: &Client,
     args: &RunArgs,
     path: &str,
@@ -259,23 +305,13 @@ fn wait_child(
     // When COMMAND, sent SIGTERM, is killed if it still runs; and why, for the message.
     let mut kill_at: Option<(Instant, &str)> = None;
     let pid = child.id();
-    let mut witness = match GroupWitness::start(&FORWARDED) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            eprintln!(
-                "zklock: cannot start the process group's witness ({e}): a signal sent to the \
-                 whole group may reach COMMAND twice"
-            );
-            None
-        }
-    };
     loop {
         if let Some(s) = child.try_wait()? {
             return Ok((s, ended));
         }
-        while let Some(o) = signals.next(Some(Duration::ZERO)) {
+        while let Some(o) = watch.caught.next(Some(Duration::ZERO)) {
             let sig = o.signal;
-            if sent_to_my_group(&o, &mut witness) && process::in_my_process_group(pid) {
+            if sent_to_my_group(&o, &mut watch) && process::in_my_process_group(pid) {
                 if args.conn.verbose {
                     eprintln!("zklock: signal {sig} went to the process group: {pid} got it too");
                 }
