@@ -760,6 +760,56 @@ fn int_counting_script(log: &std::path::Path) -> String {
     )
 }
 
+/// COMMAND, logging as [`int_counting_script`] does, saw one SIGINT and ended by itself, and
+/// zklock exited with its status (0).
+fn assert_one_int(log: &std::path::Path, out: &Output, what: &str) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    assert_eq!(
+        text,
+        "INT\ndone\n",
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{what}: zklock exits with COMMAND's status"
+    );
+}
+
+/// Every core kept busy (spinning threads) until dropped, also when the test fails.
+struct BusyCores {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyCores {
+    fn start() -> BusyCores {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let threads = (0..cores)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        BusyCores { stop, threads }
+    }
+}
+
+impl Drop for BusyCores {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
 /// One Ctrl-C typed at the terminal goes to the whole foreground process group, zklock and
 /// COMMAND: COMMAND sees it once (zklock does not pass on what COMMAND got itself), and
 /// zklock exits with COMMAND's status.
@@ -778,18 +828,7 @@ fn one_ctrl_c_at_the_terminal_reaches_the_command_once() {
     assert!(alive(cmd));
     master.write_all(b"\x03").unwrap();
     let out = z.wait_with_output().unwrap();
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(
-        text,
-        "INT\ndone\n",
-        "COMMAND saw the Ctrl-C once: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "zklock exits with COMMAND's status"
-    );
+    assert_one_int(&log, &out, "COMMAND saw the Ctrl-C once");
     let (code, _, err) = run(zklock(&h, &["-n", &p, "true"]));
     assert_eq!(code, 0, "released: {err}");
 }
@@ -805,14 +844,11 @@ fn sigint_to_zklock_alone_reaches_the_command_once() {
     assert!(alive(cmd));
     assert!(zklock::testing::process::send_signal(z.id(), libc::SIGINT));
     let out = z.wait_with_output().unwrap();
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(
-        text,
-        "INT\ndone\n",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_one_int(
+        &log,
+        &out,
+        "COMMAND saw the SIGINT sent to zklock alone once",
     );
-    assert_eq!(out.status.code(), Some(0));
 }
 
 /// Waits for zklock to end, at most `within`; past that kills it (COMMAND dies with it) and
@@ -840,24 +876,11 @@ fn finish(mut z: ChildGuard, within: Duration) -> Output {
 #[test]
 fn a_group_signal_at_the_commands_start_reaches_it_once() {
     use std::os::unix::process::CommandExt;
-    use std::sync::atomic::{AtomicBool, Ordering};
     let h = hosts();
     let dir = tempfile::tempdir().unwrap();
     // Every core kept busy, as beside a build: zklock's thread waits for a core after COMMAND's
     // exec while COMMAND runs on.
-    let stop = std::sync::Arc::new(AtomicBool::new(false));
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let load: Vec<_> = (0..cores)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
-        })
-        .collect();
-    let _stop = scopeguard_stop(stop, load);
+    let _busy = BusyCores::start();
     for round in 0..8 {
         let p = path(&format!("sigint-at-start-{round}"));
         let log = dir.path().join(format!("log{round}"));
@@ -869,35 +892,12 @@ fn a_group_signal_at_the_commands_start_reaches_it_once() {
             c.process_group(0);
         });
         let out = finish(z, Duration::from_secs(20));
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        assert_eq!(
-            text,
-            "INT\ndone\n",
-            "round {round}: COMMAND saw its group's SIGINT once: {}",
-            String::from_utf8_lossy(&out.stderr)
+        assert_one_int(
+            &log,
+            &out,
+            &format!("round {round}: COMMAND saw its group's SIGINT once"),
         );
-        assert_eq!(out.status.code(), Some(0), "round {round}");
     }
-}
-
-/// Stops the busy threads when dropped (also when the test fails).
-fn scopeguard_stop(
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-) -> impl Drop {
-    struct Stop(
-        std::sync::Arc<std::sync::atomic::AtomicBool>,
-        Vec<std::thread::JoinHandle<()>>,
-    );
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
-            for t in self.1.drain(..) {
-                let _ = t.join();
-            }
-        }
-    }
-    Stop(stop, threads)
 }
 
 /// A supervisor's `kill -INT -- -PGID` reaches every process of zklock's group, COMMAND
@@ -922,14 +922,7 @@ fn sigint_to_zklocks_process_group_reaches_the_command_once() {
         .unwrap();
     assert!(kill.success());
     let out = finish(z, Duration::from_secs(20));
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(
-        text,
-        "INT\ndone\n",
-        "COMMAND saw the group's SIGINT once: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(0));
+    assert_one_int(&log, &out, "COMMAND saw the group's SIGINT once");
 }
 
 /// `zklock --revocable PATH COMMAND` hears `zklock revoke PATH`: it ends COMMAND as --on-lost
