@@ -403,17 +403,11 @@ impl GroupWitness {
     /// Whether signal `sig` is pending in the witness: it was sent to the whole group
     /// since the witness started.
     pub fn got(&self, sig: i32) -> bool {
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
+        let Ok(status) = std::fs::read(format!("/proc/{}/status", self.pid)) else {
             return false;
         };
-        status.lines().any(|l| {
-            let Some((key, mask)) = l.split_once(':') else {
-                return false;
-            };
-            (key == "ShdPnd" || key == "SigPnd")
-                && u64::from_str_radix(mask.trim(), 16)
-                    .is_ok_and(|m| sig >= 1 && m & (1 << (sig - 1)) != 0)
-        })
+        (1..=64).contains(&sig)
+            && pending_in_status(&status).is_some_and(|m| m & (1 << (sig - 1)) != 0)
     }
 
     /// Has the child `cmd` starts tell, just before its `exec`, which of `signals` this
@@ -520,7 +514,8 @@ impl AtExec {
     }
 }
 
-/// The pending signals of a `/proc/PID/status` text: its `SigPnd` and `ShdPnd` masks.
+/// The pending signals of a `/proc/PID/status` text: its `SigPnd` and `ShdPnd` masks. Reads
+/// without allocating (a child between fork and exec calls it too).
 fn pending_in_status(status: &[u8]) -> Option<u64> {
     let mut mask = None;
     for line in status.split(|&b| b == b'\n') {
